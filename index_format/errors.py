@@ -1,0 +1,101 @@
+"""Every error bgix raises derives from BgixError; format problems carry the file, block and reason.
+
+Imports nothing from the rest of the package so any module can raise these.
+"""
+from __future__ import annotations
+
+
+class BgixError(Exception):
+    """Root of every error raised by bgix code (library, catalog, build job, service)."""
+
+
+class IndexFormatError(BgixError):
+    """A file that does not follow the bitmap global index format (spec §2).
+
+    Carries the file path, the block that failed (e.g. "footer", "dictionary block 3",
+    "bitmap of key 'x'", "block index") and the absolute byte offset when known.
+    """
+
+    def __init__(
+        self,
+        reason: str,
+        *,
+        path: str | None = None,
+        block: str | None = None,
+        offset: int | None = None,
+    ) -> None:
+        self.reason = reason
+        self.path = path
+        self.block = block
+        self.offset = offset
+        where = []
+        if path is not None:
+            where.append(f"file {path!r}")
+        if block is not None:
+            where.append(block)
+        if offset is not None:
+            where.append(f"offset {offset}")
+        super().__init__(f"{', '.join(where)}: {reason}" if where else reason)
+
+
+# Short alias used by the architecture guide.
+FormatError = IndexFormatError
+
+
+class CorruptFileError(IndexFormatError):
+    """Structurally invalid bytes: bad magic, lengths outside the file, absurd varints, bad codec data."""
+
+
+class TruncatedFileError(CorruptFileError):
+    """The file (or a block) is shorter than its recorded length."""
+
+
+class ChecksumError(CorruptFileError):
+    """A block trailer's CRC-32 does not match its body."""
+
+
+class UnsupportedVersionError(IndexFormatError):
+    """Footer version (or deletion-vector version) this library does not know."""
+
+
+class PredicateError(BgixError):
+    """A predicate that cannot be parsed or bound."""
+
+
+class ParseError(PredicateError):
+    """Unparsable predicate text or JSON; `position` is a character offset or a JSON path."""
+
+    def __init__(self, message: str, *, position: int | str | None = None) -> None:
+        self.position = position
+        super().__init__(message if position is None else f"{message} (at {position})")
+
+
+class BindError(PredicateError):
+    """A predicate that names an unknown column or a literal that does not fit the column type."""
+
+
+class UnknownColumnError(BindError):
+    """The predicate names a column that has no index; `known` lists the indexed columns."""
+
+    def __init__(self, column: str, known: list[str]) -> None:
+        self.column = column
+        self.known = sorted(known)
+        super().__init__(
+            f"unknown column {column!r}; indexed columns: {', '.join(self.known) or '(none)'}"
+        )
+
+
+class InvalidOptionError(BgixError):
+    """An index option with an unknown key or a value that does not parse (spec §7.1)."""
+
+
+class UnsupportedTypeError(BgixError):
+    """A column type the bitmap index cannot hold (spec §3)."""
+
+
+class PathNotAllowedError(BgixError):
+    """A path or URL outside the configured warehouse and allowed roots."""
+
+
+class StorageUnavailableError(BgixError):
+    """The file system or object store did not answer."""
