@@ -1,0 +1,21 @@
+"""Catalog of tables, row-id maps, versioned index snapshots and job records; re-exports only."""
+from __future__ import annotations
+
+from service.catalog.catalog import Catalog, merge_ranges
+from service.catalog.errors import (
+    BuildInProgressError,
+    CatalogError,
+    CommitConflictError,
+    IndexNotFoundError,
+    JobNotFoundError,
+    RowIdError,
+    TableExistsError,
+    TableNotFoundError,
+)
+from service.catalog.model import DataFile, IndexFileEntry, JobRecord, Snapshot, SourceFile, Table
+
+__all__ = [
+    "Catalog", "merge_ranges", "BuildInProgressError", "CatalogError", "CommitConflictError",
+    "IndexNotFoundError", "JobNotFoundError", "RowIdError", "TableExistsError", "TableNotFoundError",
+    "DataFile", "IndexFileEntry", "JobRecord", "Snapshot", "SourceFile", "Table",
+]

@@ -1,0 +1,81 @@
+"""Per-file manifest metadata `SortedIndexFileMeta` (spec §4): build and parse, with the legacy rules.
+
+Imports only index_format.{keys,types,errors}.
+"""
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+
+from index_format.errors import CorruptFileError
+from index_format.keys import deserialize_key, serialize_key
+from index_format.types import KeyType
+
+_LEN = struct.Struct("<i")  # spec §4: lengths in native (LE) order
+META_VERSION = 1
+
+
+@dataclass(frozen=True)
+class FileMeta:
+    first_key: object | None
+    last_key: object | None
+    has_nulls: bool
+    only_nulls: bool
+
+
+def build_meta_bytes(first: bytes | None, last: bytes | None, has_nulls: bool) -> bytes:
+    """spec §4 layout from serialized keys (None = null key)."""
+    flags = (1 if first is None else 0) | (2 if last is None else 0)
+    f = first or b""
+    la = last or b""
+    return (_LEN.pack(len(f)) + f + _LEN.pack(len(la)) + la
+            + bytes((1 if has_nulls else 0, META_VERSION, flags)))
+
+
+def build_meta(kt: KeyType, first_key: object | None, last_key: object | None, has_nulls: bool) -> bytes:
+    """spec §4 bytes from canonical first/last keys."""
+    return build_meta_bytes(None if first_key is None else serialize_key(kt, first_key),
+                            None if last_key is None else serialize_key(kt, last_key), has_nulls)
+
+
+def parse_meta_raw(data: bytes) -> tuple[bytes | None, bytes | None, bool]:
+    """(first key bytes | None, last key bytes | None, has_nulls) with the legacy rules of spec §4."""
+    data = bytes(data)
+    pos = 0
+
+    def take_key() -> bytes:
+        nonlocal pos
+        if pos + 4 > len(data):
+            raise CorruptFileError("index metadata truncated", block="manifest metadata")
+        n = _LEN.unpack_from(data, pos)[0]
+        pos += 4
+        if n < 0 or pos + n > len(data):
+            raise CorruptFileError(f"index metadata key length {n} out of range", block="manifest metadata")
+        key = data[pos:pos + n]
+        pos += n
+        return key
+
+    first = take_key()
+    last = take_key()
+    if pos >= len(data):
+        raise CorruptFileError("index metadata lacks the has-nulls byte", block="manifest metadata")
+    has_nulls = data[pos] != 0
+    pos += 1
+    first_k: bytes | None = first
+    last_k: bytes | None = last
+    if len(data) - pos >= 2 and data[pos] == META_VERSION:
+        flags = data[pos + 1]
+        if flags & 1:
+            first_k = None
+        if flags & 2:
+            last_k = None
+    elif not first and not last and has_nulls:
+        first_k = last_k = None  # legacy all-null file
+    return first_k, last_k, has_nulls
+
+
+def parse_meta(kt: KeyType, data: bytes) -> FileMeta:
+    first, last, has_nulls = parse_meta_raw(data)
+    fk = None if first is None else deserialize_key(kt, first)
+    lk = None if last is None else deserialize_key(kt, last)
+    return FileMeta(fk, lk, has_nulls, first is None and last is None)

@@ -1,0 +1,70 @@
+"""Fixed byte layouts of the format: magic, version, footer struct, trailer, varints (spec §0, §2.2, §2.4).
+
+Imports only the standard library and index_format.errors.
+"""
+from __future__ import annotations
+
+import struct
+
+from index_format.errors import CorruptFileError
+
+MAGIC = 0x42474958  # "BGIX", spec §2.2
+VERSION = 1
+FOOTER_SIZE = 48
+TRAILER_SIZE = 5  # type byte + LE CRC-32, spec §2.4
+# spec §2.2: three (BE int64 offset, BE int32 length) pairs, then value count, version, magic (BE int32)
+FOOTER_STRUCT = struct.Struct(">qiqiqiiii")
+TRAILER_CRC = struct.Struct("<I")
+# spec §1: portable 64-bit roaring = bucket count (u64 LE) then per bucket high key (u32 LE) + 32-bit map
+BITMAP64_ONE_BUCKET_HIGH0 = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
+EMPTY_BITMAP64 = b"\x00" * 8
+
+MAX_VARINT_BYTES = 10  # spec §0: the decoder accepts up to 10 bytes for a long
+_VARINT_1 = [bytes([i]) for i in range(128)]
+
+
+def varint(n: int) -> bytes:
+    """Unsigned LEB128 (spec §0); negative values are a caller bug."""
+    if n < 128:
+        if n < 0:
+            raise ValueError(f"negative varint {n}")
+        return _VARINT_1[n]
+    out = bytearray()
+    while n >= 0x80:
+        out.append((n & 0x7F) | 0x80)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def varint_len(n: int) -> int:
+    """Encoded size of varint(n)."""
+    if n < 128:
+        return 1
+    return (n.bit_length() + 6) // 7
+
+
+def read_varint(buf: bytes | memoryview, pos: int, *, limit: int = (1 << 63) - 1,
+                path: str | None = None, block: str | None = None) -> tuple[int, int]:
+    """Decode one varint at `pos`; returns (value, new_pos). Bad input → CorruptFileError."""
+    b = buf[pos] if pos < len(buf) else -1
+    if 0 <= b < 0x80:
+        return b, pos + 1
+    result = 0
+    shift = 0
+    end = len(buf)
+    start = pos
+    while True:
+        if pos >= end:
+            raise CorruptFileError("varint runs past the end of the block", path=path, block=block)
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if b < 0x80:
+            break
+        shift += 7
+        if pos - start >= MAX_VARINT_BYTES:
+            raise CorruptFileError("varint longer than 10 bytes", path=path, block=block)
+    if result > limit:
+        raise CorruptFileError(f"varint value {result} out of range", path=path, block=block)
+    return result, pos

@@ -1,0 +1,439 @@
+"""Answer a bound predicate over every index file of the columns it names (spec §4, §5.3–§5.5, §6).
+
+Per column: group files by row range, prune with FileMeta, check the fallback budget per range, OR the
+file answers, shift by the range start, OR the ranges; then combine columns with three-valued logic.
+Imports evaluate/bind/tree/keys; the reader only through IndexFileRef.open. Never the writer.
+"""
+from __future__ import annotations
+
+import functools
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from pyroaring import BitMap64
+
+from index_format import keys
+from index_format.errors import UnknownColumnError
+from index_format.filemeta import FileMeta
+from index_format.options import IndexOptions
+from index_format.predicate.evaluate import UNSUPPORTED, Unsupported, matching_rows, positive_op
+from index_format.predicate.operators import OPERATORS
+from index_format.predicate.tree import FALSE, TRUE, UNKNOWN, And, BoundLeaf, Node, Not, Or
+from index_format.predicate.visitors import referenced_columns, rewrite_not
+from index_format.types import KeyType
+
+if TYPE_CHECKING:
+    from index_format.reader import IndexReader
+
+DEFAULT_FALLBACK_SCAN_MAX_SIZE = IndexOptions().fallback_scan_max_size
+_STAT_NAMES = ("reads", "bytes_read", "blocks_decoded", "bitmaps_read")
+
+
+@dataclass
+class IndexFileRef:
+    """One index file: its manifest row range [range_start, range_end] (inclusive), metadata and size."""
+
+    path: str
+    range_start: int
+    range_end: int
+    meta: FileMeta
+    file_size: int
+    open: Callable[[], IndexReader]
+
+
+@dataclass
+class ColumnIndex:
+    """Every index file of one column (all ranges) and the column's fallback-scan budget (spec §6)."""
+
+    column: str
+    kt: KeyType
+    files: list[IndexFileRef]
+    fallback_scan_max_size: int = DEFAULT_FALLBACK_SCAN_MAX_SIZE
+
+
+@dataclass
+class Answer:
+    """Rows (global ids) where the predicate is TRUE, rows where it is UNKNOWN, and how sure we are.
+
+    `exact`: False when an unsupported AND-child was dropped (rows is then a superset) or when unsupported.
+    `supported`: False when the index declined (rows empty; the engine must scan).
+    `coverage_ranges`: row ranges indexed for every column used; `uncovered_ranges`: rows indexed for
+    some but not all of them (their answer is UNKNOWN unless decided by the other columns).
+    """
+
+    rows: BitMap64
+    unknown: BitMap64
+    exact: bool
+    supported: bool
+    coverage_ranges: list[tuple[int, int]]
+    explain: dict[str, object]
+    uncovered_ranges: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def coverage_complete(self) -> bool:
+        return not self.uncovered_ranges
+
+
+@dataclass
+class _Result:
+    t: BitMap64            # TRUE rows
+    u: BitMap64 | None     # UNKNOWN rows (None when nobody asked for them)
+    exact: bool = True
+
+
+_Value = _Result | Unsupported
+
+
+def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool = False,
+             with_unknown: bool = True, deleted: BitMap64 | None = None) -> Answer:
+    """Evaluate a bound tree (bind.bind) over the indexed columns.
+
+    NOT is pushed down first, so ANDs are never under a NOT and dropping an unsupported AND child
+    gives a superset (spec §5.3 step 5). Rows outside a column's coverage count as UNKNOWN for it.
+    `deleted` (global ids, e.g. deletion vectors) is removed from the result.
+
+    Raises:
+        UnknownColumnError: the tree names a column missing from `columns`.
+    """
+    tree = rewrite_not(bound)
+    used = sorted(referenced_columns(tree)) or sorted(columns)
+    for name in used:
+        if name not in columns:
+            raise UnknownColumnError(name, list(columns))
+    run = _Run(columns, used, explain)
+    value = run.eval(tree, with_unknown)
+    covered = _intersect_all([_merge(_ranges(columns[c])) for c in used]) if used else []
+    uncovered = _subtract(_merge(r for c in used for r in _ranges(columns[c])), covered)
+    info = run.summary()
+    if isinstance(value, Unsupported):
+        return Answer(BitMap64(), BitMap64(), False, False, covered, info, uncovered)
+    rows, unknown = value.t, value.u if value.u is not None else BitMap64()
+    if deleted is not None:
+        rows, unknown = rows - deleted, unknown - deleted
+    return Answer(rows, unknown, value.exact, True, covered, info, uncovered)
+
+
+class _Run:
+    """State of one evaluate() call: opened readers, per-range null rows, explain counters."""
+
+    def __init__(self, columns: Mapping[str, ColumnIndex], used: list[str], explain: bool) -> None:
+        self.columns = columns
+        self.explain = explain
+        self.coverage = {c: _bitmap(_merge(_ranges(columns[c]))) for c in used}
+        self.all = BitMap64.union(*self.coverage.values()) if self.coverage else BitMap64()
+        self.readers: dict[tuple[str, int], IndexReader] = {}
+        self.stats_before: dict[tuple[str, int], tuple[int, ...]] = {}
+        self.nulls: dict[tuple[str, int, int], BitMap64] = {}
+        self.counters = {"files_considered": 0, "files_pruned": 0, "files_read": 0}
+        self.fallback_scan = False
+        self.budget: list[dict[str, object]] = []
+        self.unsupported: list[str] = []
+        self.dropped: list[str] = []
+        self.leaves: list[dict[str, object]] = []
+
+    # ------------------------------------------------------------------ three-valued logic
+    def eval(self, node: Node, need_u: bool) -> _Value:
+        if node is TRUE:
+            return _Result(BitMap64(self.all), BitMap64())
+        if node is FALSE:
+            return _Result(BitMap64(), BitMap64())
+        if node is UNKNOWN:
+            return _Result(BitMap64(), BitMap64(self.all))
+        if isinstance(node, Not):
+            return self.negate(self.eval(node.child, True))
+        if isinstance(node, And):
+            return self.conjoin(self.eval(node.left, need_u), self.eval(node.right, need_u), node)
+        if isinstance(node, Or):
+            return _disjoin(self.eval(node.left, need_u), self.eval(node.right, need_u))
+        if isinstance(node, BoundLeaf):
+            return self.leaf(node, need_u)
+        raise TypeError(f"not a bound predicate node: {node!r}")
+
+    def negate(self, a: _Value) -> _Value:
+        # NOT of a superset is not a subset: an inexact child makes NOT unsupported.
+        if isinstance(a, Unsupported) or not a.exact:
+            return UNSUPPORTED
+        assert a.u is not None
+        return _Result(self.all - a.t - a.u, BitMap64(a.u))
+
+    def conjoin(self, a: _Value, b: _Value, node: And) -> _Value:
+        if isinstance(a, Unsupported) and isinstance(b, Unsupported):
+            return UNSUPPORTED
+        if isinstance(a, Unsupported) or isinstance(b, Unsupported):
+            kept = b if isinstance(a, Unsupported) else a
+            assert isinstance(kept, _Result)
+            self.dropped.append(repr(node.left if isinstance(a, Unsupported) else node.right))
+            return _Result(kept.t, kept.u, False)  # spec §5.3 step 5: dropped child → superset
+        t = a.t & b.t
+        u = None
+        if a.u is not None and b.u is not None:
+            u = ((a.t | a.u) & (b.t | b.u)) - t
+        return _Result(t, u, a.exact and b.exact)
+
+    # ------------------------------------------------------------------ one leaf over one column
+    def leaf(self, leaf: BoundLeaf, need_u: bool) -> _Value:
+        if leaf.unsupported is not None:
+            self.unsupported.append(leaf.unsupported)
+            return UNSUPPORTED
+        if leaf.op == "always_true":
+            return _Result(BitMap64(self.all), BitMap64())
+        if leaf.op == "always_false":
+            return _Result(BitMap64(), BitMap64())
+        if leaf.op == "always_unknown":
+            return _Result(BitMap64(), BitMap64(self.all))
+        ci = self.columns[leaf.column]
+        t, u = BitMap64(), BitMap64()
+        detail: list[dict[str, object]] = []
+        for (start, end), refs in _groups(ci.files):
+            got = self.range_answer(leaf, ci, start, end, refs, need_u, detail)
+            if isinstance(got, Unsupported):
+                self.record_leaf(leaf, detail)
+                return UNSUPPORTED  # spec §5.3 step 4: one range unsupported → the leaf is
+            t |= got.t
+            if got.u is not None:
+                u |= got.u
+        self.record_leaf(leaf, detail)
+        if not need_u:
+            return _Result(t, None)
+        # Rows another column covers but this one does not: this leaf is UNKNOWN there.
+        return _Result(t, u | (self.all - self.coverage[leaf.column]))
+
+    def range_answer(self, leaf: BoundLeaf, ci: ColumnIndex, start: int, end: int,
+                     refs: list[IndexFileRef], need_u: bool, detail: list[dict[str, object]]) -> _Value:
+        op = leaf.op
+        whole = BitMap64()
+        whole.add_range(start, end + 1)
+        if op in ("is_null", "is_not_null"):
+            # Only files with nulls are read (spec §4); IS NOT NULL is the range minus them (spec §5.4).
+            with_nulls = sum(1 for r in refs if r.meta.has_nulls)
+            self.counters["files_considered"] += len(refs)
+            self.counters["files_pruned"] += len(refs) - with_nulls
+            detail.append({"range": [start, end], "files": len(refs), "candidates": with_nulls})
+            null_rows = self.range_nulls(ci, start, end, refs)
+            return _Result(null_rows if op == "is_null" else whole - null_rows, BitMap64())
+        if leaf.null_in_list and op == "not_in" and not need_u:
+            return _Result(BitMap64(), None)  # spec §5.5: NOT IN (…, NULL) is empty; no file is read
+        candidates = [r for r in refs if file_may_match(leaf, r.meta, positive=True)]
+        self.counters["files_considered"] += len(refs)
+        self.counters["files_pruned"] += len(refs) - len(candidates)
+        entry: dict[str, object] = {"range": [start, end], "files": len(refs), "candidates": len(candidates)}
+        detail.append(entry)
+        if candidates and OPERATORS[op].budgeted:
+            size = sum(r.file_size for r in candidates)
+            budget = ci.fallback_scan_max_size
+            ok = budget > 0 and size <= budget  # spec §6: strictly greater, or ≤ 0, declines
+            decision = {"column": ci.column, "range": [start, end], "selected_bytes": size,
+                        "budget": budget, "decision": "scan" if ok else "unsupported"}
+            self.budget.append(decision)
+            entry["budget"] = decision
+            if not ok:
+                self.unsupported.append(f"fallback scan of {size} bytes over budget {budget} (spec §6)")
+                return UNSUPPORTED
+            self.fallback_scan = True
+        matches = BitMap64()
+        for ref in candidates:
+            values = _values_in_bounds(leaf, ref.meta) if positive_op(op) == "in" else None
+            reader = self.reader(ci.column, ref)
+            matches |= matching_rows(leaf, reader, values).shift(start)
+        nulls = self.range_nulls(ci, start, end, refs) if (need_u or op in ("ne", "not_in")) else None
+        if leaf.null_in_list:  # spec §5.5: a NULL in the list makes every non-matching row UNKNOWN
+            unknown = whole - matches if need_u else None
+            return _Result(matches, unknown) if op == "in" else _Result(BitMap64(), unknown)
+        if op in ("ne", "not_in"):
+            assert nulls is not None
+            return _Result(whole - nulls - matches, nulls)  # Java range rule, spec §5.4
+        return _Result(matches, nulls)
+
+    def range_nulls(self, ci: ColumnIndex, start: int, end: int, refs: list[IndexFileRef]) -> BitMap64:
+        key = (ci.column, start, end)
+        if key not in self.nulls:
+            out = BitMap64()
+            for ref in refs:
+                if ref.meta.has_nulls:
+                    out |= self.reader(ci.column, ref).null_rows().shift(start)
+            self.nulls[key] = out
+        return self.nulls[key]
+
+    def reader(self, column: str, ref: IndexFileRef) -> IndexReader:
+        key = (column, id(ref))
+        if key not in self.readers:
+            reader = ref.open()
+            self.readers[key] = reader
+            self.stats_before[key] = _stats(reader)
+            self.counters["files_read"] += 1
+        return self.readers[key]
+
+    # ------------------------------------------------------------------ explain
+    def record_leaf(self, leaf: BoundLeaf, detail: list[dict[str, object]]) -> None:
+        if self.explain:
+            self.leaves.append({"leaf": repr(leaf), "column": leaf.column, "op": leaf.op, "ranges": detail})
+
+    def summary(self) -> dict[str, object]:
+        totals = dict.fromkeys(_STAT_NAMES, 0)
+        for key, reader in self.readers.items():
+            after = _stats(reader)
+            for name, a, b in zip(_STAT_NAMES, after, self.stats_before[key], strict=True):
+                totals[name] += a - b
+        out: dict[str, object] = {**self.counters, **totals, "fallback_scan": self.fallback_scan,
+                                  "budget_decisions": self.budget, "unsupported": self.unsupported,
+                                  "dropped_and_children": self.dropped}
+        if self.explain:
+            out["leaves"] = self.leaves
+        return out
+
+
+def _disjoin(a: _Value, b: _Value) -> _Value:
+    if isinstance(a, Unsupported) or isinstance(b, Unsupported):
+        return UNSUPPORTED  # spec §5.3 step 5
+    t = a.t | b.t
+    u = (a.u | b.u) - t if a.u is not None and b.u is not None else None
+    return _Result(t, u, a.exact and b.exact)
+
+
+def _stats(reader: object) -> tuple[int, ...]:
+    stats = getattr(reader, "stats", None)
+    return tuple(int(getattr(stats, name, 0) or 0) for name in _STAT_NAMES)
+
+
+# ---------------------------------------------------------------------- file selection (spec §4)
+
+def file_may_match(leaf: BoundLeaf, meta: FileMeta, *, positive: bool = False) -> bool:
+    """spec §4: may this file hold rows where `leaf` is TRUE?
+
+    `positive=True` asks for the positive form of a complement (`ne` → `eq`, `not_in` → `in`), which is
+    what the Java range rule (spec §5.4) subtracts.
+    """
+    op = positive_op(leaf.op) if positive else leaf.op
+    if op == "is_null":
+        return meta.has_nulls
+    if meta.only_nulls:
+        return False
+    if op in ("is_not_null", "ne", "not_in"):
+        return True
+    kt = leaf.kt
+    first = None if meta.first_key is None else keys.sort_key(kt, meta.first_key)
+    last = None if meta.last_key is None else keys.sort_key(kt, meta.last_key)
+
+    def sk(v: object) -> object:
+        return keys.sort_key(kt, v)
+
+    # A null first (last) key is below (above) everything.
+    def ge_first(v: object, strict: bool = False) -> bool:
+        return first is None or (first < v if strict else first <= v)  # type: ignore[operator]
+
+    def le_last(v: object, strict: bool = False) -> bool:
+        return last is None or (last > v if strict else last >= v)  # type: ignore[operator]
+
+    if op == "eq":
+        v = sk(leaf.value)
+        return ge_first(v) and le_last(v)
+    if op == "in":
+        return bool(_values_in_bounds(leaf, meta))
+    if op in ("lt", "le"):
+        return ge_first(sk(leaf.value), strict=op == "lt")
+    if op in ("gt", "ge"):
+        return le_last(sk(leaf.value), strict=op == "gt")
+    if op == "between":
+        lo, hi = sk(leaf.low), sk(leaf.high)
+        return lo <= hi and ge_first(hi) and le_last(lo)  # type: ignore[operator]
+    if op == "not_between":
+        return ge_first(sk(leaf.low), strict=True) or le_last(sk(leaf.high), strict=True)
+    if op == "starts_with":
+        prefix = str(leaf.value).encode("utf-8")
+        if not prefix:
+            return True
+        bound = _prefix_upper_bound(prefix)
+        return le_last(prefix) and (bound is None or ge_first(bound, strict=True))
+    return True  # ends_with, contains, like: literal non-null and not only-nulls
+
+
+def _values_in_bounds(leaf: BoundLeaf, meta: FileMeta) -> tuple[object, ...]:
+    """The IN literals inside [first, last] of the file: two binary searches over the sorted literals."""
+    keys_sorted, values_sorted = _sorted_literals(leaf)
+    kt = leaf.kt
+    lo = 0 if meta.first_key is None else bisect_left(keys_sorted, keys.sort_key(kt, meta.first_key))
+    hi = len(keys_sorted) if meta.last_key is None else bisect_right(keys_sorted, keys.sort_key(kt, meta.last_key))
+    return values_sorted[lo:hi]
+
+
+@functools.lru_cache(maxsize=64)
+def _sorted_literals(leaf: BoundLeaf) -> tuple[list[Any], tuple[object, ...]]:
+    # Cached per bound leaf: a big IN list is sorted once, not once per file.
+    pairs: list[tuple[Any, int]] = [(keys.sort_key(leaf.kt, v), i) for i, v in enumerate(leaf.values)]
+    pairs.sort(key=lambda p: p[0])
+    return [k for k, _ in pairs], tuple(leaf.values[i] for _, i in pairs)
+
+
+def _prefix_upper_bound(prefix: bytes) -> bytes | None:
+    """Smallest byte string greater than every string starting with `prefix` (spec §2.10), or None."""
+    trimmed = prefix.rstrip(b"\xff")
+    if not trimmed:
+        return None
+    return trimmed[:-1] + bytes((trimmed[-1] + 1,))
+
+
+# ---------------------------------------------------------------------- row ranges
+
+def _groups(files: Iterable[IndexFileRef]) -> list[tuple[tuple[int, int], list[IndexFileRef]]]:
+    groups: dict[tuple[int, int], list[IndexFileRef]] = {}
+    for ref in files:
+        groups.setdefault((ref.range_start, ref.range_end), []).append(ref)
+    return sorted(groups.items())
+
+
+def _ranges(ci: ColumnIndex) -> list[tuple[int, int]]:
+    return [(r.range_start, r.range_end) for r in ci.files]
+
+
+def _merge(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in sorted(ranges):
+        if out and start <= out[-1][1] + 1:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def _intersect(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out, i, j = [], 0, 0
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append((lo, hi))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+def _intersect_all(lists: list[list[tuple[int, int]]]) -> list[tuple[int, int]]:
+    out = lists[0]
+    for other in lists[1:]:
+        out = _intersect(out, other)
+    return out
+
+
+def _subtract(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    out: list[tuple[int, int]] = []
+    for start, end in a:
+        cur = start
+        for bs, be in b:
+            if be < cur or bs > end:
+                continue
+            if bs > cur:
+                out.append((cur, bs - 1))
+            cur = max(cur, be + 1)
+        if cur <= end:
+            out.append((cur, end))
+    return out
+
+
+def _bitmap(ranges: list[tuple[int, int]]) -> BitMap64:
+    out = BitMap64()
+    for start, end in ranges:
+        out.add_range(start, end + 1)
+    return out

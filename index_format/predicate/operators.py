@@ -1,0 +1,106 @@
+"""The one operator table: JSON name, SQL spelling, operand shape, null rule, budget (spec §4–§6).
+
+The parser, the JSON codec, bind, evaluate, combine and docs/predicates.md all read this table.
+Imports nothing from the reader or writer.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Operand shapes: which fields a leaf of this operator carries (and its JSON keys).
+NONE = "none"        # column only                       (is_null)
+VALUE = "value"      # column + one literal "value"      (eq, starts_with)
+VALUES = "values"    # column + literal list "values"    (in)
+RANGE = "range"      # column + "low" and "high"         (between)
+PATTERN = "pattern"  # column + LIKE "pattern"           (like)
+
+FIELDS: dict[str, tuple[str, ...]] = {
+    NONE: (),
+    VALUE: ("value",),
+    VALUES: ("values",),
+    RANGE: ("low", "high"),
+    PATTERN: ("pattern",),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Operator:
+    """One predicate operator and everything the pipeline needs to know about it."""
+
+    name: str              # JSON op name, also the leaf's `op`
+    sql: str               # SQL spelling (documentation and error messages)
+    shape: str             # one of NONE/VALUE/VALUES/RANGE/PATTERN
+    negation: str | None   # operator with the same 3VL result as NOT(this), if any
+    complement: bool       # answered per range as "range − nulls − positive" (spec §5.4)
+    budgeted: bool         # a fallback scan limited by fallback_scan_max_size (spec §6)
+    strings_only: bool     # non-string column → UNSUPPORTED (spec §6)
+    null_rule: str         # what a NULL literal does (spec §5.5)
+    path: str              # how one file answers it (spec §6)
+
+    @property
+    def fields(self) -> tuple[str, ...]:
+        return FIELDS[self.shape]
+
+
+_OPS = (
+    Operator("eq", "=", VALUE, "ne", False, False, False,
+             "`x = NULL` → empty", "dictionary lookup"),
+    Operator("ne", "<> / !=", VALUE, "eq", True, False, False,
+             "`x <> NULL` → empty; null rows never match", "dictionary lookup + complement"),
+    Operator("lt", "<", VALUE, "ge", False, True, False,
+             "NULL literal → unsupported", "logical scan of every key"),
+    Operator("le", "<=", VALUE, "gt", False, True, False,
+             "NULL literal → unsupported", "logical scan of every key"),
+    Operator("gt", ">", VALUE, "le", False, True, False,
+             "NULL literal → unsupported", "logical scan of every key"),
+    Operator("ge", ">=", VALUE, "lt", False, True, False,
+             "NULL literal → unsupported", "logical scan of every key"),
+    Operator("in", "IN (…)", VALUES, "not_in", False, False, False,
+             "NULL literals ignored for matches (other rows UNKNOWN); `IN (NULL)` → empty",
+             "one dictionary lookup per distinct literal"),
+    Operator("not_in", "NOT IN (…)", VALUES, "in", True, False, False,
+             "any NULL in the list → empty", "dictionary lookups + complement"),
+    Operator("between", "BETWEEN … AND …", RANGE, "not_between", False, True, False,
+             "NULL bound → unsupported; low > high → empty", "logical scan of every key"),
+    Operator("not_between", "NOT BETWEEN … AND …", RANGE, "between", False, True, False,
+             "NULL bound → unsupported; null rows excluded", "logical scan of every key"),
+    Operator("is_null", "IS NULL", NONE, "is_not_null", False, False, False,
+             "—", "null bitmap"),
+    Operator("is_not_null", "IS NOT NULL", NONE, "is_null", True, False, False,
+             "—", "range minus null bitmap"),
+    Operator("starts_with", "starts_with(x, 'p') / LIKE 'p%'", VALUE, None, False, False, True,
+             "NULL literal → unsupported; '' → all non-null rows", "block-index prefix search"),
+    Operator("ends_with", "ends_with(x, 's') / LIKE '%s'", VALUE, None, False, True, True,
+             "NULL literal → unsupported; '' → all non-null rows", "byte scan of every key"),
+    Operator("contains", "contains(x, 's') / LIKE '%s%'", VALUE, None, False, True, True,
+             "NULL literal → unsupported; '' → all non-null rows", "byte scan of every key"),
+    Operator("like", "LIKE 'pattern'", PATTERN, None, False, True, True,
+             "NULL pattern → unsupported; simple patterns rewritten (see below)",
+             "SQL LIKE matcher over every key"),
+)
+
+OPERATORS: dict[str, Operator] = {op.name: op for op in _OPS}
+
+# Comparison operators with the literal on the left are flipped: `5 < x` ≡ `x > 5`.
+FLIPPED: dict[str, str] = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def operator(name: str) -> Operator:
+    """The operator called `name` (JSON op name). Raises KeyError if unknown."""
+    return OPERATORS[name]
+
+
+def operator_table_markdown() -> str:
+    """The operator table of docs/predicates.md, generated from OPERATORS (a test keeps them in sync)."""
+    lines = [
+        "| JSON op | SQL | operands | path (spec §6) | budgeted | strings only | NULL literal (spec §5.5) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for op in _OPS:
+        operands = ", ".join(("column",) + op.fields)
+        sql = " / ".join(f"`{part}`" for part in op.sql.split(" / "))
+        lines.append(
+            f"| `{op.name}` | {sql} | {operands} | {op.path} | {'yes' if op.budgeted else 'no'} "
+            f"| {'yes' if op.strings_only else 'no'} | {op.null_rule} |"
+        )
+    return "\n".join(lines)

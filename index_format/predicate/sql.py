@@ -1,0 +1,291 @@
+"""SQL WHERE text → unbound predicate tree (sqlglot); ParseError carries the character position.
+
+Grammar: docs/predicates.md. LIKE is kept as a `like` leaf here; bind.py rewrites it (spec §6).
+Imports sqlglot, tree and operators only; never the reader or writer.
+"""
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+import re
+from typing import cast
+
+import sqlglot
+import sqlglot.errors
+import sqlglot.expressions as exp
+from sqlglot import tokens
+from sqlglot.dialects.dialect import Dialect
+
+from index_format.errors import ParseError
+from index_format.predicate.operators import FLIPPED
+from index_format.predicate.tree import FALSE, TRUE, UNKNOWN, And, Leaf, Node, Not, Or
+
+
+class _WhereDialect(Dialect):
+    """Standard SQL literals: 'text' with '' escape (backslash is literal, so LIKE escapes survive),
+    identifiers in "double quotes" or `backticks`."""
+
+    class Tokenizer(tokens.Tokenizer):
+        QUOTES = ["'"]
+        IDENTIFIERS = ['"', "`"]
+        STRING_ESCAPES = ["'"]
+
+
+_COMPARISONS: dict[type[exp.Expression], str] = {
+    exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge",
+}
+_STRING_FUNCTIONS: dict[type[exp.Expression], str] = {
+    exp.StartsWith: "starts_with", exp.EndsWith: "ends_with", exp.Contains: "contains",
+}
+_ANONYMOUS_FUNCTIONS = {
+    "starts_with": "starts_with", "startswith": "starts_with", "ends_with": "ends_with",
+    "endswith": "ends_with", "contains": "contains",
+}
+_LEADING_WHERE = re.compile(r"^\s*where\b", re.IGNORECASE)
+
+
+def parse_where(text: str) -> Node:
+    """Parse the text of a SQL WHERE clause (an optional leading `WHERE` is allowed).
+
+    Raises:
+        ParseError: unparsable text or unsupported syntax; `position` is the 0-based character offset
+            of the offending fragment in `text`.
+    """
+    if not isinstance(text, str):
+        raise ParseError(f"predicate text must be a string, got {type(text).__name__}", position=0)
+    m = _LEADING_WHERE.match(text)
+    offset = m.end() if m else 0
+    body = text[offset:]
+    if not body.strip():
+        raise ParseError("empty predicate", position=len(text))
+    try:
+        tree = cast(exp.Expression, sqlglot.parse_one(body, read=_WhereDialect))
+    except sqlglot.errors.ParseError as e:
+        raise _from_sqlglot_error(e, body, offset) from None
+    except sqlglot.errors.TokenError:
+        pos = _unterminated_quote(body)
+        raise ParseError(f"cannot tokenize: unterminated quote near {body[pos:pos + 20]!r}",
+                         position=offset + pos) from None
+    return _Converter(body, offset).node(tree)
+
+
+def _from_sqlglot_error(e: sqlglot.errors.ParseError, body: str, offset: int) -> ParseError:
+    info = e.errors[0] if e.errors else {}
+    line, col = info.get("line"), info.get("col")
+    highlight = info.get("highlight") or ""
+    if isinstance(line, int) and isinstance(col, int):
+        # sqlglot reports the 1-based column of the highlighted token's last character.
+        lines = body.split("\n")
+        start = sum(len(x) + 1 for x in lines[: line - 1]) + max(col - len(highlight), 0)
+    else:
+        start = 0
+    desc = str(info.get("description") or e).split("\n")[0]
+    if desc.startswith("Required keyword"):
+        desc = "incomplete expression"
+    start = min(start, len(body))
+    return ParseError(f"{desc} near {body[start:start + 20]!r}", position=offset + start)
+
+
+def _unterminated_quote(body: str) -> int:
+    quote: str | None = None
+    start = len(body)
+    for i, ch in enumerate(body):
+        if quote is None and ch in "'\"`":
+            quote, start = ch, i
+        elif quote is not None and ch == quote:
+            quote = None
+    return start if quote is not None else 0
+
+
+class _Converter:
+    """Maps a sqlglot expression to our nodes; anything else is a ParseError at the fragment."""
+
+    def __init__(self, text: str, offset: int) -> None:
+        self.text = text
+        self.offset = offset
+
+    # ------------------------------------------------------------------ positions
+    def span(self, node: exp.Expression) -> tuple[int, int]:
+        """0-based inclusive [start, end] of `node` in the text (best effort: sqlglot keeps token positions
+        only on identifiers and literals)."""
+        starts, ends = [], []
+        for sub in node.walk():
+            meta = sub.meta if sub.meta else None
+            if meta and "start" in meta and "end" in meta:
+                starts.append(meta["start"])
+                ends.append(meta["end"])
+        lo = min(starts) if starts else 0
+        sql = node.sql(dialect=_WhereDialect).lower()
+        found = self.text.lower().find(sql, 0 if isinstance(node, exp.Query) else lo)
+        if found >= 0:
+            return found, found + len(sql) - 1
+        if not starts:
+            return 0, len(self.text) - 1
+        hi = max(ends)
+        # Keywords and parentheses carry no positions: close the parentheses the fragment opened.
+        while self.text[lo:hi + 1].count("(") > self.text[lo:hi + 1].count(")"):
+            nxt = self.text.find(")", hi + 1)
+            if nxt < 0:
+                break
+            hi = nxt
+        return lo, hi
+
+    def error(self, node: exp.Expression, what: str) -> ParseError:
+        start, end = self.span(node)
+        fragment = self.text[start:end + 1]
+        return ParseError(f"{what}: {fragment!r}", position=self.offset + start)
+
+    # ------------------------------------------------------------------ boolean structure
+    def node(self, e: exp.Expression) -> Node:
+        if e.args.get("negate"):
+            # sqlglot marks `a NOT LIKE p` (and, in some versions, NOT IN / NOT BETWEEN) with negate=True.
+            positive = e.copy()
+            positive.set("negate", None)
+            return self.negated(positive)
+        if isinstance(e, exp.Paren):
+            return self.node(e.this)
+        if isinstance(e, (exp.And, exp.Or)):
+            # Flatten the chain so long AND/OR lists become balanced trees (tree._balanced), the same
+            # shape json.from_json builds.
+            parts = [self.node(cast(exp.Expression, x)) for x in e.flatten()]
+            return And(*parts) if isinstance(e, exp.And) else Or(*parts)
+        if isinstance(e, exp.Not):
+            return self.negated(e.this)
+        if isinstance(e, exp.Boolean):
+            return TRUE if e.this else FALSE
+        if isinstance(e, exp.Null):
+            return UNKNOWN
+        if isinstance(e, exp.Column):
+            # A bare boolean column as a condition (`WHERE flag`) means `flag = TRUE`.
+            return Leaf("eq", self.column(e), True)
+        if type(e) in _COMPARISONS:
+            return self.comparison(e, _COMPARISONS[type(e)])
+        if isinstance(e, exp.In):
+            return self.in_list(e)
+        if isinstance(e, exp.Between):
+            return Leaf("between", self.column(e.this), low=self.literal(e.args["low"]),
+                        high=self.literal(e.args["high"]))
+        if isinstance(e, exp.Is):
+            if isinstance(e.expression, exp.Null):
+                return Leaf("is_null", self.column(e.this))
+            raise self.error(e, "only IS NULL / IS NOT NULL are supported")
+        if isinstance(e, exp.Like):
+            return Leaf("like", self.column(e.this), pattern=self.literal(e.expression))
+        if isinstance(e, exp.Escape):
+            return self.like_escape(e)
+        if type(e) in _STRING_FUNCTIONS:
+            return self.string_function(e, _STRING_FUNCTIONS[type(e)], [e.this, e.expression])
+        if isinstance(e, exp.Anonymous) and e.name.lower() in _ANONYMOUS_FUNCTIONS:
+            return self.string_function(e, _ANONYMOUS_FUNCTIONS[e.name.lower()], list(e.expressions))
+        raise self.error(e, f"unsupported {_describe(e)}")
+
+    def negated(self, e: exp.Expression) -> Node:
+        inner = e.this if isinstance(e, exp.Paren) else e
+        # NOT IN / NOT BETWEEN / IS NOT NULL are operators of their own (spec §5.4/§5.5).
+        if isinstance(inner, (exp.In, exp.Between)) or (
+            isinstance(inner, exp.Is) and isinstance(inner.expression, exp.Null)
+        ):
+            return ~self.node(inner)
+        return Not(self.node(e))
+
+    # ------------------------------------------------------------------ leaves
+    def comparison(self, e: exp.Expression, op: str) -> Node:
+        left, right = e.this, e.expression
+        if isinstance(left, exp.Column) and not isinstance(right, exp.Column):
+            return Leaf(op, self.column(left), self.literal(right))
+        if isinstance(right, exp.Column) and not isinstance(left, exp.Column):
+            return Leaf(FLIPPED[op], self.column(right), self.literal(left))
+        if isinstance(left, exp.Column):
+            raise self.error(e, "comparing two columns is not supported")
+        raise self.error(e, "a comparison needs a column on one side")
+
+    def in_list(self, e: exp.In) -> Node:
+        if e.args.get("query") is not None or e.args.get("unnest") is not None or e.args.get("field") is not None:
+            raise self.error(e, "IN needs a list of literals")
+        return Leaf("in", self.column(e.this), values=tuple(self.literal(v) for v in e.expressions))
+
+    def like_escape(self, e: exp.Escape) -> Node:
+        like = e.this
+        escape = self.literal(e.expression)
+        if not isinstance(like, exp.Like):
+            raise self.error(e, f"unsupported {_describe(like)} with ESCAPE")
+        if escape != "\\":
+            # Our LIKE escape character is the backslash (spec §6); others would need re-writing the pattern.
+            raise self.error(e.expression, "only ESCAPE '\\' is supported")
+        return self.node(like)
+
+    def string_function(self, e: exp.Expression, op: str, args: list[exp.Expression]) -> Node:
+        if len(args) != 2 or args[0] is None or args[1] is None:
+            raise self.error(e, f"{op}() takes a column and a string literal")
+        return Leaf(op, self.column(args[0]), self.literal(args[1]))
+
+    def column(self, e: exp.Expression) -> str:
+        if not isinstance(e, exp.Column):
+            raise self.error(e, f"expected a column, found {_describe(e)}")
+        if e.table:
+            raise self.error(e, "qualified column names (table.column) are not supported")
+        return str(e.name)
+
+    def literal(self, e: exp.Expression | None) -> object:
+        if e is None:
+            raise ParseError("missing literal", position=self.offset)
+        if isinstance(e, exp.Paren):
+            return self.literal(e.this)
+        if isinstance(e, exp.Null):
+            return None
+        if isinstance(e, exp.Boolean):
+            return bool(e.this)
+        if isinstance(e, exp.Literal):
+            return e.this if e.is_string else self.number(e, e.this)
+        if isinstance(e, exp.Neg):
+            value = self.literal(e.this)
+            if isinstance(value, decimal.Decimal):
+                return value.copy_negate()  # keeps -0.0 (a distinct double key, spec §3)
+            if isinstance(value, int) and not isinstance(value, bool):
+                return -value
+            raise self.error(e, "only numbers can be negated")
+        if isinstance(e, (exp.Cast, exp.TryCast)):
+            return self.cast(e)
+        if isinstance(e, exp.Column):
+            raise self.error(e, "expected a literal, found a column")
+        raise self.error(e, f"expected a literal, found {_describe(e)}")
+
+    def number(self, e: exp.Expression, text: str) -> object:
+        if re.fullmatch(r"\d+", text):
+            return int(text)
+        try:
+            # Decimal keeps the exact digits for decimal columns; bind converts for float columns.
+            return decimal.Decimal(text)
+        except decimal.InvalidOperation:
+            raise self.error(e, "not a number") from None
+
+    def cast(self, e: exp.Expression) -> object:
+        value = self.literal(e.this)
+        to = e.args.get("to")
+        kind = to.this if isinstance(to, exp.DataType) else None
+        if not isinstance(value, str) or kind is None:
+            return value
+        try:
+            if kind == exp.DataType.Type.DATE:
+                return dt.date.fromisoformat(value.strip())
+            if kind in (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.DATETIME,
+                        exp.DataType.Type.TIMESTAMPNTZ):
+                return dt.datetime.fromisoformat(value.strip())
+            if kind in (exp.DataType.Type.TIMESTAMPTZ, exp.DataType.Type.TIMESTAMPLTZ):
+                text = value.strip()
+                parsed = dt.datetime.fromisoformat(text[:-1] + "+00:00" if text.endswith("Z") else text)
+                return parsed if parsed.tzinfo else parsed.replace(tzinfo=dt.timezone.utc)
+        except ValueError:
+            raise self.error(e, f"invalid {kind.value} literal") from None
+        # Other casts (CAST('NaN' AS DOUBLE), CAST('1.5' AS DECIMAL)) keep the text; bind coerces it.
+        return value
+
+
+def _describe(e: exp.Expression) -> str:
+    if isinstance(e, (exp.Select, exp.Subquery, exp.Query)):
+        return "subquery"
+    if isinstance(e, exp.Binary):
+        return f"expression ({e.key})"
+    if isinstance(e, exp.Func):
+        return f"function {e.sql_name().lower() if not isinstance(e, exp.Anonymous) else e.name}()"
+    return f"syntax ({e.key})"

@@ -1,0 +1,555 @@
+"""Lazy bitmap-index reader: footer first, then only the blocks a question needs (spec §2.10).
+
+Answers correctly on logical-order (current Java) and byte-order (pypaimon/legacy) files (spec §2.7).
+Imports the format modules and pyroaring; storage only through the RangeSource protocol.
+"""
+from __future__ import annotations
+
+import os
+import struct
+import threading
+from bisect import bisect_left, bisect_right
+from collections import OrderedDict
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from pyroaring import BitMap, BitMap64
+
+from index_format import bitmaps
+from index_format.codecs import decode_block
+from index_format.dictionary import DecodedBlock, decode_entries
+from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedTypeError
+from index_format.footer import Footer, parse_footer
+from index_format.keys import deserialize_key, serialize_key, sort_key_of_bytes, sort_keys_of_bytes
+from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0, FOOTER_SIZE, TRAILER_SIZE
+from index_format.types import KeyType, parse_type
+
+if TYPE_CHECKING:
+    from index_format.storage import Storage
+
+# Bitmaps closer than this are fetched with one read (the gap is usually a dictionary block).
+_MERGE_GAP = 64 * 1024
+_PREFIX = BITMAP64_ONE_BUCKET_HIGH0
+_HDR = struct.Struct("<I")
+_CARD = struct.Struct("<HH")
+
+
+class RangeSource(Protocol):
+    """What the reader needs from a file (same shape as storage.RangeSource)."""
+
+    name: str
+    size: int
+
+    def read(self, offset: int, length: int) -> bytes: ...
+
+
+class LocalFileSource:
+    """A RangeSource over a local path (positional reads, one descriptor)."""
+
+    def __init__(self, path: str, size: int | None = None) -> None:
+        self.name = path
+        self.size = os.stat(path).st_size if size is None else size
+        self._fd = os.open(path, os.O_RDONLY)
+
+    def read(self, offset: int, length: int) -> bytes:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise TruncatedFileError(f"read of {length} bytes at {offset} past the end ({self.size} bytes)",
+                                     path=self.name, offset=offset)
+        data = os.pread(self._fd, length, offset)
+        if len(data) != length:
+            raise TruncatedFileError(f"expected {length} bytes at offset {offset}, got {len(data)}",
+                                     path=self.name, offset=offset)
+        return data
+
+    def __del__(self) -> None:
+        try:
+            os.close(self._fd)
+        except (OSError, AttributeError):
+            pass
+
+
+@dataclass
+class ReadStats:
+    bytes_read: int = 0
+    reads: int = 0
+    blocks_decoded: int = 0
+    bitmaps_read: int = 0
+
+
+class BlockCache:
+    """Bounded LRU of decoded dictionary blocks, shareable between readers (keyed by file + offset)."""
+
+    def __init__(self, max_blocks: int = 4096) -> None:
+        self.max_blocks = max_blocks
+        self._data: OrderedDict[tuple[str, int, int], DecodedBlock] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, int, int]) -> DecodedBlock | None:
+        with self._lock:
+            blk = self._data.get(key)
+            if blk is not None:
+                self._data.move_to_end(key)
+            return blk
+
+    def put(self, key: tuple[str, int, int], blk: DecodedBlock) -> None:
+        with self._lock:
+            self._data[key] = blk
+            self._data.move_to_end(key)
+            while len(self._data) > self.max_blocks:
+                self._data.popitem(last=False)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+
+def open_index(source: RangeSource | str, kt: KeyType | str, *, storage: Storage | None = None,
+               size: int | None = None, cache: BlockCache | None = None) -> IndexReader:
+    """Open a file by reading only its footer; `size` should come from the manifest (spec §2.2)."""
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        if storage is not None:
+            src: RangeSource = storage.open_source(path, size)
+        else:
+            src = LocalFileSource(path, size)
+    else:
+        src = source
+        if size is not None and size != src.size:
+            src = _SizedSource(src, size)
+    return IndexReader(src, parse_type(kt) if isinstance(kt, str) else kt, cache=cache)
+
+
+class _SizedSource:
+    """Use the manifest's size for a source whose own size differs."""
+
+    def __init__(self, inner: RangeSource, size: int) -> None:
+        self.inner, self.name, self.size = inner, inner.name, size
+
+    def read(self, offset: int, length: int) -> bytes:
+        if offset + length > self.size:
+            raise TruncatedFileError("read past the recorded file size", path=self.name, offset=offset)
+        return self.inner.read(offset, length)
+
+
+def _cardinality(data: memoryview) -> int:
+    """Row count of a portable bitmap from its container headers (no decoding) when simple."""
+    if len(data) >= 20 and data[:12] == _PREFIX:
+        cookie = _HDR.unpack_from(data, 12)[0]
+        if cookie & 0xFFFF == 12347:
+            n = (cookie >> 16) + 1
+            pos = 16 + (n + 7) // 8
+        elif cookie == 12346:
+            n = _HDR.unpack_from(data, 16)[0]
+            pos = 20
+        else:
+            n = -1
+        if 0 <= n and pos + 4 * n <= len(data):
+            total = n
+            for i in range(n):
+                total += _CARD.unpack_from(data, pos + 4 * i)[1]
+            return total
+    return len(bitmaps.deserialize(data))
+
+
+class IndexReader:
+    """Read-only view of one bitmap index file; every lookup is correct for both key orders."""
+
+    def __init__(self, source: RangeSource, kt: KeyType, *, cache: BlockCache | None = None) -> None:
+        self.source = source
+        self.path: str = source.name
+        self.kt = kt
+        self.size = source.size
+        self.stats = ReadStats()
+        self._cache = cache if cache is not None else BlockCache()
+        self._cache_id = (self.path, self.size)
+        self._lock = threading.RLock()  # lazy initialisation only; lookups run lock-free
+        if self.size < FOOTER_SIZE:
+            raise TruncatedFileError(f"file of {self.size} bytes is shorter than the 48-byte footer",
+                                     path=self.path, block="footer")
+        self.footer: Footer = parse_footer(self._read(self.size - FOOTER_SIZE, FOOTER_SIZE, "footer"),
+                                           self.size, path=self.path)
+        self.value_count: int = self.footer.value_count
+        self._index: DecodedBlock | None = None
+        self._pending_index: DecodedBlock | None = None
+        self._index_sk: list | None = None
+        self._null: BitMap64 | None = None
+        self._non_null: BitMap64 | None = None
+        self._order: str | None = None
+        self._search_logical = False
+        self._search_bytes = False
+        self._all: dict[bytes, tuple[int, int]] | None = None
+
+    # ------------------------------------------------------------ raw access
+
+    def _read(self, offset: int, length: int, block: str) -> bytes:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise CorruptFileError(f"{block} ({offset}+{length}) lies outside the file ({self.size} bytes)",
+                                   path=self.path, block=block, offset=offset)
+        try:
+            data = self.source.read(offset, length)
+        except TruncatedFileError as exc:
+            raise TruncatedFileError(exc.reason, path=self.path, block=block, offset=offset) from None
+        if len(data) != length:
+            raise TruncatedFileError(f"short read: {len(data)} of {length} bytes", path=self.path,
+                                     block=block, offset=offset)
+        self.stats.reads += 1
+        self.stats.bytes_read += length
+        return data
+
+    def bitmap_at(self, offset: int, length: int) -> BitMap64:
+        block = f"bitmap at offset {offset}"
+        data = self._read(offset, length, block)
+        self.stats.bitmaps_read += 1
+        return bitmaps.deserialize(data, path=self.path, block=block, offset=offset)
+
+    # ------------------------------------------------------------ block index and blocks
+
+    def _block_index(self) -> DecodedBlock:
+        idx = self._index
+        if idx is None:
+            with self._lock:
+                if self._index is None:
+                    self._load_block_index()
+            idx = self._index
+            assert idx is not None
+        return idx
+
+    def _load_block_index(self) -> None:
+        f = self.footer
+        raw = self._read(f.index_offset, f.index_length + TRAILER_SIZE, "block index")
+        body = decode_block(raw, path=self.path, block="block index", offset=f.index_offset)
+        idx = decode_entries(body, file_size=self.size - FOOTER_SIZE, path=self.path,
+                             block="block index", allow_empty=True, trailer=TRAILER_SIZE)
+        if (len(idx) == 0) != (self.value_count == 0) or len(idx) > max(self.value_count, 0):
+            raise CorruptFileError(f"{len(idx)} dictionary blocks for {self.value_count} keys",
+                                   path=self.path, block="block index")
+        self._index_sk = sort_keys_of_bytes(self.kt, idx.keys)
+        self._pending_index = idx
+        try:
+            self._detect_order()
+        finally:
+            self._pending_index = None
+        self._index = idx  # published only once the search flags are set
+
+    def _detect_order(self) -> None:
+        # spec §2.7: decide which binary searches are valid for this file
+        idx = self._pending_index
+        assert idx is not None and self._index_sk is not None
+        sk, keys = self._index_sk, idx.keys
+        log_ok = all(sk[i] < sk[i + 1] for i in range(len(sk) - 1))
+        byte_ok = all(keys[i] < keys[i + 1] for i in range(len(keys) - 1))
+        if self.kt.byte_order_is_logical:
+            byte_ok = log_ok = log_ok and byte_ok
+        elif log_ok and byte_ok and len(idx):
+            # ambiguous block index: the first block's own entries tell the writer's order
+            blk = self._block(0)
+            bsk = self._sort_keys(blk)
+            blog = all(bsk[i] < bsk[i + 1] for i in range(len(bsk) - 1))
+            bbyte = all(blk.keys[i] < blk.keys[i + 1] for i in range(len(blk) - 1))
+            if blog != bbyte:
+                log_ok, byte_ok = blog, bbyte
+        self._search_logical = log_ok
+        self._search_bytes = byte_ok
+        if log_ok and not byte_ok:
+            self._order = "logical"
+        elif byte_ok and not log_ok:
+            self._order = "bytes"
+        elif log_ok and byte_ok and self.kt.byte_order_is_logical:
+            self._order = "logical"
+        else:
+            self._order = "unknown"
+
+    @property
+    def key_order(self) -> str:
+        if self.value_count == 0:
+            return "logical"
+        self._block_index()
+        return self._order or "unknown"
+
+    @property
+    def block_count(self) -> int:
+        return len(self._block_index())
+
+    def block_info(self) -> list[tuple[bytes, int, int]]:
+        """(first key bytes, stored body offset, stored body length) per dictionary block."""
+        idx = self._block_index()
+        return list(zip(idx.keys, idx.offsets, idx.lengths))
+
+    def block_codec(self, i: int) -> int:
+        """Compression type byte of dictionary block i (for inspection)."""
+        idx = self._block_index()
+        return self._read(idx.offsets[i] + idx.lengths[i], 1, f"dictionary block {i}")[0]
+
+    def _block(self, i: int) -> DecodedBlock:
+        idx = self._index
+        if idx is None:
+            idx = self._pending_index if self._pending_index is not None else self._block_index()
+        off = idx.offsets[i]
+        key = (self._cache_id[0], self._cache_id[1], off)
+        blk = self._cache.get(key)
+        if blk is None:
+            name = f"dictionary block {i}"
+            raw = self._read(off, idx.lengths[i] + TRAILER_SIZE, name)
+            body = decode_block(raw, path=self.path, block=name, offset=off)
+            blk = decode_entries(body, file_size=self.size - FOOTER_SIZE, path=self.path, block=name)
+            if blk.keys[0] != idx.keys[i]:
+                raise CorruptFileError("first key differs from the block index", path=self.path, block=name)
+            blk.lookup = dict(zip(blk.keys, range(len(blk.keys))))
+            if len(blk.lookup) != len(blk.keys):
+                raise CorruptFileError("duplicate key in a dictionary block", path=self.path, block=name)
+            self.stats.blocks_decoded += 1
+            self._cache.put(key, blk)
+        return blk
+
+    def _sort_keys(self, blk: DecodedBlock) -> list:
+        if blk.sort_keys is None:
+            blk.sort_keys = sort_keys_of_bytes(self.kt, blk.keys)
+        return blk.sort_keys
+
+    def _all_entries(self) -> dict[bytes, tuple[int, int]]:
+        """Exact-match map over every entry (files whose order cannot be trusted)."""
+        if self._all is None:
+            out: dict[bytes, tuple[int, int]] = {}
+            for b in range(len(self._block_index())):
+                blk = self._block(b)
+                for k, o, n in zip(blk.keys, blk.offsets, blk.lengths):
+                    out[k] = (o, n)
+            self._all = out
+        return self._all
+
+    def _locate(self, kb: bytes) -> tuple[int, int] | None:
+        """(offset, length) of a key's bitmap, or None (spec §2.10 point lookup)."""
+        idx = self._index if self._index is not None else self._block_index()
+        if not idx.keys:
+            return None
+        tried = -1
+        if self._search_logical:
+            assert self._index_sk is not None
+            b = bisect_right(self._index_sk, sort_key_of_bytes(self.kt, kb)) - 1
+            if b >= 0:
+                blk = self._block(b)
+                j = blk.lookup.get(kb)  # type: ignore[union-attr]
+                if j is not None:
+                    return blk.offsets[j], blk.lengths[j]
+                tried = b
+        if self._search_bytes:
+            b = bisect_right(idx.keys, kb) - 1
+            if b >= 0 and b != tried:
+                blk = self._block(b)
+                j = blk.lookup.get(kb)  # type: ignore[union-attr]
+                if j is not None:
+                    return blk.offsets[j], blk.lengths[j]
+        if not self._search_logical and not self._search_bytes:
+            return self._all_entries().get(kb)
+        return None
+
+    # ------------------------------------------------------------ answers
+
+    def null_rows(self) -> BitMap64:
+        if self._null is None:
+            f = self.footer
+            self._null = self._named_bitmap(f.null_offset, f.null_length, "null-rows bitmap")
+        return self._null.copy()
+
+    def non_null_rows(self) -> BitMap64:
+        if self._non_null is None:
+            f = self.footer
+            self._non_null = self._named_bitmap(f.non_null_offset, f.non_null_length, "non-null-rows bitmap")
+        return self._non_null.copy()
+
+    def _named_bitmap(self, offset: int, length: int, name: str) -> BitMap64:
+        data = self._read(offset, length, name)
+        return bitmaps.deserialize(data, path=self.path, block=name, offset=offset)
+
+    def eq(self, value: object) -> BitMap64:
+        if value is None:
+            return BitMap64()
+        loc = self._locate(serialize_key(self.kt, value))
+        return BitMap64() if loc is None else self.bitmap_at(*loc)
+
+    def isin(self, values: Iterable[object]) -> BitMap64:
+        seen: set[bytes] = set()
+        locs: list[tuple[int, int]] = []
+        for v in values:
+            if v is None:
+                continue
+            kb = serialize_key(self.kt, v)
+            if kb in seen:
+                continue
+            seen.add(kb)
+            loc = self._locate(kb)
+            if loc is not None:
+                locs.append(loc)
+        return self._union(locs)
+
+    def _union(self, locs: list[tuple[int, int]]) -> BitMap64:
+        """OR of the bitmaps at `locs`, reading neighbouring bitmaps with one read."""
+        if not locs:
+            return BitMap64()
+        if len(locs) == 1:
+            return self.bitmap_at(*locs[0])
+        locs = sorted(locs)
+        small: list[BitMap] = []
+        large: list[BitMap64] = []
+        i = 0
+        n = len(locs)
+        while i < n:
+            start = locs[i][0]
+            end = start + locs[i][1]
+            j = i + 1
+            while j < n and locs[j][0] - end <= _MERGE_GAP:
+                end = max(end, locs[j][0] + locs[j][1])
+                j += 1
+            span = memoryview(self._read(start, end - start, f"bitmaps at offset {start}"))
+            for off, length in locs[i:j]:
+                piece = span[off - start:off - start + length]
+                if length > 12 and piece[:12] == _PREFIX:
+                    # ids < 2^32: the 32-bit map behind the 12-byte prefix unions faster (perf notes)
+                    try:
+                        small.append(BitMap.deserialize(piece[12:]))
+                    except Exception:
+                        raise CorruptFileError("malformed roaring bitmap", path=self.path,
+                                               block=f"bitmap at offset {off}", offset=off) from None
+                else:
+                    large.append(bitmaps.deserialize(piece, path=self.path, block=f"bitmap at offset {off}",
+                                                     offset=off))
+            self.stats.bitmaps_read += j - i
+            i = j
+        if small:
+            merged = BitMap.union(*small) if len(small) > 1 else small[0]
+            merged.run_optimize()
+            large.append(BitMap64.deserialize(_PREFIX + merged.serialize()) if len(merged)
+                         else BitMap64())
+        return bitmaps.union(large)
+
+    def _iter_blocks(self) -> Iterator[tuple[int, DecodedBlock]]:
+        for b in range(len(self._block_index())):
+            yield b, self._block(b)
+
+    def _range_locs(self, low: object, high: object, low_inclusive: bool, high_inclusive: bool
+                    ) -> list[tuple[int, int]]:
+        kt = self.kt
+        lo = None if low is None else sort_key_of_bytes(kt, serialize_key(kt, low))
+        hi = None if high is None else sort_key_of_bytes(kt, serialize_key(kt, high))
+        idx = self._block_index()
+        if not idx.keys:
+            return []
+        locs: list[tuple[int, int]] = []
+        if self._order == "logical":
+            sk = self._index_sk
+            assert sk is not None
+            b0 = 0 if lo is None else max(bisect_right(sk, lo) - 1, 0)
+            b1 = len(sk) - 1 if hi is None else bisect_right(sk, hi) - 1
+            for b in range(b0, b1 + 1):
+                blk = self._block(b)
+                bsk = self._sort_keys(blk)
+                j0 = 0 if lo is None else (bisect_left(bsk, lo) if low_inclusive else bisect_right(bsk, lo))
+                j1 = len(bsk) if hi is None else (bisect_right(bsk, hi) if high_inclusive else bisect_left(bsk, hi))
+                if j0 < j1:
+                    locs.extend(zip(blk.offsets[j0:j1], blk.lengths[j0:j1]))
+            return locs
+        for _, blk in self._iter_blocks():
+            for s, o, n in zip(self._sort_keys(blk), blk.offsets, blk.lengths):
+                if lo is not None and (s < lo or (s == lo and not low_inclusive)):
+                    continue
+                if hi is not None and (s > hi or (s == hi and not high_inclusive)):
+                    continue
+                locs.append((o, n))
+        return locs
+
+    def range(self, low: object = None, high: object = None, *, low_inclusive: bool = True,
+              high_inclusive: bool = True) -> BitMap64:
+        """Rows whose key lies between low and high in Java logical order (None = unbounded)."""
+        return self._union(self._range_locs(low, high, low_inclusive, high_inclusive))
+
+    def _prefix_locs(self, prefix: str) -> list[tuple[int, int]]:
+        if not self.kt.is_string:
+            raise UnsupportedTypeError(f"starts_with needs a string column, not {self.kt.spelling}")
+        p = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
+        idx = self._block_index()
+        if not idx.keys:
+            return []
+        locs: list[tuple[int, int]] = []
+        if self._order != "logical":
+            for _, blk in self._iter_blocks():
+                locs.extend((o, n) for k, o, n in zip(blk.keys, blk.offsets, blk.lengths) if k.startswith(p))
+            return locs
+        upper = _upper_bound(p)
+        b = max(bisect_right(idx.keys, p) - 1, 0)
+        while b < len(idx.keys):
+            if upper is not None and idx.keys[b] >= upper:
+                break
+            blk = self._block(b)
+            j0 = bisect_left(blk.keys, p)
+            j1 = len(blk.keys) if upper is None else bisect_left(blk.keys, upper)
+            if j0 < j1:
+                locs.extend(zip(blk.offsets[j0:j1], blk.lengths[j0:j1]))
+            if j1 < len(blk.keys):
+                break
+            b += 1
+        return locs
+
+    def starts_with(self, prefix: str) -> BitMap64:
+        """Rows whose string key starts with `prefix` (raw UTF-8 bytes, spec §2.10)."""
+        if prefix == "" or prefix == b"":
+            if not self.kt.is_string:
+                raise UnsupportedTypeError(f"starts_with needs a string column, not {self.kt.spelling}")
+            return self.non_null_rows()
+        return self._union(self._prefix_locs(prefix))
+
+    def scan(self, match: Callable[[object], bool]) -> BitMap64:
+        kt = self.kt
+        locs = [(o, n) for _, blk in self._iter_blocks()
+                for k, o, n in zip(blk.keys, blk.offsets, blk.lengths) if match(deserialize_key(kt, k))]
+        return self._union(locs)
+
+    def scan_bytes(self, match: Callable[[bytes], bool]) -> BitMap64:
+        locs = [(o, n) for _, blk in self._iter_blocks()
+                for k, o, n in zip(blk.keys, blk.offsets, blk.lengths) if match(k)]
+        return self._union(locs)
+
+    def raw_entries(self) -> Iterator[tuple[bytes, int, int]]:
+        """(key bytes, bitmap offset, bitmap length) in file order."""
+        for _, blk in self._iter_blocks():
+            yield from zip(blk.keys, blk.offsets, blk.lengths)
+
+    def entries(self) -> Iterator[tuple[object, int, int]]:
+        """(value, bitmap offset, bitmap length) in file order (logical order for current files)."""
+        kt = self.kt
+        for k, o, n in self.raw_entries():
+            yield deserialize_key(kt, k), o, n
+
+    def value_counts(self, prefix: str | None = None) -> Iterator[tuple[object, int]]:
+        """(value, row count) per key in logical order, optionally only keys with a string prefix."""
+        if prefix:
+            locs_set = set(self._prefix_locs(prefix))
+            items = [(k, o, n) for k, o, n in self.raw_entries() if (o, n) in locs_set]
+        else:
+            items = list(self.raw_entries())
+        if self._order != "logical":
+            kt = self.kt
+            items.sort(key=lambda e: sort_key_of_bytes(kt, e[0]))
+        i = 0
+        while i < len(items):
+            # read runs of neighbouring bitmaps at once, count from container headers
+            start = items[i][1]
+            end = start + items[i][2]
+            j = i + 1
+            while j < len(items) and 0 <= items[j][1] - end <= _MERGE_GAP:
+                end = items[j][1] + items[j][2]
+                j += 1
+            span = memoryview(self._read(start, end - start, f"bitmaps at offset {start}"))
+            for k, o, n in items[i:j]:
+                yield deserialize_key(self.kt, k), _cardinality(span[o - start:o - start + n])
+            i = j
+
+
+def _upper_bound(prefix: bytes) -> bytes | None:
+    """Exclusive upper bound of keys with `prefix`: drop trailing 0xFF, increment (spec §2.10)."""
+    p = bytearray(prefix)
+    while p and p[-1] == 0xFF:
+        p.pop()
+    if not p:
+        return None
+    p[-1] += 1
+    return bytes(p)

@@ -1,0 +1,144 @@
+"""The FastAPI app factory: settings → storage, catalog, engine, job runner; routers, error handlers,
+metrics middleware, lifespan. `python -m service.api.app --export-openapi PATH` writes the OpenAPI document.
+
+Nothing is created at import time. Must not import service.build_job or pyspark.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.routing import APIRoute
+from fastapi.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from index_format.storage import Storage
+from service.api.deps import Services
+from service.api.engine import QueryEngine
+from service.api.errors import install_error_handlers
+from service.api.jobs import JobRunner
+from service.api.metrics import Metrics
+from service.api.routes import indexes, jobs, ops, query, tables
+from service.api.settings import Settings
+from service.catalog import Catalog
+
+API_VERSION = "1.0.0"
+STATIC_DIR = Path(__file__).resolve().parent / "static"
+
+
+def custom_generate_unique_id(route: APIRoute) -> str:
+    """Stable operation ids: '<tag>-<function name>' (what generated clients are named after)."""
+    tag = route.tags[0] if route.tags else "default"
+    return f"{tag}-{route.name}"
+
+
+class _LatencyMiddleware:
+    """Pure ASGI middleware (no BaseHTTPMiddleware overhead) timing requests by route template."""
+
+    def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = [500]
+
+        async def send_wrapper(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                status[0] = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, send_wrapper)
+        finally:
+            route = scope.get("route")
+            template = getattr(route, "path", None) or "unmatched"
+            self.metrics.request_latency.labels(
+                method=scope.get("method", ""), route=template, status=str(status[0])
+            ).observe(time.perf_counter() - start)
+
+
+def build_services(settings: Settings) -> Services:
+    """Everything an app instance owns, from its settings."""
+    storage = Storage(settings.warehouse, settings.effective_allowed_roots(), settings.storage_options)
+    catalog = Catalog(storage)
+    metrics = Metrics()
+    engine = QueryEngine(catalog, storage, metrics, cache_bytes=settings.cache_bytes,
+                         snapshot_ttl=settings.snapshot_ttl_seconds)
+    runner = JobRunner(catalog, storage, settings, on_finished=engine.invalidate)
+    metrics.watch_jobs(runner.state_counts)
+    return Services(settings=settings, storage=storage, catalog=catalog, engine=engine, jobs=runner,
+                    metrics=metrics)
+
+
+def _include_dashboard(app: FastAPI) -> None:
+    """Mount the dashboard router (owned by the dashboard module) and its static files, when present."""
+    try:
+        from service.api.routes import dashboard
+    except ImportError as exc:
+        if exc.name != "service.api.routes.dashboard":
+            raise
+        dashboard = None
+    if dashboard is not None:
+        app.include_router(dashboard.router)
+    if STATIC_DIR.is_dir():
+        app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """A new app; settings are read from the environment (BGIX_*) only when not given."""
+    settings = settings if settings is not None else Settings()
+    services = build_services(settings)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        services.jobs.start_watcher()
+        try:
+            yield
+        finally:
+            services.jobs.close()
+
+    app = FastAPI(
+        title="bgix", version=API_VERSION, lifespan=lifespan,
+        description="Build and serve Apache Paimon bitmap global indexes; answer predicates with "
+                    "exact row-id sets.",
+        generate_unique_id_function=custom_generate_unique_id,
+    )
+    app.state.services = services
+    install_error_handlers(app, services.metrics)
+    for module in (tables, indexes, jobs, query, ops):
+        app.include_router(module.router)
+    _include_dashboard(app)
+    app.add_middleware(_LatencyMiddleware, metrics=services.metrics)
+    return app
+
+
+def openapi_document(app: FastAPI | None = None) -> dict[str, Any]:
+    """The OpenAPI document, generated from an app built with default settings."""
+    return (app or create_app(Settings(warehouse="./warehouse"))).openapi()
+
+
+def export_openapi(path: Path) -> None:
+    path.write_text(json.dumps(openapi_document(), indent=2, sort_keys=True) + "\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m service.api.app")
+    parser.add_argument("--export-openapi", metavar="PATH", type=Path, required=True,
+                        help="write the OpenAPI document of the app to PATH")
+    args = parser.parse_args(argv)
+    export_openapi(args.export_openapi)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,81 @@
+"""Annotated dependencies: the per-app services bundle, catalog, engine, job runner and bearer auth.
+
+Handlers declare what they need in their signature; auth is a dependency, not code in handlers.
+Must not import service.build_job or pyspark.
+"""
+from __future__ import annotations
+
+import hmac
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from index_format.storage import Storage
+from service.api.engine import QueryEngine
+from service.api.errors import UnauthorizedError
+from service.api.jobs import JobRunner
+from service.api.metrics import Metrics
+from service.api.settings import Settings
+from service.catalog import Catalog
+
+
+# Dependencies are `async def` on purpose: FastAPI runs sync dependencies in the thread pool, one
+# thread hop each, which cost more than a whole point query.
+
+
+@dataclass(frozen=True)
+class Services:
+    """Everything one app instance owns; built in create_app(), stored on app.state.services."""
+
+    settings: Settings
+    storage: Storage
+    catalog: Catalog
+    engine: QueryEngine
+    jobs: JobRunner
+    metrics: Metrics
+
+
+async def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]
+_bearer = HTTPBearer(auto_error=False, description="Bearer token (BGIX_TOKEN)")
+BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+
+
+def _check(services: Services, credentials: HTTPAuthorizationCredentials | None) -> None:
+    token = services.settings.token
+    if token is None:
+        return
+    given = credentials.credentials if credentials is not None else ""
+    # Constant-time compare so the token cannot be guessed byte by byte from response timing.
+    if not hmac.compare_digest(given.encode(), token.get_secret_value().encode()):
+        raise UnauthorizedError("missing or invalid bearer token")
+
+
+async def require_write(services: ServicesDep, credentials: BearerDep) -> None:
+    """Every mutating endpoint: the token is required whenever BGIX_TOKEN is set."""
+    _check(services, credentials)
+
+
+async def require_read(services: ServicesDep, credentials: BearerDep) -> None:
+    """Read endpoints: the token is required only with BGIX_READ_TOKEN_REQUIRED."""
+    if services.settings.read_token_required:
+        _check(services, credentials)
+
+
+async def read_services(request: Request, credentials: BearerDep) -> Services:
+    """Services plus the read-token check in one dependency (the hot query path resolves one node)."""
+    services: Services = request.app.state.services
+    if services.settings.read_token_required:
+        _check(services, credentials)
+    return services
+
+
+ReadServicesDep = Annotated[Services, Depends(read_services)]
+WriteAuth = Depends(require_write)
+ReadAuth = Depends(require_read)

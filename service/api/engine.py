@@ -1,0 +1,310 @@
+"""Query engine: resolve a table's current snapshots, bind, evaluate with predicate.combine, cache readers.
+
+Imports index_format and service.catalog only (never fastapi, service.build_job or pyspark); all file
+access goes through Storage and the index_format reader.
+"""
+from __future__ import annotations
+
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+from index_format import errors as fmt
+from index_format.filemeta import parse_meta
+from index_format.keys import sort_key
+from index_format.options import parse_options
+from index_format.predicate.bind import bind
+from index_format.predicate.combine import Answer, ColumnIndex, IndexFileRef, evaluate
+from index_format.predicate.json import from_json
+from index_format.predicate.sql import parse_where
+from index_format.predicate.visitors import referenced_columns
+from index_format.reader import BlockCache, IndexReader, open_index
+from index_format.storage import RangeSource, Storage
+from index_format.types import KeyType, parse_type
+from service.api.cache import ByteLRU
+from service.api.metrics import Metrics
+from service.catalog import Catalog, layout
+from service.catalog.errors import IndexNotFoundError
+from service.catalog.model import DataFile, Snapshot, Table
+
+# A parsed predicate is immutable and independent of the catalog, so repeated texts skip sqlglot.
+_PARSE_CACHE = 4096
+# Measured: a decoded 16 KB dictionary block holds about 180 KB of Python objects (keys, offsets, lookup).
+_DECODED_BLOCK_COST = 12 * 16384
+_RANKINGS_KEPT = 8
+
+
+@lru_cache(maxsize=_PARSE_CACHE)
+def _parse_where_cached(text: str) -> Any:
+    return parse_where(text)
+
+
+class _CountingSource:
+    """RangeSource wrapper that adds every byte read to the bytes-read metric."""
+
+    def __init__(self, inner: RangeSource, metrics: Metrics) -> None:
+        self._inner = inner
+        self._metrics = metrics
+        self.name = inner.name
+        self.size = inner.size
+
+    def read(self, offset: int, length: int) -> bytes:
+        data = self._inner.read(offset, length)
+        self._metrics.bytes_read.inc(len(data))
+        return data
+
+
+@dataclass(frozen=True)
+class ColumnView:
+    """One column's current snapshot, its type and the ColumnIndex handed to combine.evaluate."""
+
+    snapshot: Snapshot
+    kt: KeyType
+    index: ColumnIndex
+
+
+@dataclass(frozen=True)
+class TableView:
+    """What one request sees of a table: immutable, so a half-committed snapshot is never visible."""
+
+    table: Table
+    columns: dict[str, ColumnView]
+    data_files: list[DataFile]
+    total_rows: int
+    loaded_at: float = field(default_factory=time.monotonic)
+
+
+@dataclass(frozen=True)
+class QueryOutcome:
+    answer: Answer
+    view: TableView
+    used: dict[str, int]                 # column -> snapshot id
+    uncovered: list[list[int]]           # inclusive [first, last] row ranges not covered
+
+
+def complement_ranges(covered: list[list[int]], total_rows: int) -> list[list[int]]:
+    """Inclusive ranges of [0, total_rows) not inside the inclusive `covered` ranges."""
+    out: list[list[int]] = []
+    nxt = 0
+    for start, end in sorted(covered):
+        if start > nxt:
+            out.append([nxt, min(start, total_rows) - 1])
+        nxt = max(nxt, end + 1)
+    if nxt < total_rows:
+        out.append([nxt, total_rows - 1])
+    return [r for r in out if r[0] <= r[1]]
+
+
+def intersect_ranges(a: list[list[int]], b: list[list[int]]) -> list[list[int]]:
+    """Intersection of two sorted lists of inclusive ranges."""
+    out: list[list[int]] = []
+    i = j = 0
+    a, b = sorted(a), sorted(b)
+    while i < len(a) and j < len(b):
+        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if lo <= hi:
+            out.append([lo, hi])
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+class QueryEngine:
+    """Answers predicates and value look-ups against the current snapshots of a table."""
+
+    def __init__(self, catalog: Catalog, storage: Storage, metrics: Metrics, *,
+                 cache_bytes: int, snapshot_ttl: float) -> None:
+        self.catalog = catalog
+        self.storage = storage
+        self.metrics = metrics
+        self.snapshot_ttl = snapshot_ttl
+        # Half the budget for open readers (block index, null bitmaps), half for decoded dictionary
+        # blocks shared by all readers.
+        self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 2, _reader_cost, metrics.record_cache)
+        self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 2 // _DECODED_BLOCK_COST))
+        self._views: dict[str, TableView] = {}
+        self._rankings: dict[tuple[str, str, int, str | None], list[tuple[object, int]]] = {}
+        self._stats: dict[tuple[str, str, int], dict[str, int]] = {}
+        self._lock = threading.Lock()
+
+    # ---- snapshot resolution --------------------------------------------------------------
+    def invalidate(self, table: str | None = None) -> None:
+        """Forget cached snapshot pointers (after a commit or drop in this process)."""
+        with self._lock:
+            if table is None:
+                self._views.clear()
+            else:
+                self._views.pop(table, None)
+
+    def note_snapshot(self, table: str, column: str, snapshot_id: int | None) -> None:
+        """A job reported `snapshot_id`: drop a cached view that predates it (read-your-writes)."""
+        if snapshot_id is None:
+            return
+        with self._lock:
+            cached = self._views.get(table)
+            cv = cached.columns.get(column) if cached is not None else None
+            if cached is not None and (cv is None or cv.snapshot.id < snapshot_id):
+                del self._views[table]
+
+    def forget_table(self, table: str) -> None:
+        """Drop cached snapshots and readers of a table whose indexes were dropped."""
+        self.invalidate(table)
+        self.readers.discard_prefix(self.storage.resolve(layout.indexes_dir(table)).rstrip("/") + "/")
+
+    def view(self, table: str) -> TableView:
+        """The table's current snapshots, re-resolved after `snapshot_ttl` seconds (cheap pointer cache)."""
+        now = time.monotonic()
+        with self._lock:
+            cached = self._views.get(table)
+        if cached is not None and now - cached.loaded_at < self.snapshot_ttl:
+            return cached
+        view = self._load_view(table)
+        with self._lock:
+            self._views[table] = view
+        return view
+
+    def _load_view(self, table: str) -> TableView:
+        t = self.catalog.get_table(table)
+        files = sorted(self.catalog.data_files(table), key=lambda f: f.first_row_id)
+        total = max((f.first_row_id + f.row_count for f in files), default=0)
+        columns = {s.column: self._column_view(s) for s in self.catalog.list_indexes(table)}
+        return TableView(table=t, columns=columns, data_files=files, total_rows=total)
+
+    def _column_view(self, snap: Snapshot) -> ColumnView:
+        kt = parse_type(snap.key_type)
+        budget = parse_options(dict(snap.options)).fallback_scan_max_size
+        refs = [
+            IndexFileRef(
+                path=e.path, range_start=e.range_start, range_end=e.range_end,
+                meta=parse_meta(kt, bytes.fromhex(e.meta_hex)), file_size=e.file_size,
+                open=self._opener(e.path, e.file_size, kt),
+            )
+            for e in snap.files
+        ]
+        return ColumnView(snapshot=snap, kt=kt,
+                          index=ColumnIndex(column=snap.column, kt=kt, files=refs,
+                                            fallback_scan_max_size=budget))
+
+    def _opener(self, path: str, size: int, kt: KeyType) -> Callable[[], IndexReader]:
+        resolved: list[str] = []  # resolve (realpath, root checks) once per view, not per query
+
+        def load() -> IndexReader:
+            try:
+                source = self.storage.open_source(resolved[0], size)
+            except FileNotFoundError as exc:
+                raise fmt.TruncatedFileError("index file is missing", path=resolved[0]) from exc
+            return open_index(_CountingSource(source, self.metrics), kt, cache=self.blocks)
+
+        def open_reader() -> IndexReader:
+            if not resolved:
+                resolved.append(self.storage.resolve(path))
+            return self.readers.get_or_load((resolved[0], size), load)
+
+        return open_reader
+
+    # ---- queries ----------------------------------------------------------------------------
+    def parse(self, where: str | None, predicate: Mapping[str, Any] | None) -> Any:
+        """Unbound tree from SQL text (cached) or the JSON wire form. Raises ParseError."""
+        if where is not None:
+            return _parse_where_cached(where)
+        return from_json(dict(predicate or {}))
+
+    def query(self, table: str, node: Any, *, explain: bool = False) -> QueryOutcome:
+        """Rows where `node` is TRUE across all files and ranges of each column's current snapshot.
+
+        Raises:
+            TableNotFoundError; UnknownColumnError listing the indexed columns; BindError for a literal
+            the column type cannot hold; IndexFormatError naming the file and block.
+        """
+        view = self.view(table)
+        types = {name: cv.kt for name, cv in view.columns.items()}
+        bound = bind(node, types)
+        used_cols = sorted(referenced_columns(node) & set(view.columns))
+        answer = evaluate(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
+                          with_unknown=False)
+        covered: list[list[int]] | None = None
+        for c in used_cols:
+            ranges = [list(r) for r in view.columns[c].snapshot.covered_ranges]
+            covered = ranges if covered is None else intersect_ranges(covered, ranges)
+        uncovered = complement_ranges(covered if covered is not None else [[0, view.total_rows - 1]],
+                                      view.total_rows)
+        used = {c: view.columns[c].snapshot.id for c in used_cols}
+        return QueryOutcome(answer=answer, view=view, used=used, uncovered=uncovered)
+
+    # ---- value look-ups ---------------------------------------------------------------------
+    def column(self, table: str, column: str) -> ColumnView:
+        view = self.view(table)
+        cv = view.columns.get(column)
+        if cv is None:
+            raise IndexNotFoundError(
+                f"table {table!r} has no index on column {column!r}; indexed columns: "
+                f"{', '.join(sorted(view.columns)) or '(none)'}")
+        return cv
+
+    def value_counts(self, table: str, column: str, prefix: str | None,
+                     order: str) -> tuple[ColumnView, Iterator[tuple[object, int]]]:
+        """(value, rows) merged across the snapshot's files from bitmap cardinalities.
+
+        order='value' streams in logical key order; order='count' is rows descending, then value.
+        The same key in several files (row ranges) is summed.
+        """
+        cv = self.column(table, column)
+        kt = cv.kt
+        if prefix is not None and kt.name != "string":
+            raise fmt.BindError(f"prefix look-up needs a string column; {column!r} is {kt.spelling}")
+        streams = [
+            ((sort_key(kt, v), v, n) for v, n in ref.open().value_counts(prefix))
+            for ref in cv.index.files
+        ]
+        merged = heapq.merge(*streams, key=lambda t: t[0])
+
+        def grouped() -> Iterator[tuple[object, int]]:
+            for _, group in itertools.groupby(merged, key=lambda t: t[0]):
+                items = list(group)
+                yield items[0][1], sum(n for _, _, n in items)
+
+        if order == "value":
+            return cv, grouped()
+        # Ranking needs every value; keep the last few rankings so paging does not redo the merge.
+        key = (table, column, cv.snapshot.id, prefix)
+        with self._lock:
+            ranked = self._rankings.get(key)
+        if ranked is None:
+            ranked = sorted(grouped(), key=lambda vn: -vn[1])  # stable: ties keep value order
+            with self._lock:
+                self._rankings[key] = ranked
+                while len(self._rankings) > _RANKINGS_KEPT:
+                    self._rankings.pop(next(iter(self._rankings)))
+        return cv, iter(ranked)
+
+    def index_stats(self, cv: ColumnView) -> dict[str, int]:
+        """Distinct values and null rows of a column's snapshot (cached per snapshot id)."""
+        key = (cv.snapshot.table, cv.snapshot.column, cv.snapshot.id)
+        with self._lock:
+            cached = self._stats.get(key)
+        if cached is not None:
+            return cached
+        nulls = sum(len(ref.open().null_rows()) for ref in cv.index.files)
+        if len(cv.index.files) == 1:
+            distinct = int(cv.index.files[0].open().value_count)
+        else:  # the same key in several files (row ranges) counts once
+            _, counts = self.value_counts(cv.snapshot.table, cv.snapshot.column, None, "value")
+            distinct = sum(1 for _ in counts)
+        stats = {"distinct_values": distinct, "null_rows": nulls}
+        with self._lock:
+            self._stats[key] = stats
+        return stats
+
+
+def _reader_cost(reader: IndexReader) -> int:
+    """Approximate bytes a cached reader holds: its decoded block index (Python objects, about 12x the
+    on-disk body, as for dictionary blocks) plus the cached null / non-null bitmaps (spec §2.2 lengths)."""
+    f = reader.footer
+    return 4096 + 12 * f.index_length + f.null_length + f.non_null_length

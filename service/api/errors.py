@@ -1,0 +1,136 @@
+"""Exception → HTTP status/code table and the single error envelope {"error": {code, message, details}}.
+
+The only module that knows status codes (architecture guide §Errors). Library code raises typed
+BgixError subclasses; this module translates them. Must not import service.build_job or pyspark.
+"""
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI, Request
+from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from index_format import errors as fmt
+from service.catalog import errors as cat
+
+if TYPE_CHECKING:
+    from service.api.metrics import Metrics
+
+log = logging.getLogger("bgix.api")
+
+
+class UnauthorizedError(fmt.BgixError):
+    """Missing or wrong bearer token."""
+
+
+class LocationNotAllowedError(fmt.PathNotAllowedError):
+    """A table location outside the warehouse and allowed roots (403, issue: Tables)."""
+
+
+class InvalidCursorError(fmt.BgixError):
+    """A paging cursor that does not decode or belongs to another query."""
+
+
+class SnapshotChangedError(fmt.BgixError):
+    """A paging cursor taken on a snapshot that is no longer current."""
+
+
+# Most specific classes first: the first isinstance match wins.
+ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
+    (UnauthorizedError, 401, "unauthorized"),
+    (LocationNotAllowedError, 403, "path_not_allowed"),
+    (fmt.UnknownColumnError, 400, "unknown_column"),
+    (fmt.ParseError, 400, "invalid_predicate"),
+    (fmt.BindError, 400, "invalid_literal"),
+    (fmt.PredicateError, 400, "invalid_predicate"),
+    (fmt.InvalidOptionError, 400, "invalid_option"),
+    (fmt.UnsupportedTypeError, 400, "unsupported_type"),
+    (fmt.PathNotAllowedError, 400, "path_not_allowed"),
+    (InvalidCursorError, 400, "invalid_cursor"),
+    (cat.TableNotFoundError, 404, "not_found"),
+    (cat.IndexNotFoundError, 404, "not_found"),
+    (cat.JobNotFoundError, 404, "not_found"),
+    (cat.TableExistsError, 409, "conflict"),
+    (cat.BuildInProgressError, 409, "conflict"),
+    (cat.CommitConflictError, 409, "conflict"),
+    (SnapshotChangedError, 409, "conflict"),
+    (fmt.IndexFormatError, 500, "corrupt_index_file"),
+    (fmt.StorageUnavailableError, 503, "storage_unavailable"),
+)
+
+
+def classify(exc: BaseException) -> tuple[int, str]:
+    """(status, code) of an exception; unknown BgixErrors are 500 internal."""
+    for cls, status, code in ERROR_TABLE:
+        if isinstance(exc, cls):
+            return status, code
+    return 500, "internal"
+
+
+def _details(exc: BaseException) -> dict[str, object]:
+    """Structured fields the client needs to rebuild the same exception class."""
+    details: dict[str, object] = {"type": type(exc).__name__}
+    if isinstance(exc, LocationNotAllowedError):
+        details["type"] = "PathNotAllowedError"
+    for attr in ("path", "block", "offset", "reason", "position", "column", "known", "job_id",
+                 "table", "index_column"):
+        value = getattr(exc, attr, None)
+        if value is not None:
+            details[attr] = value
+    return jsonable_encoder(details)
+
+
+def envelope(status: int, code: str, message: str, details: object = None) -> JSONResponse:
+    """The one error body every failure uses."""
+    body = {"error": {"code": code, "message": message, "details": details or {}}}
+    return JSONResponse(status_code=status, content=jsonable_encoder(body))
+
+
+def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
+    """Register the handlers that turn every failure into the envelope."""
+
+    async def on_bgix(request: Request, exc: Exception) -> JSONResponse:
+        status, code = classify(exc)
+        if isinstance(exc, fmt.IndexFormatError):
+            # The service keeps serving; the file and block are named in the message and details.
+            metrics.corrupt_files.inc()
+            log.error("corrupt index file: %s", exc)
+        elif status == 500:
+            log.exception("internal error", exc_info=exc)
+            return envelope(500, "internal", "internal server error", {"type": type(exc).__name__})
+        headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        response = envelope(status, code, str(exc), _details(exc))
+        if headers:
+            response.headers.update(headers)
+        return response
+
+    async def on_validation(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
+            for e in exc.errors()
+        ]
+        return envelope(422, "invalid_request", "request does not match its schema", {"errors": errors})
+
+    async def on_http(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, StarletteHTTPException)
+        code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(
+            exc.status_code, "http_error"
+        )
+        response = envelope(exc.status_code, code, str(exc.detail))
+        if exc.headers:
+            response.headers.update(exc.headers)
+        return response
+
+    async def on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("internal error", exc_info=exc)
+        return envelope(500, "internal", "internal server error")
+
+    app.add_exception_handler(fmt.BgixError, on_bgix)
+    app.add_exception_handler(RequestValidationError, on_validation)
+    app.add_exception_handler(StarletteHTTPException, on_http)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -1,0 +1,281 @@
+"""Start, cancel and track build jobs as separate processes; one build per index at a time (409).
+
+The job process (`python -m service.build_job.main --spec SPEC.json`) writes its own progress and final
+state to the catalog; this module only spawns, reaps and marks jobs whose process died. pyspark is never
+imported here (the web process stays Spark-free); service.build_job is not imported either.
+"""
+from __future__ import annotations
+
+import json
+import logging
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from index_format.options import parse_options
+from index_format.storage import Storage
+from service.api.settings import Settings
+from service.catalog import Catalog
+from service.catalog.errors import BuildInProgressError
+from service.catalog.model import JobRecord, now
+
+log = logging.getLogger("bgix.jobs")
+_LOG_TAIL = 2000
+_EXIT_GRACE = 10.0  # seconds close() waits for finished jobs' processes to exit
+
+
+@dataclass
+class _Tracked:
+    job_id: str
+    table: str
+    column: str
+    proc: subprocess.Popen[bytes] | None   # None: adopted from an earlier service run (pid only)
+    pid: int
+    log_path: Path | None
+    cancelled: bool = False
+
+
+def parse_partitions(raw: str | list[dict[str, str]] | None) -> list[dict[str, str]] | None:
+    """Paimon's 'k=v,k=v;k=v' (spec §7.2) or a list of objects → list of {column: value}."""
+    if raw is None or raw == "" or raw == []:
+        return None
+    if isinstance(raw, list):
+        return [{str(k): str(v) for k, v in spec.items()} for spec in raw]
+    from index_format.errors import InvalidOptionError
+
+    out = []
+    for spec in raw.split(";"):
+        if not spec.strip():
+            continue
+        part: dict[str, str] = {}
+        for kv in spec.split(","):
+            key, sep, value = kv.partition("=")
+            if not sep or not key.strip():
+                raise InvalidOptionError(f"partitions: {kv!r} is not 'column=value'")
+            part[key.strip()] = value.strip()
+        out.append(part)
+    return out or None
+
+
+def _process_alive(pid: int, job_id: str) -> bool:
+    """The pid exists and (where /proc tells) is the build job of `job_id`, not a reused pid."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return False
+    cmdline = Path(f"/proc/{pid}/cmdline")
+    try:
+        return job_id.encode() in cmdline.read_bytes() or b"build_job" in cmdline.read_bytes()
+    except OSError:
+        return True
+
+
+class JobRunner:
+    """Spawns build processes and reaps them with one watcher thread."""
+
+    def __init__(self, catalog: Catalog, storage: Storage, settings: Settings,
+                 on_finished: Callable[[str], None]) -> None:
+        self.catalog = catalog
+        self.storage = storage
+        self.settings = settings
+        self._on_finished = on_finished
+        self._tracked: dict[str, _Tracked] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._spec_dir = Path(tempfile.mkdtemp(prefix="bgix-jobs-"))
+
+    # ---- lifecycle --------------------------------------------------------------------------
+    def start_watcher(self) -> None:
+        self.recover()
+        self._thread = threading.Thread(target=self._watch, name="bgix-job-watcher", daemon=True)
+        self._thread.start()
+
+    def close(self, *, kill: bool = False) -> None:
+        """Stop watching; with kill=True also terminate running job processes (tests)."""
+        if kill:
+            for t in list(self._tracked.values()):
+                self._signal(t, signal.SIGTERM)
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+        # Jobs whose record is final are only exiting: wait for them (bounded) so none is left a zombie.
+        # Builds still running keep running detached (own session) and are adopted on the next start.
+        deadline = time.monotonic() + _EXIT_GRACE
+        for t in list(self._tracked.values()):
+            if t.proc is None or t.proc.poll() is not None or self._job_active(t.job_id):
+                continue
+            try:
+                t.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                log.warning("job %s process %s did not exit after its record was final", t.job_id, t.pid)
+        self._reap_all()
+
+    def _job_active(self, job_id: str) -> bool:
+        try:
+            return self.catalog.get_job(job_id).active
+        except Exception:  # an unreadable record: treat the job as still running
+            return True
+
+    def recover(self) -> None:
+        """After a restart: queued/running records whose process is gone become failed (not lost)."""
+        for job in self.catalog.list_jobs():
+            if not job.active:
+                continue
+            if job.pid is not None and _process_alive(job.pid, job.id):
+                with self._lock:
+                    self._tracked[job.id] = _Tracked(job.id, job.table, job.column, None, job.pid, None)
+                continue
+            self._mark_failed(job.id, "build process is gone (service restarted while the job ran)")
+
+    # ---- API operations ---------------------------------------------------------------------
+    def start(self, table: str, column: str, index_type: str, partitions: Any, options: Any) -> JobRecord:
+        """Validate, record and spawn a build job.
+
+        Raises:
+            TableNotFoundError; InvalidOptionError (spec §7.1 options or partitions);
+            BuildInProgressError naming the running job.
+        """
+        self.catalog.get_table(table)
+        opts = parse_options(options)
+        parts = parse_partitions(partitions)
+        with self._lock:
+            # The catalog's record decides: a tracked process whose record already says succeeded is
+            # only exiting. Tracked jobs cover the moment before the process writes its record.
+            active = {j.id for j in self.catalog.active_jobs(table, column)}
+            running = [t.job_id for t in self._tracked.values()
+                       if t.table == table and t.column == column and t.job_id in active]
+            running += sorted(active - set(running))
+            if running:
+                err = BuildInProgressError(
+                    f"index {table}.{column} is already being built by job {running[0]}")
+                err.job_id = running[0]  # type: ignore[attr-defined]
+                raise err
+            job_id = uuid.uuid4().hex
+            spec = {
+                "job_id": job_id, "warehouse": self.storage.root,
+                "storage_options": dict(self.settings.storage_options),
+                "allowed_roots": list(self.storage.allowed_roots),
+                "table": table, "index_column": column, "index_type": index_type,
+                "partitions": parts, "options": opts.to_dict(),
+                "spark_master": self.settings.spark_master, "engine": self.settings.build_engine,
+            }
+            # The record keeps the spec minus credentials.
+            public_spec = {k: v for k, v in spec.items() if k != "storage_options"}
+            self.catalog.put_job(JobRecord(id=job_id, table=table, column=column, spec=public_spec))
+            tracked = self._spawn(job_id, table, column, spec)
+            self._tracked[job_id] = tracked
+        # The job process records its own pid and state when it starts (service.build_job.main);
+        # writing the pid here too would race with that read-modify-write.
+        return self.catalog.get_job(job_id)
+
+    def cancel(self, job_id: str) -> JobRecord:
+        """Terminate a queued/running job and mark it cancelled; finished jobs are returned unchanged."""
+        job = self.catalog.get_job(job_id)
+        if not job.active:
+            return job
+        with self._lock:
+            tracked = self._tracked.get(job_id)
+            if tracked is not None:
+                tracked.cancelled = True
+        if tracked is not None:
+            self._signal(tracked, signal.SIGTERM)
+        elif job.pid is not None and _process_alive(job.pid, job.id):
+            try:
+                os.killpg(job.pid, signal.SIGTERM)
+            except OSError:
+                pass
+        return self.catalog.update_job(job_id, state="cancelled", error="cancelled by request",
+                                       finished_at=now())
+
+    def state_counts(self) -> dict[str, int]:
+        counts: dict[str, int] = {}
+        for job in self.catalog.list_jobs():
+            counts[job.state] = counts.get(job.state, 0) + 1
+        return counts
+
+    # ---- internals --------------------------------------------------------------------------
+    def _spawn(self, job_id: str, table: str, column: str, spec: dict[str, Any]) -> _Tracked:
+        spec_path = self._spec_dir / f"{job_id}.json"
+        spec_path.write_text(json.dumps(spec))
+        os.chmod(spec_path, 0o600)  # may hold storage credentials
+        log_path = self._spec_dir / f"{job_id}.log"
+        env = dict(os.environ)
+        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+        env.setdefault("PYSPARK_PYTHON", sys.executable)
+        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        with open(log_path, "wb") as log_file:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "service.build_job.main", "--spec", str(spec_path)],
+                stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
+                start_new_session=True, env=env,
+            )
+        log.info("job %s started (pid %s) for %s.%s", job_id, proc.pid, table, column)
+        return _Tracked(job_id, table, column, proc, proc.pid, log_path)
+
+    def _signal(self, t: _Tracked, sig: int) -> None:
+        try:
+            os.killpg(t.pid, sig)  # the whole session: Spark's JVM and Python workers too
+        except OSError:
+            pass
+
+    def _watch(self) -> None:
+        while not self._stop.wait(self.settings.job_poll_seconds):
+            try:
+                self._reap_all()
+            except Exception:  # the watcher must survive a briefly unreadable catalog
+                log.exception("job watcher iteration failed")
+
+    def _reap_all(self) -> None:
+        with self._lock:
+            items = list(self._tracked.values())
+        for t in items:
+            if t.proc is not None:
+                rc = t.proc.poll()
+                if rc is None:
+                    continue
+            elif _process_alive(t.pid, t.job_id):
+                continue
+            else:
+                rc = None
+            self._finish(t, rc)
+            with self._lock:
+                self._tracked.pop(t.job_id, None)
+
+    def _finish(self, t: _Tracked, rc: int | None) -> None:
+        job = self.catalog.get_job(t.job_id)
+        if job.active:
+            if t.cancelled:
+                self.catalog.update_job(t.job_id, state="cancelled", finished_at=now())
+            else:
+                self._mark_failed(t.job_id, f"build process exited with code {rc} without finishing"
+                                  + self._log_tail(t))
+        elif job.state == "failed" and not job.error:
+            self.catalog.update_job(t.job_id, error=f"build failed (exit code {rc})" + self._log_tail(t))
+        log.info("job %s ended: exit code %s", t.job_id, rc)
+        # The spec may hold storage credentials: it lives only as long as its process.
+        (self._spec_dir / f"{t.job_id}.json").unlink(missing_ok=True)
+        if t.log_path is not None:
+            t.log_path.unlink(missing_ok=True)
+        self._on_finished(t.table)
+
+    def _mark_failed(self, job_id: str, error: str) -> None:
+        self.catalog.update_job(job_id, state="failed", error=error, finished_at=now())
+
+    @staticmethod
+    def _log_tail(t: _Tracked) -> str:
+        if t.log_path is None or not t.log_path.exists():
+            return ""
+        data = t.log_path.read_bytes()[-_LOG_TAIL:].decode("utf-8", "replace").strip()
+        return f"; output tail: {data}" if data else ""

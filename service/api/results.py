@@ -1,0 +1,133 @@
+"""Shape a query answer for the wire: opaque cursors, pages of row ids, runs, per-data-file matches.
+
+Works on pyroaring bitmaps with rank/slicing (no full materialization for a page). Must not import
+fastapi or pyspark.
+"""
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import json
+from dataclasses import dataclass
+
+import numpy as np
+from pyroaring import BitMap64
+
+from service.api.errors import InvalidCursorError, SnapshotChangedError
+from service.catalog.model import DataFile
+
+# Runs are found on numpy windows of ids; a run longer than the window is extended by a binary search.
+_RUN_WINDOW = 1 << 16
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where the next page starts: after row id `after`, on the same snapshots, same query."""
+
+    after: int
+    snapshots: dict[str, int]
+    query: str
+
+    def encode(self) -> str:
+        raw = json.dumps({"a": self.after, "s": self.snapshots, "q": self.query},
+                         separators=(",", ":"), sort_keys=True).encode()
+        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        """Raises InvalidCursorError when the text was not produced by `encode`."""
+        try:
+            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+            obj = json.loads(raw)
+            after = obj["a"]
+            snaps = obj["s"]
+            query = obj["q"]
+            if not (isinstance(after, int) and after >= -1 and isinstance(snaps, dict)
+                    and isinstance(query, str)
+                    and all(isinstance(k, str) and isinstance(v, int) for k, v in snaps.items())):
+                raise ValueError("bad cursor fields")
+        except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
+            raise InvalidCursorError("invalid cursor") from exc
+        return cls(after=after, snapshots=dict(snaps), query=query)
+
+    def check(self, snapshots: dict[str, int], query: str) -> None:
+        """A cursor only continues the query it came from, on the snapshots it was taken on."""
+        if self.query != query:
+            raise InvalidCursorError("cursor belongs to a different query")
+        if self.snapshots != snapshots:
+            raise SnapshotChangedError(
+                f"index snapshots changed since the first page ({self.snapshots} -> {snapshots}); "
+                "restart paging without a cursor")
+
+
+def query_fingerprint(table: str, where: str | None, predicate: object, result: str) -> str:
+    """Short digest tying a cursor to its query."""
+    text = json.dumps([table, where, predicate, result], sort_keys=True, default=str)
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def page_ids(rows: BitMap64, after: int, limit: int) -> tuple[list[int], int | None]:
+    """Up to `limit` ids greater than `after`; the second item is the last id when more remain."""
+    start = rows.rank(after) if after >= 0 else 0
+    page = rows[start:start + limit]
+    ids = list(page)
+    more = start + limit < len(rows)
+    return ids, (ids[-1] if more and ids else None)
+
+
+def page_runs(rows: BitMap64, after: int, limit: int) -> tuple[list[list[int]], int | None]:
+    """Up to `limit` inclusive [first, last] runs of consecutive ids, starting after id `after`."""
+    runs: list[list[int]] = []
+    pos = rows.rank(after) if after >= 0 else 0
+    n = len(rows)
+    while pos < n and len(runs) < limit:
+        window = np.asarray(rows[pos:pos + _RUN_WINDOW].to_array(), dtype=np.uint64)
+        breaks = np.flatnonzero(np.diff(window) != 1)
+        starts = np.concatenate(([0], breaks + 1))
+        ends = np.concatenate((breaks, [len(window) - 1]))
+        for s, e in zip(starts.tolist(), ends.tolist(), strict=True):
+            if len(runs) >= limit:
+                break
+            first, last = int(window[s]), int(window[e])
+            if e == len(window) - 1:
+                last = _extend_run(rows, first, last)
+            runs.append([first, last])
+            pos = rows.rank(last)
+        else:
+            continue
+        break
+    more = pos < n
+    return runs, (runs[-1][1] if more and runs else None)
+
+
+def _extend_run(rows: BitMap64, first: int, last: int) -> int:
+    """Largest x ≥ last with every id in [first, x] present (exponential then binary search)."""
+    step = 1
+    while rows.contains_range(first, last + step + 1):
+        last += step
+        step *= 2
+    lo, hi = last, last + step  # [first, lo] present; [first, hi] not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if rows.contains_range(first, mid + 1):
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def file_matches(rows: BitMap64, files: list[DataFile], page: list[int]) -> list[dict[str, object]]:
+    """Every data file with matching rows: its count (whole result) and the page's positions in it."""
+    out: list[dict[str, object]] = []
+    page_arr = np.asarray(page, dtype=np.uint64)
+    for f in files:
+        end = f.first_row_id + f.row_count
+        matches = rows.range_cardinality(f.first_row_id, end)
+        if not matches:
+            continue
+        lo, hi = np.searchsorted(page_arr, [f.first_row_id, end])
+        positions = (page_arr[lo:hi] - np.uint64(f.first_row_id)).tolist()
+        out.append({"path": f.path, "first_row_id": f.first_row_id, "row_count": f.row_count,
+                    "matches": int(matches), "positions": positions})
+    return out

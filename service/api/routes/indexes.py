@@ -1,0 +1,113 @@
+"""Indexes: create_global_index (202 + job id), drop_global_index, per-column index listing, value look-ups."""
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import JSONResponse
+
+from index_format.keys import to_json
+from service.api import schemas
+from service.api.deps import ReadAuth, ServicesDep, WriteAuth
+from service.api.engine import complement_ranges
+from service.api.errors import InvalidCursorError, SnapshotChangedError
+from service.api.presenters import iso
+from service.api.routes.tables import ERRORS, TableName
+
+router = APIRouter(tags=["indexes"])
+ColumnName = Annotated[str, Path(min_length=1, max_length=256, description="Indexed column")]
+
+
+@router.post("/v1/create_global_index", status_code=202, response_model=schemas.JobCreated,
+             dependencies=[WriteAuth], responses=ERRORS)
+def create_global_index(body: schemas.CreateIndexRequest, services: ServicesDep) -> JSONResponse:
+    """Start a build job for one column (spec §7.2); 409 names the job already building it."""
+    job = services.jobs.start(body.table, body.index_column, body.index_type, body.partitions,
+                              body.options)
+    return JSONResponse(schemas.JobCreated(job_id=job.id).model_dump(), status_code=202,
+                        headers={"Location": f"/v1/jobs/{job.id}"})
+
+
+@router.post("/v1/drop_global_index", response_model=schemas.Dropped, dependencies=[WriteAuth],
+             responses=ERRORS)
+def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> schemas.Dropped:
+    """Remove an index (all snapshots and files of the column); the source data is untouched."""
+    services.catalog.get_table(body.table)
+    # A running build would commit into the dropped index and bring it back.
+    services.catalog.check_no_active_build(body.table, body.index_column)
+    services.catalog.drop_index(body.table, body.index_column)
+    services.engine.forget_table(body.table)
+    return schemas.Dropped(table=body.table, index_column=body.index_column)
+
+
+@router.get("/v1/tables/{name}/indexes", response_model=schemas.IndexesPublic,
+            dependencies=[ReadAuth], responses=ERRORS)
+def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPublic:
+    """Per indexed column: snapshot, files, bytes, covered/uncovered ranges, distinct values, null rows."""
+    view = services.engine.view(name)
+    live = {(f.path, f.size, f.mtime, f.first_row_id) for f in view.data_files}
+    out = []
+    for column, cv in sorted(view.columns.items()):
+        snap = cv.snapshot
+        stats = services.engine.index_stats(cv)
+        changed = any((s.path, s.size, s.mtime, s.first_row_id) not in live for s in snap.source_files)
+        out.append(schemas.IndexPublic(
+            column=column, index_type=snap.index_type, key_type=snap.key_type, snapshot_id=snap.id,
+            files=len(snap.files), bytes=sum(f.file_size for f in snap.files),
+            covered_ranges=[list(r) for r in snap.covered_ranges],
+            uncovered_ranges=complement_ranges([list(r) for r in snap.covered_ranges], view.total_rows),
+            distinct_values=stats["distinct_values"], null_rows=stats["null_rows"],
+            built_at=iso(snap.created_at), stale=bool(snap.stale or changed),
+            options={str(k): str(v) for k, v in snap.options.items()}))
+    return schemas.IndexesPublic(table=name, indexes=out)
+
+
+def _decode_values_cursor(text: str) -> tuple[int, int, str]:
+    try:
+        obj = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        offset, snap, key = obj["o"], obj["s"], obj["k"]
+        if not (isinstance(offset, int) and offset >= 0 and isinstance(snap, int) and isinstance(key, str)):
+            raise ValueError("bad cursor")
+    except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
+        raise InvalidCursorError("invalid cursor") from exc
+    return offset, snap, key
+
+
+def _encode_values_cursor(offset: int, snap: int, key: str) -> str:
+    raw = json.dumps({"o": offset, "s": snap, "k": key}, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+@router.get("/v1/tables/{name}/indexes/{column}/values", response_model=schemas.ValuesPublic,
+            dependencies=[ReadAuth], responses=ERRORS)
+def list_values(
+    name: TableName, column: ColumnName, services: ServicesDep,
+    prefix: Annotated[str | None, Query(max_length=4096, description="String prefix filter")] = None,
+    limit: Annotated[int, Query(ge=1, le=schemas.MAX_LIMIT)] = 100,
+    order: Annotated[Literal["count", "value"], Query(description="rows descending, or value order")] = "count",
+    cursor: Annotated[str | None, Query(max_length=4096)] = None,
+) -> schemas.ValuesPublic:
+    """Distinct values with their row counts, from bitmap cardinalities (no row ids materialized);
+    the same value in several files or row ranges of the snapshot is summed."""
+    cv, counts = services.engine.value_counts(name, column, prefix, order)
+    key = f"{order}|{prefix}"
+    offset = 0
+    if cursor is not None:
+        offset, snap, ckey = _decode_values_cursor(cursor)
+        if ckey != key:
+            raise InvalidCursorError("cursor belongs to a different look-up")
+        if snap != cv.snapshot.id:
+            raise SnapshotChangedError("index snapshot changed since the first page; restart without a cursor")
+    values = []
+    for i, (value, rows) in enumerate(counts):
+        if i < offset:
+            continue
+        if len(values) == limit:
+            return schemas.ValuesPublic(
+                column=column, values=values, snapshot_id=cv.snapshot.id,
+                next_cursor=_encode_values_cursor(offset + limit, cv.snapshot.id, key))
+        values.append(schemas.ValueCount(value=to_json(cv.kt, value), rows=rows))
+    return schemas.ValuesPublic(column=column, values=values, snapshot_id=cv.snapshot.id, next_cursor=None)

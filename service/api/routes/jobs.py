@@ -1,0 +1,36 @@
+"""Build jobs: list, show, cancel (creation is POST /v1/create_global_index in routes.indexes)."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+
+from service.api import schemas
+from service.api.deps import ReadAuth, ServicesDep, WriteAuth
+from service.api.presenters import job_public
+from service.api.routes.tables import ERRORS
+
+router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
+JobId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_\-]{1,64}$", description="Job id")]
+
+
+@router.get("", response_model=schemas.JobsPublic, dependencies=[ReadAuth], responses=ERRORS)
+def list_jobs(services: ServicesDep) -> schemas.JobsPublic:
+    """All job records, oldest first (they survive service restarts)."""
+    return schemas.JobsPublic(jobs=[job_public(j) for j in services.catalog.list_jobs()])
+
+
+@router.get("/{job_id}", response_model=schemas.JobPublic, dependencies=[ReadAuth], responses=ERRORS)
+def get_job(job_id: JobId, services: ServicesDep) -> schemas.JobPublic:
+    """State and progress of one job."""
+    job = services.catalog.get_job(job_id)
+    if job.state == "succeeded":
+        services.engine.note_snapshot(job.table, job.column, job.snapshot_id)
+    return job_public(job)
+
+
+@router.post("/{job_id}/cancel", response_model=schemas.JobPublic, dependencies=[WriteAuth],
+             responses=ERRORS)
+def cancel_job(job_id: JobId, services: ServicesDep) -> schemas.JobPublic:
+    """Terminate a queued or running job (a finished job is returned unchanged)."""
+    return job_public(services.jobs.cancel(job_id))

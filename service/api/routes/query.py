@@ -1,0 +1,75 @@
+"""Predicate queries: count, row ids, runs, portable Roaring bytes, or matches per data file."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse, Response
+
+from service.api import schemas
+from service.api.deps import ReadServicesDep
+from service.api.results import Cursor, file_matches, page_ids, page_runs, query_fingerprint
+from service.api.routes.tables import ERRORS, TableName
+
+router = APIRouter(prefix="/v1/tables", tags=["query"])
+
+_ROARING_RESPONSE: dict[int | str, dict[str, object]] = {
+    200: {"description": "JSON result, or the whole result as portable 64-bit Roaring bytes",
+          "content": {schemas.ROARING_MEDIA_TYPE: {"schema": {"type": "string", "format": "binary"}}},
+          "headers": {schemas.COUNT_HEADER: {"schema": {"type": "integer"},
+                                             "description": "rows in a Roaring result"}}},
+}
+
+
+@router.post("/{name}/query", response_model=schemas.QueryResponse,
+             responses={**ERRORS, **_ROARING_RESPONSE})
+async def query(name: TableName, body: schemas.QueryRequest, services: ReadServicesDep,
+                accept: Annotated[str | None, Header(include_in_schema=False)] = None) -> Response:
+    """Rows where the predicate is TRUE (SQL three-valued logic) across every file and row range of each
+    referenced column's current snapshot."""
+    # Runs on the event loop: the work is CPU-bound under the GIL, so a thread-pool hop would only add
+    # latency (it costs about as much as a whole point query).
+    engine = services.engine
+    result = body.result
+    if accept and schemas.ROARING_MEDIA_TYPE in accept and result == "row_ids":
+        result = "roaring"
+    node = engine.parse(body.where, body.predicate)
+    outcome = engine.query(name, node, explain=body.explain)
+    answer = outcome.answer
+    rows = answer.rows
+    count = len(rows)
+    services.metrics.queries.labels(result=result).inc()
+    headers = {schemas.COUNT_HEADER: str(count)}
+    if result == "roaring":
+        headers["X-Bgix-Exact"] = "true" if answer.exact else "false"
+        headers["X-Bgix-Coverage-Complete"] = "false" if outcome.uncovered else "true"
+        headers["X-Bgix-Snapshots"] = ",".join(f"{c}={s}" for c, s in sorted(outcome.used.items()))
+        return Response(rows.serialize(), media_type=schemas.ROARING_MEDIA_TYPE, headers=headers)
+
+    fingerprint = query_fingerprint(name, body.where, body.predicate, result)
+    after = -1
+    if body.cursor is not None:
+        cursor = Cursor.decode(body.cursor)
+        cursor.check(outcome.used, fingerprint)
+        after = cursor.after
+    payload: dict[str, object] = {
+        "result": result, "count": count, "exact": bool(answer.exact), "snapshots": outcome.used,
+        "coverage": {"complete": not outcome.uncovered, "uncovered_ranges": outcome.uncovered},
+        "next_cursor": None,
+    }
+    last: int | None = None
+    if result == "row_ids":
+        ids, last = page_ids(rows, after, body.limit)
+        payload["row_ids"] = ids
+    elif result == "ranges":
+        runs, last = page_runs(rows, after, body.limit)
+        payload["ranges"] = runs
+    elif result == "files":
+        ids, last = page_ids(rows, after, body.limit)
+        payload["files"] = file_matches(rows, outcome.view.data_files, ids)
+    if last is not None:
+        payload["next_cursor"] = Cursor(last, outcome.used, fingerprint).encode()
+    if body.explain:
+        payload["explain"] = jsonable_encoder(answer.explain or {})
+    return JSONResponse(payload, headers=headers)

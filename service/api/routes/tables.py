@@ -1,0 +1,73 @@
+"""Tables: register, list, show, forget; the row-id map of a table's data files."""
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from index_format.errors import PathNotAllowedError
+from service.api import schemas
+from service.api.deps import ReadAuth, ServicesDep, WriteAuth
+from service.api.errors import LocationNotAllowedError
+from service.api.presenters import data_file_public, table_public
+from service.catalog.errors import BuildInProgressError
+from service.catalog.model import Table
+
+router = APIRouter(prefix="/v1/tables", tags=["tables"])
+TableName = Annotated[str, Path(pattern=schemas.TABLE_NAME_PATTERN, description="Table name")]
+ERRORS: dict[int | str, dict[str, object]] = {
+    code: {"model": schemas.ErrorEnvelope} for code in (400, 401, 403, 404, 409, 422, 500, 503)}
+
+
+@router.put("/{name}", response_model=schemas.TablePublic, dependencies=[WriteAuth], responses=ERRORS)
+def register_table(name: TableName, body: schemas.TableCreate, services: ServicesDep) -> schemas.TablePublic:
+    """Register a table (idempotent for the same definition). A location outside the roots → 403."""
+    table = Table(name=name, location=body.location, format=body.format,
+                  partition_columns=list(body.partition_columns), row_id_column=body.row_id_column)
+    # Resolve first so only the location (not the catalog's own paths) maps to 403.
+    try:
+        services.storage.resolve(body.location)
+    except PathNotAllowedError as exc:
+        raise LocationNotAllowedError(str(exc)) from exc
+    stored = services.catalog.put_table(table)
+    services.engine.invalidate(name)
+    return table_public(stored)
+
+
+@router.get("", response_model=schemas.TablesPublic, dependencies=[ReadAuth], responses=ERRORS)
+def list_tables(services: ServicesDep) -> schemas.TablesPublic:
+    """All registered tables."""
+    tables = [table_public(t) for t in services.catalog.list_tables()]
+    return schemas.TablesPublic(tables=tables, count=len(tables))
+
+
+@router.get("/{name}", response_model=schemas.TablePublic, dependencies=[ReadAuth], responses=ERRORS)
+def get_table(name: TableName, services: ServicesDep) -> schemas.TablePublic:
+    """One table's definition."""
+    return table_public(services.catalog.get_table(name))
+
+
+@router.delete("/{name}", response_model=schemas.Dropped, dependencies=[WriteAuth], responses=ERRORS)
+def drop_table(name: TableName, services: ServicesDep) -> schemas.Dropped:
+    """Forget the table and its indexes; the source data is never touched. 409 while a build runs."""
+    building = [j.id for j in services.catalog.list_jobs()
+                if j.table == name and j.active and services.catalog.active_jobs(name, j.column)]
+    if building:
+        raise BuildInProgressError(f"table {name!r} has a running build job: {building[0]}")
+    services.catalog.drop_table(name)
+    services.engine.forget_table(name)
+    return schemas.Dropped(table=name)
+
+
+@router.get("/{name}/files", response_model=schemas.FilesPublic, dependencies=[ReadAuth],
+            responses=ERRORS)
+def list_files(name: TableName, services: ServicesDep,
+               refresh: Annotated[bool, Query(description="Rescan the location first")] = False,
+               ) -> schemas.FilesPublic:
+    """The row-id map: each data file with its first row id and row count."""
+    if refresh:
+        services.catalog.refresh_data_files(name)
+        services.engine.invalidate(name)
+    files = sorted(services.catalog.data_files(name), key=lambda f: f.first_row_id)
+    total = max((f.first_row_id + f.row_count for f in files), default=0)
+    return schemas.FilesPublic(table=name, files=[data_file_public(f) for f in files], total_rows=total)

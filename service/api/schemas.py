@@ -1,0 +1,210 @@
+"""Request and response models of the HTTP API (v1), one model per direction.
+
+Pydantic only: the Python client imports this module, so it must not import fastapi, starlette,
+pyspark, the catalog or the engine.
+"""
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+TABLE_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$"
+COLUMN_NAME_PATTERN = r"^[^/\\\x00]{1,256}$"
+ResultKind = Literal["count", "row_ids", "ranges", "roaring", "files"]
+JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
+ROARING_MEDIA_TYPE = "application/vnd.bgix.roaring64"
+COUNT_HEADER = "X-Bgix-Count"
+MAX_LIMIT = 100_000
+DEFAULT_LIMIT = 1000
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+# ---- errors -------------------------------------------------------------------------------------
+class ErrorBody(BaseModel):
+    code: str = Field(description="Stable machine-readable code, e.g. unknown_column.")
+    message: str
+    details: dict[str, Any] = Field(default_factory=dict)
+
+
+class ErrorEnvelope(BaseModel):
+    error: ErrorBody
+
+
+# ---- tables -------------------------------------------------------------------------------------
+class TableCreate(_Model):
+    location: str = Field(min_length=1, max_length=4096,
+                          description="Absolute path or fsspec URL of the table's data files.")
+    format: Literal["parquet"] = "parquet"
+    partition_columns: list[str] = Field(default_factory=list)
+    row_id_column: str | None = Field(None, description="Column holding stable row ids, if any.")
+
+
+class TablePublic(BaseModel):
+    name: str
+    location: str
+    format: str
+    partition_columns: list[str]
+    row_id_column: str | None
+    created_at: str | None = None
+
+
+class TablesPublic(BaseModel):
+    tables: list[TablePublic]
+    count: int
+
+
+class DataFilePublic(BaseModel):
+    path: str
+    first_row_id: int
+    row_count: int
+    size: int | None = None
+    partition: dict[str, str] = Field(default_factory=dict)
+
+
+class FilesPublic(BaseModel):
+    table: str
+    files: list[DataFilePublic]
+    total_rows: int
+
+
+# ---- jobs ---------------------------------------------------------------------------------------
+class CreateIndexRequest(_Model):
+    table: str = Field(pattern=TABLE_NAME_PATTERN)
+    index_column: str = Field(min_length=1, max_length=256)
+    index_type: Literal["bitmap"] = "bitmap"
+    partitions: str | list[dict[str, str]] | None = Field(
+        None, description="Paimon spec 'k=v,k=v;k=v' or a list of {column: value} objects.")
+    options: dict[str, str | int | float | bool] | str | None = Field(
+        None, description="Index options (spec §7.1) as an object or Paimon's 'k=v,k=v' string.")
+
+
+class DropIndexRequest(_Model):
+    table: str = Field(pattern=TABLE_NAME_PATTERN)
+    index_column: str = Field(min_length=1, max_length=256)
+
+
+class JobCreated(BaseModel):
+    job_id: str
+
+
+class JobProgress(BaseModel):
+    fraction: float = 0.0
+    rows_indexed: int = 0
+    ranges_done: int = 0
+    ranges_total: int = 0
+
+
+class JobPublic(BaseModel):
+    id: str
+    table: str
+    index_column: str
+    index_type: str = "bitmap"
+    state: JobState
+    progress: JobProgress
+    error: str | None = None
+    snapshot_id: int | None = None
+    created_at: str | None = None
+    started_at: str | None = None
+    finished_at: str | None = None
+
+
+class JobsPublic(BaseModel):
+    jobs: list[JobPublic]
+
+
+class Dropped(BaseModel):
+    table: str
+    index_column: str | None = None
+    dropped: bool = True
+
+
+# ---- indexes and values -------------------------------------------------------------------------
+class IndexPublic(BaseModel):
+    column: str
+    index_type: str
+    key_type: str
+    snapshot_id: int
+    files: int
+    bytes: int
+    covered_ranges: list[list[int]]
+    uncovered_ranges: list[list[int]]
+    distinct_values: int | None = None
+    null_rows: int | None = None
+    built_at: str | None = None
+    stale: bool = False
+    options: dict[str, str] = Field(default_factory=dict)
+
+
+class IndexesPublic(BaseModel):
+    table: str
+    indexes: list[IndexPublic]
+
+
+class ValueCount(BaseModel):
+    value: Any
+    rows: int
+
+
+class ValuesPublic(BaseModel):
+    column: str
+    values: list[ValueCount]
+    next_cursor: str | None = None
+    snapshot_id: int
+
+
+# ---- query --------------------------------------------------------------------------------------
+class QueryRequest(_Model):
+    where: str | None = Field(None, max_length=1_000_000,
+                              description="SQL WHERE text, e.g. status IN ('vip') AND NOT country = 'US'.")
+    predicate: dict[str, Any] | None = Field(None, description="JSON predicate tree (docs/predicates.md).")
+    result: ResultKind = "row_ids"
+    limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
+    cursor: str | None = Field(None, max_length=4096)
+    explain: bool = False
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> QueryRequest:
+        if (self.where is None) == (self.predicate is None):
+            raise ValueError("give exactly one of 'where' or 'predicate'")
+        return self
+
+
+class Coverage(BaseModel):
+    complete: bool
+    uncovered_ranges: list[list[int]]
+
+
+class FileMatch(BaseModel):
+    path: str
+    first_row_id: int
+    row_count: int
+    matches: int
+    positions: list[int] = Field(description="Matching row positions inside the file (0-based), paged.")
+
+
+class QueryResponse(BaseModel):
+    result: ResultKind
+    count: int = Field(description="Rows where the predicate is TRUE (whole result, not this page).")
+    exact: bool = True
+    row_ids: list[int] | None = None
+    ranges: list[list[int]] | None = Field(None, description="[start, end) runs of matching row ids.")
+    files: list[FileMatch] | None = None
+    next_cursor: str | None = None
+    snapshots: dict[str, int] = Field(default_factory=dict, description="Snapshot id used per column.")
+    coverage: Coverage
+    explain: dict[str, Any] | None = None
+
+
+# ---- ops ----------------------------------------------------------------------------------------
+class Health(BaseModel):
+    status: Literal["ok"] = "ok"
+
+
+class Ready(BaseModel):
+    status: Literal["ready", "not_ready"]
+    warehouse: str
+    checks: dict[str, str] = Field(default_factory=dict)

@@ -1,0 +1,74 @@
+"""Service configuration: the single pydantic-settings class (env prefix BGIX_).
+
+The only module that reads environment variables; built once in `create_app()` and passed down.
+Must not import fastapi, pyspark or anything from service.build_job.
+"""
+from __future__ import annotations
+
+import json
+import os
+from typing import Annotated, Literal
+
+from pydantic import Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob of the HTTP service. Tests construct `Settings(...)` directly."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="BGIX_", env_file=None, extra="ignore", validate_default=True
+    )
+
+    warehouse: str = Field("./warehouse", description="Warehouse root: a path or fsspec URL.")
+    allowed_roots: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Comma-separated roots table locations must lie under "
+        "(default: the warehouse's parent directory).",
+    )
+    spark_master: str = Field("local[*]", description="Spark master URL for build jobs.")
+    token: SecretStr | None = Field(None, description="API token; when set, mutating endpoints need it.")
+    read_token_required: bool = Field(False, description="Require the token on read endpoints too.")
+    cache_bytes: int = Field(
+        256 * 1024 * 1024, ge=0, description="Byte budget of the reader / decoded block cache."
+    )
+    build_engine: Literal["spark", "local"] = Field(
+        "spark", description="Build engine: a Spark job or the in-process local engine."
+    )
+    storage_options: Annotated[dict[str, object], NoDecode] = Field(
+        default_factory=dict, description="JSON object of fsspec storage options."
+    )
+    snapshot_ttl_seconds: float = Field(
+        1.0, ge=0, description="How long a resolved current-snapshot pointer is reused."
+    )
+    job_poll_seconds: float = Field(0.2, gt=0, description="Build-job watcher poll interval.")
+
+    @field_validator("allowed_roots", mode="before")
+    @classmethod
+    def _split_roots(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @field_validator("storage_options", mode="before")
+    @classmethod
+    def _parse_storage_options(cls, value: object) -> object:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value
+
+    @field_validator("token", mode="before")
+    @classmethod
+    def _empty_token_is_none(cls, value: object) -> object:
+        return None if value == "" else value
+
+    def effective_allowed_roots(self) -> list[str]:
+        """Allowed roots, defaulting to the warehouse's parent directory (issue: BGIX_ALLOWED_ROOTS)."""
+        if self.allowed_roots:
+            return list(self.allowed_roots)
+        wh = self.warehouse.rstrip("/")
+        if "://" in wh:
+            scheme, rest = wh.split("://", 1)
+            parent = rest.rsplit("/", 1)[0] if "/" in rest else rest
+            return [f"{scheme}://{parent}"]
+        return [os.path.dirname(os.path.abspath(wh))]

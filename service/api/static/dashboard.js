@@ -1,0 +1,515 @@
+// bgix dashboard: vanilla JS over the /v1 HTTP API. No frameworks, nothing fetched from outside this service.
+"use strict";
+
+const TOKEN_KEY = "bgixToken";
+const JOB_POLL_MS = 700;
+const IDLE_POLL_MS = 5000;
+const SUGGEST_DEBOUNCE_MS = 150;
+const TOP_VALUES = 15;
+
+const state = { tables: [], explore: null, activeJobs: new Set(), knownJobs: new Map(), tokenWaiters: [] };
+const $ = (id) => document.getElementById(id);
+
+// ---- API access: one place for the token, the error envelope and 401 handling ----------------------
+class ApiError extends Error {
+  constructor(status, code, message, details) {
+    super(code ? `${code}: ${message}` : message);
+    this.status = status; this.code = code; this.details = details || {};
+  }
+}
+
+function token() { return sessionStorage.getItem(TOKEN_KEY); }
+
+function askForToken() {
+  // Ask once: every request that hits 401 waits for the same form submission.
+  $("token-panel").hidden = false;
+  $("token-input").focus();
+  return new Promise((resolve) => state.tokenWaiters.push(resolve));
+}
+
+async function api(method, path, body, retried) {
+  const headers = { "Accept": "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  const t = token();
+  if (t) headers["Authorization"] = `Bearer ${t}`;
+  let resp;
+  try {
+    resp = await fetch(path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  } catch (e) {
+    throw new ApiError(0, "network", `cannot reach the service (${e.message})`);
+  }
+  if (resp.status === 401 && !retried) {
+    if (t) sessionStorage.removeItem(TOKEN_KEY);  // a wrong token must not be replayed forever
+    await askForToken();
+    return api(method, path, body, true);
+  }
+  const text = await resp.text();
+  let data = null;
+  if (text) { try { data = JSON.parse(text); } catch (_) { data = null; } }
+  if (!resp.ok) {
+    // Show the API's own words (error envelope); fall back to the raw body for proxies etc.
+    const err = data && data.error;
+    if (err) throw new ApiError(resp.status, err.code, err.message, err.details);
+    throw new ApiError(resp.status, `http_${resp.status}`, text.slice(0, 300) || resp.statusText);
+  }
+  return data;
+}
+
+const enc = encodeURIComponent;
+
+// ---- formatting ----------------------------------------------------------------------------------
+function fmtInt(n) { return n === null || n === undefined ? "—" : Number(n).toLocaleString("en-US"); }
+function fmtBytes(n) {
+  if (n === null || n === undefined) return "—";
+  const units = ["B", "KB", "MB", "GB", "TB"];
+  let v = Number(n), i = 0;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return `${v.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+function fmtValue(v) { return v === null ? "NULL" : (typeof v === "string" ? v : JSON.stringify(v)); }
+// Row ranges in the catalog are inclusive [start, end] (spec §5.1).
+function rangeRows(ranges) { return (ranges || []).reduce((s, r) => s + (r[1] - r[0] + 1), 0); }
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (v === null || v === undefined || v === false) continue;
+    if (k === "class") node.className = v;
+    else if (k === "text") node.textContent = v;
+    else if (k.startsWith("on")) node.addEventListener(k.slice(2), v);
+    else node.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat(Infinity)) {
+    if (c === null || c === undefined) continue;
+    node.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return node;
+}
+
+function bar(fraction, cls) {
+  const pct = Math.max(0, Math.min(1, Number(fraction) || 0)) * 100;
+  return el("div", { class: `bar ${cls || ""}`, role: "progressbar", "aria-valuenow": pct.toFixed(1),
+                     "aria-valuemin": "0", "aria-valuemax": "100" },
+            el("span", { style: `width:${pct}%` }));
+}
+
+function showError(box, err) {
+  const node = typeof box === "string" ? $(box) : box;
+  if (!err) { node.hidden = true; node.textContent = ""; return; }
+  node.textContent = err.message || String(err);
+  node.hidden = false;
+}
+
+// ---- tables and indexes --------------------------------------------------------------------------
+async function loadTables() {
+  const data = await api("GET", "/v1/tables");
+  const tables = (data && data.tables) || [];
+  const details = await Promise.all(tables.map(async (t) => {
+    const [idx, files] = await Promise.all([
+      api("GET", `/v1/tables/${enc(t.name)}/indexes`).catch((e) => ({ error: e, indexes: [] })),
+      api("GET", `/v1/tables/${enc(t.name)}/files`).catch(() => null),
+    ]);
+    return { table: t, indexes: idx.indexes || [], indexError: idx.error, files };
+  }));
+  state.tables = details;
+  renderTables();
+  fillTableSelects();
+}
+
+function renderTables() {
+  const root = $("tables");
+  root.replaceChildren();
+  if (!state.tables.length) {
+    root.append(el("p", { class: "muted" }, "No tables registered yet. Register one with PUT /v1/tables/{name}."));
+    return;
+  }
+  for (const d of state.tables) root.append(tableCard(d));
+}
+
+function tableCard(d) {
+  const t = d.table;
+  const totalRows = d.files ? d.files.total_rows : null;
+  const head = el("div", { class: "table-head" },
+    el("span", { class: "name" }, t.name),
+    el("span", { class: "badge" }, t.format),
+    el("span", { class: "muted mono" }, t.location),
+    el("span", { class: "muted" }, d.files ? `${fmtInt(totalRows)} rows · ${fmtInt(d.files.files.length)} data files` : ""));
+  const card = el("div", { class: "table-card", "data-table": t.name }, head);
+  if (d.indexError) { const box = el("div", { class: "error-box" }); showError(box, d.indexError); card.append(box); }
+  if (!d.indexes.length) { card.append(el("p", { class: "muted" }, "No indexes yet.")); return card; }
+  const rows = d.indexes.map((ix) => indexRow(t.name, ix, totalRows));
+  card.append(el("table", { class: "grid indexes" },
+    el("thead", {}, el("tr", {},
+      ["Column", "Type", "Rows", "Files", "Size", "Distinct", "Nulls", "Coverage", "Snapshot", "Built", ""].map(
+        (h, i) => el("th", { class: i >= 2 && i <= 6 ? "num" : null }, h)))),
+    el("tbody", {}, rows)));
+  return card;
+}
+
+function indexRow(table, ix, totalRows) {
+  const covered = rangeRows(ix.covered_ranges);
+  const uncovered = rangeRows(ix.uncovered_ranges);
+  const total = totalRows || covered + uncovered;
+  const frac = total ? covered / total : 0;
+  const badge = ix.stale ? el("span", { class: "badge stale", title: "source files changed since the build" }, "stale")
+                         : el("span", { class: "badge fresh" }, "fresh");
+  return el("tr", { "data-column": ix.column },
+    el("td", {}, el("code", {}, ix.column), " ", badge),
+    el("td", {}, `${ix.index_type} · ${ix.key_type}`),
+    el("td", { class: "num" }, fmtInt(covered)),
+    el("td", { class: "num" }, fmtInt(ix.files)),
+    el("td", { class: "num" }, fmtBytes(ix.bytes)),
+    el("td", { class: "num" }, fmtInt(ix.distinct_values)),
+    el("td", { class: "num" }, fmtInt(ix.null_rows)),
+    el("td", {}, bar(frac, frac >= 1 ? "done" : ""),
+       el("div", { class: "bar-label" }, `${(100 * frac).toFixed(1)}%` + (uncovered ? ` · ${fmtInt(uncovered)} rows uncovered` : ""))),
+    el("td", {}, `#${ix.snapshot_id}`),
+    el("td", { class: "muted" }, ix.built_at ? ix.built_at.replace("T", " ").slice(0, 19) : "—"),
+    el("td", {}, el("button", { type: "button", class: "ghost explore-btn", onclick: () => openExplore(table, ix.column) }, "Explore")));
+}
+
+function fillTableSelects() {
+  for (const id of ["query-table", "build-table"]) {
+    const sel = $(id), prev = sel.value;
+    sel.replaceChildren(...state.tables.map((d) => el("option", { value: d.table.name }, d.table.name)));
+    if (prev && state.tables.some((d) => d.table.name === prev)) sel.value = prev;
+  }
+  fillColumnList();
+}
+
+function fillColumnList() {
+  const d = state.tables.find((x) => x.table.name === $("build-table").value);
+  const cols = d ? d.indexes.map((ix) => ix.column) : [];
+  $("build-columns").replaceChildren(...cols.map((c) => el("option", { value: c })));
+}
+
+// ---- explore one index: prefix autocomplete + top values chart -----------------------------------
+function openExplore(table, column) {
+  state.explore = { table, column, seq: 0 };
+  $("explore-section").hidden = false;
+  $("explore-title").textContent = `${table}.${column}`;
+  $("value-input").value = "";
+  $("value-result").textContent = "";
+  $("suggestions").hidden = true;
+  loadTopValues();
+  $("explore-section").scrollIntoView({ block: "nearest" });
+  $("value-input").focus();
+}
+
+function valuesUrl(params) {
+  const { table, column } = state.explore;
+  const qs = new URLSearchParams(params).toString();
+  return `/v1/tables/${enc(table)}/indexes/${enc(column)}/values?${qs}`;
+}
+
+async function loadTopValues() {
+  const chart = $("top-chart");
+  chart.replaceChildren(el("p", { class: "muted" }, "loading…"));
+  try {
+    const data = await api("GET", valuesUrl({ order: "count", limit: TOP_VALUES }));
+    chart.replaceChildren(topValuesSvg(data.values || []));
+  } catch (e) {
+    const box = el("div", { class: "error-box" }); showError(box, e); chart.replaceChildren(box);
+  }
+}
+
+function topValuesSvg(values) {
+  const NS = "http://www.w3.org/2000/svg";
+  const rowH = 22, labelW = 150, valueW = 90, width = 640;
+  const plotW = width - labelW - valueW;
+  const max = Math.max(1, ...values.map((v) => v.rows));
+  const svg = document.createElementNS(NS, "svg");
+  svg.setAttribute("viewBox", `0 0 ${width} ${Math.max(1, values.length) * rowH + 4}`);
+  svg.setAttribute("role", "img");
+  svg.setAttribute("aria-label", "top values by row count");
+  const mk = (tag, attrs, text) => {
+    const n = document.createElementNS(NS, tag);
+    for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
+    if (text !== undefined) n.textContent = text;
+    return n;
+  };
+  values.forEach((v, i) => {
+    const y = i * rowH + 2, w = Math.max(1, (v.rows / max) * plotW);
+    const g = mk("g", { class: "chart-row", "data-value": fmtValue(v.value), "data-rows": String(v.rows) });
+    const label = fmtValue(v.value);
+    g.append(mk("text", { x: labelW - 8, y: y + 15, "text-anchor": "end" }, label.length > 22 ? label.slice(0, 21) + "…" : label));
+    g.append(mk("rect", { class: "barrect", x: labelW, y: y + 3, width: w.toFixed(1), height: rowH - 6, rx: 3 }));
+    g.append(mk("text", { class: "val", x: labelW + w + 6, y: y + 15 }, fmtInt(v.rows)));
+    g.append(mk("title", {}, `${label}: ${fmtInt(v.rows)} rows`));
+    svg.append(g);
+  });
+  if (!values.length) svg.append(mk("text", { x: 10, y: 16 }, "no values"));
+  return svg;
+}
+
+let suggestTimer = null;
+function onValueInput() {
+  clearTimeout(suggestTimer);
+  suggestTimer = setTimeout(fetchSuggestions, SUGGEST_DEBOUNCE_MS);
+}
+
+async function fetchSuggestions() {
+  if (!state.explore) return;
+  const prefix = $("value-input").value;
+  const seq = ++state.explore.seq;
+  const list = $("suggestions");
+  try {
+    const data = await api("GET", valuesUrl({ prefix, order: "value", limit: 10 }));
+    if (seq !== state.explore.seq) return;  // a newer keystroke already asked
+    const values = data.values || [];
+    list.replaceChildren(...values.map((v) => el("li", { role: "option", "data-value": fmtValue(v.value),
+        onmousedown: (ev) => { ev.preventDefault(); pickValue(v); } },
+      el("span", {}, fmtValue(v.value)), el("span", { class: "rows" }, `${fmtInt(v.rows)} rows`))));
+    if (!values.length) list.append(el("li", { class: "muted" }, "no value starts with this prefix"));
+    list.hidden = false;
+    showError($("value-result"), null); $("value-result").hidden = false;
+  } catch (e) {
+    if (seq !== state.explore.seq) return;
+    list.hidden = true;
+    const box = $("value-result"); box.className = "error-box"; box.textContent = e.message; box.hidden = false;
+  }
+}
+
+function onValueKey(ev) {
+  // Arrow keys move through the suggestions, Enter picks, Escape closes (no mouse needed).
+  const items = [...$("suggestions").querySelectorAll("li[data-value]")];
+  if ($("suggestions").hidden || !items.length) return;
+  let i = items.findIndex((li) => li.classList.contains("active"));
+  if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+    ev.preventDefault();
+    if (i >= 0) items[i].classList.remove("active");
+    i = ev.key === "ArrowDown" ? (i + 1) % items.length : (i <= 0 ? items.length - 1 : i - 1);
+    items[i].classList.add("active");
+    items[i].scrollIntoView({ block: "nearest" });
+  } else if (ev.key === "Enter" && i >= 0) {
+    ev.preventDefault();
+    items[i].dispatchEvent(new MouseEvent("mousedown"));
+  } else if (ev.key === "Escape") {
+    $("suggestions").hidden = true;
+  }
+}
+
+function pickValue(v) {
+  $("value-input").value = fmtValue(v.value);
+  $("suggestions").hidden = true;
+  const box = $("value-result");
+  box.className = "";
+  box.replaceChildren(el("strong", {}, fmtValue(v.value)), ` — ${fmtInt(v.rows)} rows. `,
+    el("a", { href: "#query-section", onclick: () => prefillQuery(v.value) }, "query these rows"));
+}
+
+function sqlLiteral(v) {
+  if (v === null) return "NULL";
+  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  return `'${String(v).replace(/'/g, "''")}'`;
+}
+
+function prefillQuery(value) {
+  const { table, column } = state.explore;
+  $("query-table").value = table;
+  $("query-where").value = `${/^[A-Za-z_][A-Za-z0-9_]*$/.test(column) ? column : `"${column}"`} = ${sqlLiteral(value)}`;
+}
+
+// ---- query ----------------------------------------------------------------------------------------
+async function runQuery(ev) {
+  ev.preventDefault();
+  const table = $("query-table").value, where = $("query-where").value.trim();
+  const limit = Math.max(1, Math.min(1000, Number($("query-limit").value) || 20));
+  showError("query-error", null);
+  $("query-run").disabled = true;
+  const t0 = performance.now();
+  try {
+    const ans = await api("POST", `/v1/tables/${enc(table)}/query`, { where, result: "row_ids", limit, explain: true });
+    $("query-time").textContent = `answered in ${(performance.now() - t0).toFixed(0)} ms (round trip)`;
+    renderQuery(ans);
+  } catch (e) {
+    $("query-result").hidden = true;
+    $("query-time").textContent = "";
+    showError("query-error", e);
+  } finally {
+    $("query-run").disabled = false;
+  }
+}
+
+function renderQuery(ans) {
+  $("query-result").hidden = false;
+  $("query-count").textContent = fmtInt(ans.count);
+  $("query-count").dataset.count = String(ans.count);
+  $("query-exact").textContent = ans.exact === false ? "no (superset)" : "yes";
+  const cov = ans.coverage || {};
+  $("query-coverage").textContent = cov.complete ? "complete"
+    : `${fmtInt(rangeRows(cov.uncovered_ranges))} rows not covered by an index`;
+  const ids = ans.row_ids || [];
+  $("query-rowids").textContent = ids.length
+    ? ids.join(", ") + (ans.count > ids.length ? `, … (${fmtInt(ans.count - ids.length)} more)` : "")
+    : "(none)";
+  $("query-explain").replaceChildren(explainView(ans.explain, ans.snapshots));
+}
+
+function explainView(explain, snapshots) {
+  // Scalars become a figures table; nested parts (per-column, per-file detail) are shown as JSON.
+  const wrap = el("div");
+  const scalars = [], nested = {};
+  for (const [k, v] of Object.entries(explain || {})) {
+    if (v !== null && typeof v === "object") nested[k] = v; else scalars.push([k, v]);
+  }
+  if (snapshots && Object.keys(snapshots).length) {
+    scalars.push(["snapshots", Object.entries(snapshots).map(([c, s]) => `${c}#${s}`).join(", ")]);
+  }
+  if (scalars.length) {
+    wrap.append(el("table", { class: "grid kv" }, el("tbody", {},
+      scalars.map(([k, v]) => el("tr", { "data-key": k }, el("td", {}, k),
+                                  el("td", { class: "mono" }, typeof v === "number" ? fmtInt(v) : String(v)))))));
+  }
+  if (Object.keys(nested).length) {
+    wrap.append(el("details", { class: "explain-detail" },
+      el("summary", {}, `details: ${Object.keys(nested).join(", ")}`),
+      el("pre", { class: "json" }, JSON.stringify(nested, null, 2))));
+  }
+  if (!wrap.childNodes.length) wrap.append(el("p", { class: "muted" }, "no explain figures returned"));
+  return wrap;
+}
+
+// ---- builds and jobs ------------------------------------------------------------------------------
+function parseOptions(text) {
+  const out = {};
+  for (const part of text.split(/[,\n]/)) {
+    const p = part.trim();
+    if (!p) continue;
+    const i = p.indexOf("=");
+    if (i <= 0) throw new ApiError(0, "invalid_option", `option '${p}' is not key=value`);
+    out[p.slice(0, i).trim()] = p.slice(i + 1).trim();
+  }
+  return out;
+}
+
+async function startBuild(ev) {
+  ev.preventDefault();
+  showError("build-error", null);
+  $("build-msg").textContent = "";
+  try {
+    const body = { table: $("build-table").value, index_column: $("build-column").value.trim(),
+                   index_type: $("build-type").value, options: parseOptions($("build-options").value) };
+    const partitions = $("build-partitions").value.trim();
+    if (partitions) body.partitions = partitions;
+    $("build-start").disabled = true;
+    const created = await api("POST", "/v1/create_global_index", body);
+    $("build-msg").textContent = `job ${created.job_id} started`;
+    state.activeJobs.add(created.job_id);
+    await loadJobs();
+    schedulePoll(0);
+  } catch (e) {
+    showError("build-error", e);
+  } finally {
+    $("build-start").disabled = false;
+  }
+}
+
+async function loadJobs() {
+  const data = await api("GET", "/v1/jobs");
+  const jobs = (data && data.jobs) || [];
+  for (const j of jobs) {
+    state.knownJobs.set(j.id, j);
+    if (j.state === "queued" || j.state === "running") state.activeJobs.add(j.id);
+  }
+  renderJobs();
+}
+
+function renderJobs() {
+  const root = $("jobs");
+  const jobs = [...state.knownJobs.values()].sort((a, b) => String(b.created_at || "").localeCompare(String(a.created_at || "")));
+  if (!jobs.length) { root.replaceChildren(el("p", { class: "muted" }, "No build jobs yet.")); return; }
+  root.replaceChildren(el("table", { class: "grid jobs" },
+    el("thead", {}, el("tr", {}, ["Job", "Index", "State", "Progress", "Rows indexed", "Ranges", "Created", ""].map((h) => el("th", {}, h)))),
+    el("tbody", {}, jobs.map(jobRow))));
+}
+
+function jobRow(j) {
+  const p = j.progress || {};
+  const frac = j.state === "succeeded" ? 1 : (p.fraction || 0);
+  const active = j.state === "queued" || j.state === "running";
+  const rows = [el("tr", { "data-job": j.id, "data-state": j.state },
+    el("td", { class: "mono" }, j.id),
+    el("td", {}, el("code", {}, `${j.table}.${j.index_column}`)),
+    el("td", {}, el("span", { class: `badge ${j.state}` }, j.state)),
+    el("td", {}, bar(frac, j.state === "succeeded" ? "done" : (j.state === "failed" ? "failed" : "")),
+       el("div", { class: "bar-label job-pct" }, `${(100 * frac).toFixed(1)}%`)),
+    el("td", { class: "num" }, fmtInt(p.rows_indexed)),
+    el("td", { class: "num" }, `${p.ranges_done || 0}/${p.ranges_total || 0}`),
+    el("td", { class: "muted" }, j.created_at ? j.created_at.replace("T", " ").slice(0, 19) : "—"),
+    el("td", {}, active ? el("button", { type: "button", class: "ghost", onclick: () => cancelJob(j.id) }, "Cancel") : null))];
+  if (j.error) rows.push(el("tr", { class: "job-error" }, el("td", { colspan: "8" }, el("div", { class: "error-box" }, j.error))));
+  return rows;
+}
+
+async function cancelJob(id) {
+  try { await api("POST", `/v1/jobs/${enc(id)}/cancel`); schedulePoll(0); }
+  catch (e) { showError("build-error", e); }
+}
+
+let pollTimer = null;
+function schedulePoll(ms) {
+  clearTimeout(pollTimer);
+  pollTimer = setTimeout(pollJobs, ms);
+}
+
+async function pollJobs() {
+  // Poll each active job's own endpoint for a live bar; when one finishes, the indexes changed.
+  let finished = false;
+  try {
+    for (const id of [...state.activeJobs]) {
+      const j = await api("GET", `/v1/jobs/${enc(id)}`);
+      state.knownJobs.set(j.id, j);
+      if (j.state !== "queued" && j.state !== "running") { state.activeJobs.delete(id); finished = true; }
+    }
+    renderJobs();
+    if (finished) await loadTables();
+    if (!state.activeJobs.size) await loadJobs();
+    setConnected(true);
+  } catch (e) {
+    setConnected(false, e);
+  }
+  schedulePoll(state.activeJobs.size ? JOB_POLL_MS : IDLE_POLL_MS);
+}
+
+// ---- wiring ---------------------------------------------------------------------------------------
+function setConnected(ok, err) {
+  $("conn-status").textContent = ok ? "connected" : "disconnected";
+  showError("global-error", ok ? null : err);
+}
+
+async function refreshAll() {
+  try {
+    await Promise.all([loadTables(), loadJobs()]);
+    setConnected(true);
+  } catch (e) {
+    setConnected(false, e);
+  }
+  $("token-clear").hidden = !token();
+}
+
+function init() {
+  $("token-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const v = $("token-input").value.trim();
+    if (!v) return;
+    sessionStorage.setItem(TOKEN_KEY, v);
+    $("token-input").value = "";
+    $("token-panel").hidden = true;
+    $("token-clear").hidden = false;
+    const waiters = state.tokenWaiters.splice(0);
+    waiters.forEach((resolve) => resolve());
+  });
+  $("token-clear").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); $("token-clear").hidden = true; });
+  $("refresh-btn").addEventListener("click", refreshAll);
+  $("query-form").addEventListener("submit", runQuery);
+  $("build-form").addEventListener("submit", startBuild);
+  $("build-table").addEventListener("change", fillColumnList);
+  $("value-input").addEventListener("input", onValueInput);
+  $("value-input").addEventListener("keydown", onValueKey);
+  $("value-input").addEventListener("focus", onValueInput);
+  $("value-input").addEventListener("blur", () => setTimeout(() => { $("suggestions").hidden = true; }, 150));
+  refreshAll().then(() => schedulePoll(state.activeJobs.size ? JOB_POLL_MS : IDLE_POLL_MS));
+}
+
+document.addEventListener("DOMContentLoaded", init);

@@ -1,0 +1,241 @@
+"""Run a BuildPlan: in Spark (scan "direct": one task per range; scan "spark": mapInArrow over Spark's
+scan) or in-process (engine "local"). All feed the same worker code (worker.RangeBuilder).
+
+The only module of the job that imports pyspark, and only inside the Spark functions.
+"""
+from __future__ import annotations
+
+import math
+import re
+import threading
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+
+from index_format.errors import BgixError
+from index_format.storage import Storage
+from index_format.types import KeyType, from_arrow
+from service.build_job.plan import BuildPlan
+from service.build_job.progress import Progress
+from service.build_job.worker import RESULT_DDL, RESULT_SCHEMA, WorkerContext, build_batches, build_tasks
+from service.build_job.rowids import normalize_path
+from service.catalog.errors import RowIdError
+from service.catalog.scan import read_schema
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+BATCH_ROWS = 65_536
+
+
+# -- local engine ---------------------------------------------------------------------------------
+
+def local_key_type(storage: Storage, plan: BuildPlan) -> KeyType:
+    """Key type from the first data file's Arrow schema (Parquet/ORC: footer only)."""
+    f = plan.files[0]
+    return from_arrow(read_schema(storage, f.path, plan.table.format, f.size).field(plan.column).type)
+
+
+def run_local(storage: Storage, plan: BuildPlan, ctx: WorkerContext, progress: Progress) -> pa.Table:
+    """The same tasks and worker code as the Spark engine, one after another in this process."""
+    out = list(build_tasks(range(len(ctx.tasks)), ctx, progress.range_rows_done))
+    return pa.Table.from_batches(out, schema=RESULT_SCHEMA)
+
+
+# -- Spark engine ---------------------------------------------------------------------------------
+
+def spark_session(master: str, conf: dict[str, str] | None = None) -> SparkSession:
+    """The active session if there is one (tests share one), else a new one for `master`."""
+    from pyspark.sql import SparkSession
+    active = SparkSession.getActiveSession()
+    if active is not None:
+        return active
+    builder = (SparkSession.builder.master(master).appName("bgix-build")
+               .config("spark.ui.enabled", "false")
+               .config("spark.sql.shuffle.partitions", "8")
+               .config("spark.sql.execution.arrow.pyspark.enabled", "true"))
+    for k, v in (conf or {}).items():
+        builder = builder.config(k, v)
+    return builder.getOrCreate()
+
+
+def _quoted(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
+def spark_frame(spark: SparkSession, plan: BuildPlan) -> DataFrame:
+    """(key, rid): the row id computed in the JVM, so only the key and one long cross into Python.
+
+    Position ids: `first_row_id + _metadata.row_index`, with first_row_id joined (broadcast) on
+    `_metadata.file_path` spelled exactly as Spark spells it (DataFrame.inputFiles()). A row whose file
+    is not matched gets a null id, which the worker rejects; it is never silently dropped.
+    """
+    from pyspark.sql import functions as F
+    fmt = plan.table.format
+    rid = plan.table.row_id_column
+    if fmt != "parquet" and not rid:
+        raise RowIdError(f"table format {fmt!r}: Spark exposes no row position (_metadata.row_index) for it; "
+                         "give the table a row_id_column or use engine 'local'")
+    reader = spark.read.format(fmt)
+    if fmt == "csv":
+        reader = reader.option("header", "true").option("inferSchema", "true")
+    df = reader.load([_spark_path(f.path) for f in plan.files])
+    key = F.col(_quoted(plan.column)).alias("key")
+    if rid:
+        return df.select(key, F.col(_quoted(rid)).cast("long").alias("rid"))
+    bases = {f.path: f.first_row_id for f in plan.files}
+    pairs: dict[str, int] = {}
+    for spelled in df.inputFiles():
+        path = normalize_path(spelled)
+        if path in bases:
+            for variant in _spellings(spelled):
+                pairs[variant] = bases[path]
+    missing = sorted(set(bases) - {normalize_path(p) for p in pairs})
+    if missing:
+        raise RowIdError(f"Spark did not list data file(s) {missing[:3]} of the plan")
+    mapping = spark.createDataFrame(sorted(pairs.items()), "fp string, base long")
+    rows = df.select(key, F.col("_metadata.file_path").alias("fp"), F.col("_metadata.row_index").alias("pos"))
+    joined = rows.join(F.broadcast(mapping), on="fp", how="left")
+    return joined.select("key", (F.col("base") + F.col("pos")).alias("rid"))
+
+
+def _spellings(url: str) -> list[str]:
+    """inputFiles() says `file:///x` where `_metadata.file_path` says `file:/x`; accept both spellings
+    (an exact string join is much cheaper per row than normalizing every row's path)."""
+    out = [url]
+    if url.startswith("file:///"):
+        out.append("file:/" + url[len("file:///"):])
+    elif url.startswith("file:/"):
+        out.append("file:///" + url[len("file:/"):])
+    return out
+
+
+def _spark_path(path: str) -> str:
+    if path.startswith("s3://"):
+        return "s3a://" + path[len("s3://"):]
+    return path if "://" in path else "file://" + path
+
+
+def spark_key_type(df: DataFrame) -> KeyType:
+    from pyspark.sql.pandas.types import to_arrow_type
+    return from_arrow(to_arrow_type(df.schema["key"].dataType))
+
+
+def _split_bytes(plan: BuildPlan) -> int:
+    # Parallelism follows the ranges (spec §7.2), capped by max-parallelism: aim for one split per range.
+    tasks = max(1, min(len(plan.ranges), plan.options.max_parallelism))
+    total = sum(f.size for f in plan.files)
+    return max(1 << 20, math.ceil(total / tasks))
+
+
+def run_spark(spark: SparkSession, plan: BuildPlan, df: DataFrame, ctx: WorkerContext, progress: Progress,
+              job_group: str) -> pa.Table:
+    """Scan "spark": mapInArrow over Spark's own scan; each task builds the ranges its rows fall in."""
+    acc = _range_accumulator(spark)
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        yield from build_batches(batches, ctx, lambda r, n: acc.add({r: n}))
+
+    conf = {"spark.sql.files.maxPartitionBytes": str(_split_bytes(plan)),
+            "spark.sql.execution.arrow.maxRecordsPerBatch": str(BATCH_ROWS)}
+    return _collect(spark, df, task, conf, acc, progress, job_group, f"{plan.table.name}.{plan.column}")
+
+
+def run_spark_direct(spark: SparkSession, plan: BuildPlan, ctx: WorkerContext, progress: Progress,
+                     job_group: str) -> pa.Table:
+    """Scan "direct": Spark schedules one task per range (capped by max-parallelism, spec §7.2); the Python
+    worker reads its file slices with pyarrow through Storage, so only task ids go in via mapInArrow."""
+    acc = _range_accumulator(spark)
+    n_tasks = len(ctx.tasks)
+    slices = max(1, min(n_tasks, plan.options.max_parallelism))
+    ids = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in range(n_tasks)], slices), "task int")
+
+    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        tids = [t for b in batches for t in b.column(0).to_pylist()]  # a handful of task ids, not rows
+        yield from build_tasks(tids, ctx, lambda r, n: acc.add({r: n}))
+
+    return _collect(spark, ids, task, {}, acc, progress, job_group, f"{plan.table.name}.{plan.column}")
+
+
+def _range_accumulator(spark: SparkSession) -> Any:
+    from pyspark.accumulators import AccumulatorParam
+
+    class _DictSum(AccumulatorParam):  # type: ignore[type-arg]
+        def zero(self, value: dict[int, int]) -> dict[int, int]:
+            return {}
+
+        def addInPlace(self, a: dict[int, int], b: dict[int, int]) -> dict[int, int]:
+            for k, v in b.items():
+                a[k] = a.get(k, 0) + v
+            return a
+
+    return spark.sparkContext.accumulator({}, _DictSum())
+
+
+def _collect(spark: SparkSession, df: DataFrame, task: Any, conf: dict[str, str], acc: Any, progress: Progress,
+             job_group: str, what: str) -> pa.Table:
+    """Run `df.mapInArrow(task)` under a job group with a progress poller; only file records come back."""
+    sc = spark.sparkContext
+    saved = {k: spark.conf.get(k, None) for k in conf}
+    for k, v in conf.items():
+        spark.conf.set(k, v)
+    sc.setJobGroup(job_group, f"bgix build {what}", interruptOnCancel=True)
+    stop = threading.Event()
+    poller = threading.Thread(target=_poll, args=(sc, job_group, acc, progress, stop), daemon=True)
+    poller.start()
+    try:
+        written = df.mapInArrow(task, RESULT_DDL).toArrow()
+    except BaseException as exc:
+        sc.cancelJobGroup(job_group)  # e.g. SIGTERM while the driver waited: stop the tasks too
+        if isinstance(exc, Exception) and not isinstance(exc, BgixError):
+            raise worker_error(exc) from exc
+        raise
+    finally:
+        stop.set()
+        poller.join(timeout=10)
+        for k, v in saved.items():
+            if v is None:
+                spark.conf.unset(k)
+            else:
+                spark.conf.set(k, v)
+    progress.set_range_totals(dict(acc.value))
+    return written.cast(RESULT_SCHEMA)
+
+
+class WorkerFailedError(BgixError):
+    """A Spark task failed; the message is the worker's own error line (e.g. a RowIdError)."""
+
+
+_ERROR_LINE = re.compile(r"^\s*([\w.]+(?:Error|Exception|Failure)): (.*)$", re.M)
+
+
+def worker_error(exc: Exception) -> BgixError:
+    """Turn Spark's wrapped Python worker exception back into a typed, readable BgixError."""
+    text = str(exc)
+    found = _ERROR_LINE.findall(text)
+    worker = [(name, msg) for name, msg in found if not name.startswith(("org.", "java.", "py4j", "pyspark"))]
+    name, msg = (worker or found or [("", text.strip().splitlines()[0] if text.strip() else repr(exc))])[-1]
+    if name.endswith("RowIdError"):
+        return RowIdError(msg)
+    return WorkerFailedError(f"Spark task failed: {name + ': ' if name else ''}{msg}")
+
+
+def _poll(sc: Any, group: str, acc: Any, progress: Progress, stop: threading.Event) -> None:
+    """Driver-side progress: finished tasks / all tasks of the job group, plus the row accumulator."""
+    tracker = sc.statusTracker()
+    while not stop.wait(0.5):
+        try:
+            done = total = 0
+            for job_id in tracker.getJobIdsForGroup(group):
+                info = tracker.getJobInfo(job_id)
+                for stage_id in (info.stageIds if info else []):
+                    s = tracker.getStageInfo(stage_id)
+                    if s is not None:
+                        done += s.numCompletedTasks
+                        total += s.numTasks
+            if total:
+                progress.task_fraction = done / total
+            progress.set_range_totals(dict(acc.value))
+        except Exception:  # progress is best effort; the build itself reports real failures
+            continue

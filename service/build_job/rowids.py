@@ -1,0 +1,180 @@
+"""Stable row ids and the row ranges not yet covered by an index (spec §5.1, §5.2).
+
+A row's id is `first_row_id of its file + its position in the file` (the catalog's row-id map), or
+the value of the table's `row_id_column`. Imports pyarrow/numpy and service.catalog; never Spark.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from urllib.parse import unquote, urlsplit
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from service.catalog.errors import RowIdError
+from service.catalog.model import DataFile, Table
+
+
+@dataclass(frozen=True)
+class RowRange:
+    """Inclusive row-id range [start, end] built as one unit; its files carry this whole range (spec §5.2)."""
+
+    start: int
+    end: int
+    partition: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def rows(self) -> int:
+        return self.end - self.start + 1
+
+
+def parse_partitions(text: str | Sequence[dict[str, str]] | None) -> list[dict[str, str]]:
+    """Paimon's `dt=2026-06-18,hh=0;dt=2026-06-19,hh=1` → [{'dt': '2026-06-18', 'hh': '0'}, …].
+
+    Raises:
+        RowIdError: a spec part is not `key=value`.
+    """
+    if text is None or text == "":
+        return []
+    if not isinstance(text, str):
+        return [{str(k): str(v) for k, v in d.items()} for d in text]
+    out = []
+    for spec in text.split(";"):
+        if not spec.strip():
+            continue
+        d: dict[str, str] = {}
+        for part in spec.split(","):
+            key, sep, value = part.partition("=")
+            if not sep or not key.strip():
+                raise RowIdError(f"partition spec {spec.strip()!r}: {part.strip()!r} is not key=value")
+            d[key.strip()] = value.strip()
+        out.append(d)
+    return out
+
+
+def select_files(files: Sequence[DataFile], table: Table, partitions: list[dict[str, str]]) -> list[DataFile]:
+    """Files of the selected partitions (all files when `partitions` is empty).
+
+    Raises:
+        RowIdError: partitions given for an unpartitioned table, or naming unknown partition keys.
+    """
+    if not partitions:
+        return list(files)
+    if not table.partition_columns:
+        raise RowIdError(f"table {table.name!r} is not partitioned; 'partitions' cannot be used")
+    for spec in partitions:
+        unknown = set(spec) - set(table.partition_columns)
+        if unknown:
+            raise RowIdError(f"partition keys {sorted(unknown)} are not partition columns "
+                             f"{table.partition_columns} of table {table.name!r}")
+    return [f for f in files if any(all(f.partition.get(k) == v for k, v in s.items()) for s in partitions)]
+
+
+def _subtract(start: int, end: int, covered: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
+    """Inclusive [start, end] minus inclusive covered ranges (sorted, merged)."""
+    out, cur = [], start
+    for a, b in covered:
+        if b < cur or a > end:
+            continue
+        if a > cur:
+            out.append((cur, a - 1))
+        cur = max(cur, b + 1)
+        if cur > end:
+            break
+    if cur <= end:
+        out.append((cur, end))
+    return out
+
+
+def uncovered_ranges(files: Sequence[DataFile], covered: Sequence[Sequence[int]],
+                     records_per_range: int) -> list[RowRange]:
+    """Position-based ids: the rows of `files` not in `covered`, as contiguous per-partition segments cut
+    into ranges of at most `records_per_range` rows (spec §5.2: contiguous, merged, per partition)."""
+    pieces: list[tuple[int, int, dict[str, str]]] = []
+    for f in sorted(files, key=lambda f: f.first_row_id):
+        if f.row_count == 0:
+            continue
+        for a, b in _subtract(f.first_row_id, f.end_row_id - 1, covered):
+            if pieces and pieces[-1][1] + 1 == a and pieces[-1][2] == f.partition:
+                pieces[-1] = (pieces[-1][0], b, f.partition)
+            else:
+                pieces.append((a, b, f.partition))
+    out = []
+    for a, b, part in pieces:
+        for s in range(a, b + 1, records_per_range):
+            out.append(RowRange(s, min(s + records_per_range - 1, b), part))
+    return out
+
+
+def check_row_id_column(ids: pa.ChunkedArray | pa.Array, column: str) -> np.ndarray:
+    """Validate a row_id_column (non-null, non-negative integers, unique) and return it as int64.
+
+    Raises:
+        RowIdError: nulls, negatives, non-integers or duplicates, naming the offending value.
+    """
+    if not pa.types.is_integer(ids.type):
+        raise RowIdError(f"row_id_column {column!r} must be an integer column, found {ids.type}")
+    if ids.null_count:
+        raise RowIdError(f"row_id_column {column!r} has {ids.null_count} null value(s)")
+    arr = ids.to_numpy() if isinstance(ids, pa.Array) else ids.to_numpy()
+    if pa.types.is_unsigned_integer(ids.type) and len(arr) and int(arr.max()) >= 1 << 63:
+        raise RowIdError(f"row_id_column {column!r} has values ≥ 2^63")
+    arr = arr.astype(np.int64)
+    if len(arr) and int(arr.min()) < 0:
+        raise RowIdError(f"row_id_column {column!r} has negative value {int(arr.min())}")
+    s = np.sort(arr)
+    dup = np.flatnonzero(s[1:] == s[:-1])
+    if len(dup):
+        raise RowIdError(f"row_id_column {column!r} has duplicate value {int(s[dup[0]])}")
+    return s
+
+
+def ranges_of_ids(sorted_ids: np.ndarray, covered: Sequence[Sequence[int]], records_per_range: int,
+                  column: str) -> list[RowRange]:
+    """row_id_column mode: sorted unique ids cut into chunks of `records_per_range`; each range spans its
+    chunk's [min, max]. Ids inside an already covered range are an error (a rebuild is needed)."""
+    for a, b in covered:
+        lo, hi = np.searchsorted(sorted_ids, [a, b + 1])
+        if hi > lo:
+            raise RowIdError(f"row_id_column {column!r}: new rows reuse id {int(sorted_ids[lo])} already covered "
+                             f"by the index range [{a}, {b}]; run with rebuild=true")
+    out = []
+    for i in range(0, len(sorted_ids), records_per_range):
+        chunk = sorted_ids[i:i + records_per_range]
+        out.append(RowRange(int(chunk[0]), int(chunk[-1])))
+    return out
+
+
+def normalize_path(path: str) -> str:
+    """Spark spells files as URLs (`file:/a%20b/x.parquet`, `s3a://b/k`); the catalog uses resolved
+    paths (`/a b/x.parquet`, `s3://b/k`)."""
+    if path.startswith("file:"):
+        return unquote(urlsplit(path).path)
+    for scheme in ("s3a://", "s3n://"):
+        if path.startswith(scheme):
+            return "s3://" + path[len(scheme):]
+    return path
+
+
+def position_ids(file_col: pa.Array | pa.ChunkedArray, pos: pa.Array | pa.ChunkedArray,
+                 first_row_ids: dict[str, int]) -> np.ndarray:
+    """Vectorized `first_row_id[file] + position` for a batch (files dictionary-encoded, no row loop).
+
+    Raises:
+        RowIdError: a row comes from a file the plan does not know.
+    """
+    if isinstance(file_col, pa.ChunkedArray):
+        file_col = file_col.combine_chunks()
+    enc = file_col if pa.types.is_dictionary(file_col.type) else pc.dictionary_encode(file_col)
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
+    base = np.empty(len(enc.dictionary), dtype=np.int64)
+    for i, name in enumerate(enc.dictionary.to_pylist()):  # one entry per distinct file, not per row
+        key = normalize_path(name)
+        if key not in first_row_ids:
+            raise RowIdError(f"row from unexpected data file {name!r}")
+        base[i] = first_row_ids[key]
+    p = pos.to_numpy() if isinstance(pos, pa.Array) else pos.combine_chunks().to_numpy()
+    return base[enc.indices.to_numpy()] + p.astype(np.int64)

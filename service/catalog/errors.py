@@ -1,0 +1,48 @@
+"""Catalog errors: missing/duplicate tables, indexes and jobs, lost commit races.
+
+All derive from index_format.errors.BgixError; imports nothing else from the package.
+"""
+from __future__ import annotations
+
+from index_format.errors import BgixError
+
+
+class CatalogError(BgixError):
+    """Root of the catalog's own errors."""
+
+
+class TableNotFoundError(CatalogError):
+    """No table registered under this name."""
+
+
+class TableExistsError(CatalogError):
+    """A table with this name is already registered (with a different definition)."""
+
+
+class IndexNotFoundError(CatalogError):
+    """The table has no committed index on this column."""
+
+
+class JobNotFoundError(CatalogError):
+    """No job record with this id."""
+
+
+class BuildInProgressError(CatalogError):
+    """Another build of the same (table, column) index is queued or running."""
+
+
+class CommitConflictError(CatalogError):
+    """Another writer committed first: the expected snapshot id is no longer current.
+
+    The caller reloads the current snapshot and retries (or gives up).
+    """
+
+
+class RowIdError(CatalogError):
+    """Row ids cannot be derived for this table (bad row_id_column values, unsupported format)."""
+
+
+__all__ = [
+    "CatalogError", "TableNotFoundError", "TableExistsError", "IndexNotFoundError",
+    "JobNotFoundError", "BuildInProgressError", "CommitConflictError", "RowIdError",
+]

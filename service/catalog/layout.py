@@ -1,0 +1,86 @@
+"""Where each catalog object lives under a warehouse root (paths relative to the Storage root).
+
+Pure string functions; imports nothing but the standard library.
+"""
+from __future__ import annotations
+
+import re
+
+from index_format.errors import InvalidOptionError
+
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$")
+
+
+def check_name(kind: str, name: str) -> str:
+    """Reject names that could escape their directory (no '/', no '..', no empty names).
+
+    Raises:
+        InvalidOptionError: the name is not a plain identifier-like token.
+    """
+    if not _NAME.match(name) or ".." in name:
+        raise InvalidOptionError(f"invalid {kind} name {name!r}: use letters, digits, '_', '.', '-'")
+    return name
+
+
+def tables_dir() -> str:
+    return "tables"
+
+
+def table_dir(table: str) -> str:
+    return f"tables/{check_name('table', table)}"
+
+
+def table_json(table: str) -> str:
+    return f"{table_dir(table)}/table.json"
+
+
+def files_dir(table: str) -> str:
+    """The row-id map, versioned like snapshots (files/<version>.json; the highest version is current)."""
+    return f"{table_dir(table)}/files"
+
+
+def files_json(table: str, version: int) -> str:
+    return f"{files_dir(table)}/{version:012d}.json"
+
+
+def indexes_dir(table: str) -> str:
+    return f"{table_dir(table)}/indexes"
+
+
+def index_root(table: str, column: str) -> str:
+    return f"{indexes_dir(table)}/{check_name('column', column)}"
+
+
+def snapshots_dir(table: str, column: str) -> str:
+    return f"{index_root(table, column)}/snapshots"
+
+
+def snapshot_json(table: str, column: str, snapshot_id: int) -> str:
+    # Zero-padded so a plain listing sorts by id.
+    return f"{snapshots_dir(table, column)}/{snapshot_id:012d}.json"
+
+
+def data_dir(table: str, column: str) -> str:
+    return f"{index_root(table, column)}/data"
+
+
+def job_data_dir(table: str, column: str, job_id: str) -> str:
+    """Index files of one job live under their own prefix so a failed job's leftovers are easy to find."""
+    return f"{data_dir(table, column)}/{check_name('job', job_id)}"
+
+
+def jobs_dir() -> str:
+    return "jobs"
+
+
+def job_json(job_id: str) -> str:
+    return f"jobs/{check_name('job', job_id)}.json"
+
+
+def snapshot_id_from_name(name: str) -> int | None:
+    """`.../000000000003.json` → 3; anything else (temp files, other names) → None."""
+    base = name.rstrip("/").rsplit("/", 1)[-1]
+    if not base.endswith(".json"):
+        return None
+    stem = base[: -len(".json")]
+    return int(stem) if stem.isdigit() else None

@@ -1,0 +1,140 @@
+"""`bgix file inspect|build`: look inside one bitmap index file, or build one from a Parquet column.
+
+Imports index_format and pyarrow only (no fastapi, no pyspark).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from index_format.errors import BgixError
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="file_command", metavar="ACTION", required=True)
+    ins = sub.add_parser("inspect", help="print footer, blocks and every key with its row ids")
+    ins.add_argument("file", help="index file path")
+    ins.add_argument("--type", required=True, dest="key_type", help="column type, e.g. string, int, decimal(10,2)")
+    ins.add_argument("--json", action="store_true", help="machine-readable output")
+    ins.add_argument("--size", type=int, default=None, help="file size from the manifest (default: stat)")
+    b = sub.add_parser("build", help="build one index file from a Parquet column")
+    b.add_argument("input", help="Parquet file")
+    b.add_argument("--column", required=True)
+    b.add_argument("--type", dest="key_type", default=None, help="column type (default: from the Parquet schema)")
+    b.add_argument("--row-id-column", default=None, help="column of local row ids (default: row positions)")
+    b.add_argument("--compression", default="none", choices=["none", "zstd", "lz4"])
+    b.add_argument("--level", type=int, default=1, help="zstd level")
+    b.add_argument("--block-size", type=int, default=16384, help="dictionary block size in bytes")
+    b.add_argument("-o", "--output", required=True)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        if args.file_command == "inspect":
+            return _inspect(args)
+        return _build(args)
+    except (BgixError, OSError) as exc:
+        print(f"bgix file {args.file_command}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _block_status(reader: Any, offset: int, length: int, name: str) -> tuple[int, str]:
+    from index_format.codecs import decode_block
+    from index_format.layout import TRAILER_SIZE
+    raw = reader.source.read(offset, length + TRAILER_SIZE)
+    try:
+        decode_block(raw, path=reader.path, block=name, offset=offset)
+        status = "ok"
+    except BgixError as exc:
+        status = f"error: {exc}"
+    return raw[length], status
+
+
+def _inspect(args: argparse.Namespace) -> int:
+    from index_format.codecs import CODEC_NAMES
+    from index_format.filemeta import build_meta
+    from index_format.keys import sort_key, to_json
+    from index_format.reader import open_index
+    from index_format.types import parse_type
+
+    kt = parse_type(args.key_type)
+    r = open_index(args.file, kt, size=args.size)
+    f = r.footer
+    index_type, index_status = _block_status(r, f.index_offset, f.index_length, "block index")
+    blocks = []
+    for i, (first, off, length) in enumerate(r.block_info()):
+        type_id, status = _block_status(r, off, length, f"dictionary block {i}")
+        blocks.append({"block": i, "offset": off, "length": length, "first_key_hex": first.hex(),
+                       "codec": CODEC_NAMES.get(type_id, f"unknown({type_id})"), "crc": status})
+    values = []
+    for value, off, length in r.entries():
+        values.append((value, off, length, sorted(r.bitmap_at(off, length))))
+    null_rows = sorted(r.null_rows())
+    non_null = sorted(r.non_null_rows())
+    keys = [v[0] for v in values]
+    first = min(keys, key=lambda v: sort_key(kt, v)) if keys else None
+    last = max(keys, key=lambda v: sort_key(kt, v)) if keys else None
+    meta = build_meta(kt, first, last, bool(null_rows))
+    if args.json:
+        doc = {
+            "file": r.path, "file_size": r.size, "type": kt.spelling, "key_order": r.key_order,
+            "footer": f.to_dict(),
+            "block_index": {"offset": f.index_offset, "length": f.index_length,
+                            "codec": CODEC_NAMES.get(index_type, f"unknown({index_type})"), "crc": index_status},
+            "blocks": blocks,
+            "null_rows": null_rows,
+            "non_null_rows": non_null,
+            "values": [{"key": to_json(kt, v), "offset": o, "length": n, "row_ids": ids}
+                       for v, o, n, ids in values],
+            "meta_hex": meta.hex(),
+        }
+        print(json.dumps(doc, ensure_ascii=False))
+        return 0
+    print(f"file {r.path} ({r.size} bytes), type {kt.spelling}, key order {r.key_order}")
+    print(f"footer: null rows @{f.null_offset}+{f.null_length}, non-null rows @{f.non_null_offset}"
+          f"+{f.non_null_length}, block index @{f.index_offset}+{f.index_length}, "
+          f"{f.value_count} values, version {f.version}, magic {f.magic:08x}")
+    print(f"block index: codec {CODEC_NAMES.get(index_type, index_type)}, crc {index_status}")
+    for b in blocks:
+        print(f"  dictionary block {b['block']}: @{b['offset']}+{b['length']} codec {b['codec']} "
+              f"crc {b['crc']} first key {b['first_key_hex']}")
+    print(f"null rows ({len(null_rows)}): {_ids(null_rows)}")
+    print(f"non-null rows ({len(non_null)}): {_ids(non_null)}")
+    for v, o, n, ids in values:
+        print(f"  {json.dumps(to_json(kt, v), ensure_ascii=False)} @{o}+{n}: {_ids(ids)}")
+    print(f"meta {meta.hex()}")
+    return 0
+
+
+def _ids(ids: list[int], limit: int = 50) -> str:
+    text = ", ".join(map(str, ids[:limit]))
+    return text + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
+
+
+def _build(args: argparse.Namespace) -> int:
+    import numpy as np
+    import pyarrow.parquet as pq
+
+    from index_format.options import IndexOptions
+    from index_format.types import from_arrow, parse_type
+    from index_format.writer import write_index_bytes
+
+    columns = [args.column] + ([args.row_id_column] if args.row_id_column else [])
+    table = pq.read_table(args.input, columns=columns)
+    keys = table.column(args.column)
+    kt = parse_type(args.key_type) if args.key_type else from_arrow(keys.type)
+    if args.row_id_column:
+        row_ids = table.column(args.row_id_column).to_numpy()
+    else:
+        row_ids = np.arange(table.num_rows, dtype=np.int64)
+    opts = IndexOptions(dictionary_block_size=args.block_size, compression=args.compression,
+                        compression_level=args.level)
+    data, written = write_index_bytes(keys, row_ids, kt, opts)
+    with open(args.output, "wb") as fh:
+        fh.write(data)
+    print(f"wrote {args.output}: {written.file_size} bytes, {written.value_count} values")
+    print(f"row_count {written.row_count}")
+    print(f"meta {written.meta.hex()}")
+    return 0

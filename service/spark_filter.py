@@ -1,0 +1,136 @@
+"""Spark DataFrame helper for drivers: keep only the rows whose row id is in a bgix answer (BitMap64).
+
+Reads only the data files that contain matching rows; pyspark is imported lazily (inside functions), so
+importing this module never loads it. Imports no fastapi and nothing from service.api or service.build_job.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Protocol
+
+import numpy as np
+from pyroaring import BitMap64
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
+
+ROW_ID_COLUMN = "_row_id"
+# Up to this many runs of consecutive matching ids (over all selected files), the filter is a JVM range
+# predicate on the row id; above it, a left-semi join with a DataFrame of the ids (broadcast when small).
+MAX_RANGE_PREDICATES = 64
+BROADCAST_MAX_IDS = 5_000_000
+
+
+class _FilesAndRows(Protocol):
+    def files(self, table: str) -> object: ...
+    def query(self, table: str, *args: object, **kwargs: object) -> object: ...
+
+
+def _file_fields(f: Mapping[str, object] | object) -> tuple[str, int, int]:
+    if isinstance(f, Mapping):
+        return str(f["path"]), int(f["first_row_id"]), int(f["row_count"])  # type: ignore[arg-type]
+    return str(f.path), int(f.first_row_id), int(f.row_count)  # type: ignore[attr-defined]
+
+
+def _spark_path(path: str) -> str:
+    """Catalog paths → what Spark's Hadoop filesystems read (s3:// is served by the s3a connector)."""
+    if path.startswith("s3://"):
+        return "s3a://" + path[len("s3://"):]
+    return path
+
+
+def _runs(positions: np.ndarray) -> list[tuple[int, int]]:
+    """Sorted positions → inclusive runs [(start, end)], vectorized."""
+    if positions.size == 0:
+        return []
+    breaks = np.flatnonzero(np.diff(positions) != 1)
+    starts = np.concatenate(([positions[0]], positions[breaks + 1]))
+    ends = np.concatenate((positions[breaks], [positions[-1]]))
+    return list(zip(starts.tolist(), ends.tolist()))
+
+
+def select_files(table_files: Iterable[Mapping[str, object] | object], row_ids: BitMap64
+                 ) -> list[tuple[str, int, int, int]]:
+    """(path, first_row_id, row_count, matches) of the files holding at least one id of `row_ids`.
+
+    A file holds the row ids [first_row_id, first_row_id + row_count); counted without building sets.
+    """
+    out = []
+    for f in table_files:
+        path, first, count = _file_fields(f)
+        if count <= 0:
+            continue
+        matches = row_ids.range_cardinality(first, first + count)
+        if matches:
+            out.append((path, first, count, int(matches)))
+    return out
+
+
+def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
+                      row_ids: BitMap64, format: str = "parquet") -> DataFrame:
+    """A DataFrame of exactly the rows whose row id is in `row_ids`, plus a `_row_id` (bigint) column.
+
+    `table_files` is the table's row-id map (`GET /v1/tables/{t}/files`, `Client.files()`): each entry has
+    `path`, `first_row_id`, `row_count`; row id = first_row_id + the row's position in its file
+    (`_metadata.row_index`). Files without a matching row are not read; each selected file is one
+    read in a union, which suits up to a few hundred selected files. The filter runs in the JVM:
+    a few runs of ids become range predicates, many scattered ids a left-semi join. An empty set gives
+    an empty DataFrame with the table's schema.
+
+    Raises:
+        ValueError: `table_files` is empty (no file to take the schema from).
+    """
+    from pyspark.sql import functions as F
+
+    selected = select_files(table_files, row_ids)
+    if not selected:
+        files = list(table_files)
+        if not files:
+            raise ValueError("filter_by_row_ids needs at least one table file to know the schema")
+        empty = _with_row_id(spark, _file_fields(files[0])[0], 0, format).limit(0)
+        return empty
+    wanted = BitMap64()
+    for _, first, count, _ in selected:
+        wanted.add_range(first, first + count)
+    wanted &= row_ids  # ids beyond the known files cannot match any row
+    ids = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
+    run_count = 1 + int(np.count_nonzero(np.diff(ids) != 1))
+    parts = [_with_row_id(spark, path, first, format) for path, first, _, _ in selected]
+    frame = parts[0]
+    for part in parts[1:]:
+        frame = frame.unionByName(part)
+    if run_count <= MAX_RANGE_PREDICATES:
+        cond = None
+        for start, end in _runs(ids):
+            term = F.col(ROW_ID_COLUMN).between(start, end)
+            cond = term if cond is None else (cond | term)
+        return frame.where(cond)
+    import pyarrow as pa
+
+    id_frame = spark.createDataFrame(pa.table({ROW_ID_COLUMN: pa.array(ids, type=pa.int64())}))
+    if len(ids) <= BROADCAST_MAX_IDS:
+        id_frame = F.broadcast(id_frame)
+    return frame.join(id_frame, on=ROW_ID_COLUMN, how="left_semi")
+
+
+def _with_row_id(spark: SparkSession, path: str, first: int, format: str) -> DataFrame:
+    """One data file with `_row_id` = its first row id + the row's position in the file (spec §5.1 analogue)."""
+    from pyspark.sql import functions as F
+
+    df = spark.read.format(format).load(_spark_path(path))
+    columns = [F.col(f"`{c}`") for c in df.columns]
+    return df.select(*columns, (F.lit(first).cast("bigint") + F.col("_metadata.row_index")).alias(ROW_ID_COLUMN))
+
+
+def spark_filter(client: _FilesAndRows, spark: SparkSession, table: str, where: str,
+                 format: str = "parquet") -> DataFrame:
+    """Ask the service which rows match `where` (a roaring answer) and return just those rows as a DataFrame."""
+    row_ids = client.query(table, where=where, result="roaring")
+    if not isinstance(row_ids, BitMap64):
+        raise TypeError(f"expected a BitMap64 from Client.query(result='roaring'), got {type(row_ids).__name__}")
+    files = client.files(table)
+    if isinstance(files, Mapping):
+        files = files["files"]
+    elif hasattr(files, "files"):
+        files = files.files  # type: ignore[attr-defined]
+    return filter_by_row_ids(spark, list(files), row_ids, format=format)  # type: ignore[arg-type]

@@ -1,0 +1,54 @@
+"""Start a real `bgix serve` process on a free loopback port, wait for /readyz (bounded), stop it after."""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+
+BGIX = Path(sys.executable).with_name("bgix")
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextmanager
+def bgix_server(env: dict[str, str], log: Path, timeout: float = 60.0) -> Iterator[str]:
+    """Yield the base URL of a running `bgix serve`; the process is terminated (then killed) on exit."""
+    port = free_port()
+    full_env = {**os.environ, **env}
+    with open(log, "wb") as out:
+        proc = subprocess.Popen([str(BGIX), "serve", "--host", "127.0.0.1", "--port", str(port),
+                                 "--no-access-log", "--log-level", "warning"],
+                                env=full_env, stdout=out, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError(f"bgix serve exited with {proc.returncode}: {log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{url}/readyz", timeout=1.0).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"bgix serve not ready after {timeout} s: {log.read_text()[-2000:]}")
+            time.sleep(0.1)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,165 @@
+"""The dashboard in headless Chromium against a real service; expected figures come from pandas on the source rows."""
+from __future__ import annotations
+
+import re
+import time
+
+import pytest
+
+from service.sample_data import write_events
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+
+def _int(text: str) -> int:
+    return int(re.sub(r"[^\d]", "", text))
+
+
+def test_token_is_asked_once_and_kept_in_session_storage(page, service) -> None:
+    assert page.evaluate("sessionStorage.getItem('bgixToken')") == service.token
+    page.click("#refresh-btn")
+    page.locator("#tables .table-card[data-table=events]").wait_for()
+    assert page.locator("#token-panel").is_hidden()
+
+
+def test_tables_and_index_figures(page, service) -> None:
+    df = service.df
+    card = page.locator("#tables .table-card[data-table=events]")
+    for column in service.indexed:
+        row = card.locator(f"tr[data-column={column}]")
+        row.wait_for()
+        cells = row.locator("td").all_inner_texts()
+        # Column | Type | Rows | Files | Size | Distinct | Nulls | Coverage | Snapshot | Built
+        assert _int(cells[2]) == len(df)
+        assert _int(cells[5]) == df[column].nunique(dropna=True)
+        assert _int(cells[6]) == int(df[column].isna().sum())
+        assert "100.0%" in cells[7]
+        assert "fresh" in cells[0]
+    assert f"{len(df):,} rows" in card.locator(".table-head").inner_text()
+    service.screenshot(page, "dashboard-overview")
+
+
+def test_prefix_autocomplete_and_top_values_chart(page, service) -> None:
+    df = service.df
+    page.locator("#tables tr[data-column=tenant] .explore-btn").click()
+    page.locator("#top-chart svg .chart-row").first.wait_for()
+    expected_top = df.tenant.value_counts().head(15)
+    bars = page.locator("#top-chart svg .chart-row")
+    got = [(bars.nth(i).get_attribute("data-value"), int(bars.nth(i).get_attribute("data-rows")))
+           for i in range(bars.count())]
+    assert [r for _, r in got] == list(expected_top.values)
+    assert dict(got) == {k: int(v) for k, v in expected_top.items()}
+
+    page.locator("#value-input").press_sequentially("wonka-0", delay=30)
+    items = page.locator("#suggestions li[data-value]")
+    page.wait_for_function(
+        "() => { const li = document.querySelectorAll('#suggestions li[data-value]');"
+        " return li.length > 0 && [...li].every(x => x.dataset.value.startsWith('wonka-0')); }")
+    counts = df.tenant[df.tenant.str.startswith("wonka-0", na=False)].value_counts()
+    expected = sorted(counts.index)[:10]
+    assert items.all_inner_texts() and [items.nth(i).get_attribute("data-value") for i in range(items.count())] == expected
+    service.screenshot(page, "dashboard-explore")
+    # Keyboard: second suggestion via ArrowDown twice + Enter.
+    page.locator("#value-input").press("ArrowDown")
+    page.locator("#value-input").press("ArrowDown")
+    page.locator("#value-input").press("Enter")
+    assert page.locator("#value-input").input_value() == expected[1]
+    assert f"{counts[expected[1]]:,} rows" in page.locator("#value-result").inner_text()
+
+
+def test_query_count_row_ids_and_explain(page, service) -> None:
+    df = service.df
+    where = "status = 'error' AND country IN ('DE', 'FR') OR tenant LIKE 'acme-0%'"
+    mask = ((df.status.eq("error") & df.country.isin(["DE", "FR"]))
+            | df.tenant.str.startswith("acme-0", na=False))
+    expected_ids = sorted(int(i) for i in df.index[mask])
+    page.select_option("#query-table", "events")
+    page.fill("#query-limit", "25")
+    page.fill("#query-where", where)
+    page.click("#query-run")
+    page.locator("#query-result").wait_for(state="visible")
+    assert int(page.locator("#query-count").get_attribute("data-count")) == len(expected_ids)
+    shown = page.locator("#query-rowids").inner_text()
+    first = [int(x) for x in re.findall(r"\d+", shown.split("…")[0])][:25]
+    assert first == expected_ids[:25]
+    assert page.locator("#query-exact").inner_text() == "yes"
+    assert page.locator("#query-explain").inner_text().strip() != "no explain figures returned"
+    service.screenshot(page, "dashboard-query")
+
+
+def test_query_error_is_shown_as_the_api_words_it(page, service) -> None:
+    where = "no_such_column = 1"
+    api = service.http.post("/v1/tables/events/query", json={"where": where, "result": "count"})
+    assert api.status_code == 400
+    err = api.json()["error"]
+    page.select_option("#query-table", "events")
+    page.fill("#query-where", where)
+    page.click("#query-run")
+    box = page.locator("#query-error")
+    box.wait_for(state="visible")
+    assert box.inner_text() == f"{err['code']}: {err['message']}"
+
+
+def test_start_build_and_watch_progress_to_100(page, service) -> None:
+    page.select_option("#build-table", "events")
+    page.fill("#build-column", "device")
+    page.fill("#build-options", "bitmap-index.dictionary-block-size=4096")
+    page.click("#build-start")
+    page.locator("#build-msg").filter(has_text="started").wait_for()
+    job_id = page.locator("#build-msg").inner_text().split()[1]
+    row = page.locator(f"#jobs tr[data-job='{job_id}']")
+    row.wait_for()
+    # Watch the live bar the page polls: percentages never go down and end at 100% (bounded wait).
+    seen: list[float] = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        state = row.get_attribute("data-state")
+        seen.append(float(row.locator(".job-pct").inner_text().rstrip("%")))
+        if state not in ("queued", "running"):
+            break
+        page.wait_for_timeout(100)
+    assert state == "succeeded", seen
+    assert seen == sorted(seen) and seen[-1] == 100.0, seen
+    assert service.wait_job(job_id)["state"] == "succeeded"
+    # The finished build shows up as a new index with pandas' figures.
+    device = page.locator("#tables tr[data-column=device]")
+    device.wait_for(timeout=30_000)
+    cells = device.locator("td").all_inner_texts()
+    assert _int(cells[5]) == service.df.device.nunique()
+    assert _int(cells[6]) == int(service.df.device.isna().sum())
+    service.screenshot(page, "dashboard-jobs")
+
+
+def test_build_error_is_shown(page, service) -> None:
+    page.select_option("#build-table", "events")
+    page.fill("#build-column", "status")
+    page.fill("#build-options", "bitmap-index.compression=snappy")
+    page.click("#build-start")
+    box = page.locator("#build-error")
+    box.wait_for(state="visible")
+    assert box.inner_text().startswith("invalid_option:")
+
+
+def test_reads_need_no_token_and_a_build_asks_for_it_once(browser, start_service, tmp_path) -> None:
+    """Default settings: reads are open; the first mutating call gets 401, the page asks, then retries."""
+    source = tmp_path / "wh" / "source" / "events"
+    write_events(source, rows=2_000, files=2, seed=3)
+    with start_service(tmp_path / "wh", token="open-sesame") as (url, http):
+        http.put("/v1/tables/events", json={"location": str(source)}).raise_for_status()
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        try:
+            page.goto(f"{url}/dashboard")
+            page.locator("#tables .table-card[data-table=events]").wait_for()
+            assert page.locator("#token-panel").is_hidden()
+            page.fill("#build-column", "status")
+            page.click("#build-start")
+            page.locator("#token-panel").wait_for(state="visible")
+            page.fill("#token-input", "open-sesame")
+            page.click("#token-form button[type=submit]")
+            page.locator("#build-msg").filter(has_text="started").wait_for()
+            assert page.evaluate("sessionStorage.getItem('bgixToken')") == "open-sesame"
+            page.locator("#jobs tr[data-state=succeeded]").wait_for(timeout=60_000)
+        finally:
+            context.close()

@@ -1,0 +1,112 @@
+"""The same build job against a standalone Spark master + worker on 127.0.0.1 (spark://), as a separate
+driver process (`python -m service.build_job.main`)."""
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import pyspark
+from index_format.storage import Storage
+from service.catalog import Catalog, Table
+from tests.e2e.conftest import free_port
+from tests.factories import assert_index_matches, make_parquet_table, oracle_table
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+SPARK_HOME = os.path.dirname(pyspark.__file__)
+REPO = Path(__file__).resolve().parents[2]
+MASTER = "org.apache.spark.deploy.master.Master"
+WORKER = "org.apache.spark.deploy.worker.Worker"
+
+
+def _daemon_env(tmp: Path) -> dict[str, str]:
+    return {**os.environ, "SPARK_HOME": SPARK_HOME, "SPARK_PID_DIR": str(tmp / "pid"),
+            "SPARK_LOG_DIR": str(tmp / "log"), "SPARK_WORKER_DIR": str(tmp / "work"),
+            "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_IDENT_STRING": "bgixtest",
+            "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": ""}
+
+
+def _daemon(env: dict[str, str], *args: str) -> None:
+    subprocess.run([f"{SPARK_HOME}/sbin/spark-daemon.sh", *args], env=env, check=True, timeout=60,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def _master_state(webui: int) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{webui}/json/", timeout=2) as r:
+            return dict(json.load(r))
+    except OSError:
+        return {}
+
+
+def _alive_workers(webui: int) -> int:
+    return int(_master_state(webui).get("aliveworkers", 0))
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    tmp = tmp_path_factory.mktemp("spark-cluster")
+    env = _daemon_env(tmp)
+    env.pop("SPARK_NO_DAEMONIZE")
+    port, webui, worker_ui = free_port(), free_port(), free_port()
+    url = f"spark://127.0.0.1:{port}"
+    started: list[str] = []
+    try:
+        _daemon(env, "start", MASTER, "1", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(webui))
+        started.append(MASTER)
+        _daemon(env, "start", WORKER, "1", url, "--host", "127.0.0.1", "--webui-port", str(worker_ui),
+                "--cores", "1", "--memory", "1g")
+        started.append(WORKER)
+        deadline = time.monotonic() + 90
+        while _alive_workers(webui) < 1:
+            if time.monotonic() > deadline:
+                logs = "\n".join(p.read_text()[-2000:] for p in (tmp / "log").glob("*.out"))
+                raise AssertionError(f"standalone worker did not register within 90 s\n{logs}")
+            time.sleep(0.5)
+        yield url, webui
+    finally:
+        for cls in reversed(started):
+            try:
+                _daemon(env, "stop", cls, "1")
+            except subprocess.SubprocessError:
+                for pid_file in (tmp / "pid").glob("*.pid"):
+                    try:
+                        os.kill(int(pid_file.read_text().strip()), 9)
+                    except (OSError, ValueError):
+                        pass
+
+
+def test_build_on_standalone_cluster(standalone: tuple[str, int], tmp_path: Path) -> None:
+    master_url, webui = standalone
+    gen = make_parquet_table(tmp_path, rows_per_file=(900, 1400, 700), partitions=[{"dt": "a"}, {"dt": "b"}])
+    wh = tmp_path / "wh"
+    cat = Catalog(Storage(str(wh), [str(tmp_path)]))
+    cat.put_table(Table("t", str(gen.location), partition_columns=["dt"]))
+    spec = {"job_id": "cluster1", "warehouse": str(wh), "allowed_roots": [str(tmp_path)], "table": "t",
+            "index_column": "s", "options": {"sorted-index.records-per-range": "1000"},
+            "spark_master": master_url,
+            "spark_conf": {"spark.executor.memory": "512m", "spark.executor.cores": "1",
+                           "spark.cores.max": "1", "spark.driver.host": "127.0.0.1",
+                           "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false"}}
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run([sys.executable, "-m", "service.build_job.main", "--spec", str(spec_path)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    snap = cat.current_snapshot("t", "s")
+    assert json.loads(proc.stdout.strip().splitlines()[-1])["snapshot_id"] == snap.id == 1
+    assert cat.get_job("cluster1").state == "succeeded"
+    state = _master_state(webui)  # the job really ran as an application of this master
+    apps = state.get("completedapps", []) + state.get("activeapps", [])
+    assert any(a.get("name") == "bgix-build" for a in apps), apps
+    assert assert_index_matches(cat, snap, oracle_table(gen.files, ["s"]), "s") > 5
