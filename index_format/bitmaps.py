@@ -19,6 +19,17 @@ def ids_array(sorted_ids: np.ndarray) -> array:
     return array("Q", sorted_ids.astype("<u8", copy=False).tobytes())
 
 
+def serialize_sorted(ids: np.ndarray) -> bytes:
+    """serialize_ids of an ascending int64 array; one add_range when the ids are contiguous."""
+    n = len(ids)
+    if n > 1 and int(ids[-1]) - int(ids[0]) + 1 == n and bool(np.all(ids[1:] - ids[:-1] == 1)):
+        bm64 = BitMap64()
+        bm64.add_range(int(ids[0]), int(ids[-1]) + 1)
+        bm64.run_optimize()
+        return bm64.serialize()
+    return serialize_ids(ids_array(ids))
+
+
 def serialize_ids(ids: Sequence[int] | array) -> bytes:
     """Portable 64-bit bytes of a sorted id run, run-optimized like Java (spec §1).
 
@@ -56,13 +67,65 @@ def _java_differs(rid: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return out
 
 
+def _array_only_bytes(rid: np.ndarray, card: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Portable bytes (spec §1) of consecutive keys whose ids are < 2^32, strictly ascending, with no
+    two consecutive ids and at most 4096 ids: one bucket (high 0) holding only array containers, so
+    Java's run_optimize keeps every container an array. All keys are encoded at once, as u16 words:
+    prefix, cookie 12346, container count, (key, card - 1) headers, u32 offsets, then the low 16 bits.
+    Returns (bytes as uint8, size of each key's bitmap).
+    """
+    nk, n = len(card), len(rid)
+    first = np.zeros(nk + 1, dtype=np.int64)
+    np.cumsum(card, out=first[1:])
+    high = rid >> 16
+    cst = np.empty(n, dtype=bool)
+    cst[0] = True
+    np.not_equal(high[1:], high[:-1], out=cst[1:])
+    cst[first[:-1]] = True
+    c_row = np.flatnonzero(cst)
+    ncont = np.diff(np.searchsorted(c_row, first))
+    words_per = 10 + 4 * ncont + card          # (20 + 8n + 2·card) bytes
+    base = np.zeros(nk + 1, dtype=np.int64)
+    np.cumsum(words_per, out=base[1:])
+    total = int(base[-1])
+    it = np.int32 if max(total, 2 * n) < (1 << 31) - 1 else np.int64   # narrower index arrays: less memory traffic
+    w = np.empty(total, dtype="<u2")
+    b = base[:-1]
+    for k, v in enumerate((1, 0, 0, 0, 0, 0, _COOKIE_NO_RUNS, 0)):
+        w[b + k] = v
+    w[b + 8] = ncont & 0xFFFF
+    w[b + 9] = ncont >> 16
+    cfirst = np.zeros(nk, dtype=np.int64)
+    np.cumsum(ncont[:-1], out=cfirst[1:])
+    # container i of key g: header words at b + 10 + 2i, offset words 2n further on
+    two_c = np.arange(0, 2 * len(c_row), 2, dtype=it)
+    hw = np.repeat((b + 10 - 2 * cfirst).astype(it), ncont)
+    hw += two_c
+    w[hw] = high[c_row]
+    c_card = np.diff(c_row, append=n)
+    hw += 1
+    w[hw] = c_card - 1
+    hw += np.repeat((2 * ncont - 1).astype(it), ncont)
+    # byte offset inside the 32-bit part: 8 + 8n + 2·(ids of the key before this container)
+    coff = np.repeat((8 + 8 * ncont - 2 * first[:-1]).astype(it), ncont)
+    coff += 2 * c_row.astype(it, copy=False)
+    w[hw] = coff & 0xFFFF
+    hw += 1
+    w[hw] = coff >> 16
+    vw = np.repeat((b + 10 + 4 * ncont - first[:-1]).astype(it), card)
+    vw += np.arange(n, dtype=it)
+    w[vw] = rid & 0xFFFF
+    return w.view(np.uint8), 2 * words_per
+
+
 def serialize_groups(rid: np.ndarray, bounds: np.ndarray) -> tuple[bytes, np.ndarray]:
     """Every key's run-optimized portable bitmap (spec §1), concatenated, with int64 offsets.
 
-    Java run-optimizes like pyroaring's BitMap64. The 32-bit BitMap builds ~2.6× faster and, for ids
-    < 2^32, serializes to the same bytes behind a 12-byte prefix — except that its run_optimize turns
-    an array container of cardinality 2·runs + 1 into runs where Java keeps the array. Such keys, keys
-    with duplicate ids, ids ≥ 2^32 or containers over 4096 ids use BitMap64 (found vectorized).
+    Keys whose containers are all arrays without any run (the usual case) are encoded vectorized
+    (`_array_only_bytes`). Java run-optimizes like pyroaring's BitMap64. The 32-bit BitMap builds ~2.6×
+    faster and, for ids < 2^32, serializes to the same bytes behind a 12-byte prefix — except that its
+    run_optimize turns an array container of cardinality 2·runs + 1 into runs where Java keeps the
+    array. Such keys, keys with duplicate ids, ids ≥ 2^32 or containers over 4096 ids use BitMap64.
     """
     nk = len(bounds) - 1
     n = len(rid)
@@ -70,6 +133,7 @@ def serialize_groups(rid: np.ndarray, bounds: np.ndarray) -> tuple[bytes, np.nda
         return b"", np.zeros(1, dtype=np.int64)
     card = np.diff(bounds)
     need64 = np.zeros(nk, dtype=bool)
+    cand = card > 4096
     if n > 1:
         step = rid[1:] - rid[:-1]
         inner = np.ones(n - 1, dtype=bool)
@@ -78,37 +142,62 @@ def serialize_groups(rid: np.ndarray, bounds: np.ndarray) -> tuple[bytes, np.nda
         need64[np.searchsorted(bounds, dup_rows, side="right") - 1] = True
         # only keys with two consecutive ids (a run) or > 4096 ids can hit the differing rule
         run_rows = np.flatnonzero((step == 1) & inner)
-        cand = np.zeros(nk, dtype=bool)
         cand[np.searchsorted(bounds, run_rows, side="right") - 1] = True
-        cand |= card > 4096
-        cand &= ~need64
-        ck = np.flatnonzero(cand)
-        if len(ck):
-            lens = card[ck]
-            sub_bounds = np.zeros(len(ck) + 1, dtype=np.int64)
-            np.cumsum(lens, out=sub_bounds[1:])
-            rows = np.repeat(bounds[ck] - sub_bounds[:-1], lens) + np.arange(int(sub_bounds[-1]))
-            need64[ck] = _java_differs(rid[rows], sub_bounds)
     if n and int(rid.max()) >= (1 << 32):
         need64[np.searchsorted(bounds, np.flatnonzero(rid >= (1 << 32)), side="right") - 1] = True
-    out: list[bytes] = []
-    append = out.append
-    bl = bounds.tolist()
-    ids32 = array("I", rid.astype("<u4").tobytes()) if not bool(need64.all()) else None
-    ids64 = array("Q", rid.astype("<u8", copy=False).tobytes()) if bool(need64.any()) else None
-    prefix = BITMAP64_ONE_BUCKET_HIGH0
-    for g, use64 in enumerate(need64.tolist()):
-        if use64:
-            bm64 = BitMap64(ids64[bl[g]:bl[g + 1]])  # type: ignore[index]
-            bm64.run_optimize()
-            append(bm64.serialize())
-        else:
-            bm = BitMap(ids32[bl[g]:bl[g + 1]])  # type: ignore[index]
-            bm.run_optimize()
-            append(prefix + bm.serialize())
+    fast = ~(need64 | cand)
+    cand &= ~need64
+    ck = np.flatnonzero(cand)
+    if len(ck):
+        lens = card[ck]
+        sub_bounds = np.zeros(len(ck) + 1, dtype=np.int64)
+        np.cumsum(lens, out=sub_bounds[1:])
+        rows = np.repeat(bounds[ck] - sub_bounds[:-1], lens) + np.arange(int(sub_bounds[-1]))
+        need64[ck] = _java_differs(rid[rows], sub_bounds)
+    sizes = np.zeros(nk, dtype=np.int64)
+    fast_bytes = None
+    if bool(fast.any()):
+        # every key is encoded (no copy of the fast keys' rows); the other keys' bytes are skipped below
+        fast_bytes, vec_sizes = _array_only_bytes(rid, card)
+        sizes[fast] = vec_sizes[fast]
+    slow = np.flatnonzero(~fast)
+    slow_bytes: list[bytes] = []
+    if len(slow):
+        bl = bounds.tolist()
+        ids32 = array("I", rid.astype("<u4").tobytes()) if not bool(need64[slow].all()) else None
+        ids64 = array("Q", rid.astype("<u8", copy=False).tobytes()) if bool(need64.any()) else None
+        prefix = BITMAP64_ONE_BUCKET_HIGH0
+        for g in slow.tolist():
+            if need64[g]:
+                bm64 = BitMap64(ids64[bl[g]:bl[g + 1]])  # type: ignore[index]
+                bm64.run_optimize()
+                slow_bytes.append(bm64.serialize())
+            else:
+                bm = BitMap(ids32[bl[g]:bl[g + 1]])  # type: ignore[index]
+                bm.run_optimize()
+                slow_bytes.append(prefix + bm.serialize())
+        sizes[slow] = np.fromiter(map(len, slow_bytes), dtype=np.int64, count=len(slow))
     offs = np.zeros(nk + 1, dtype=np.int64)
-    np.cumsum(np.fromiter(map(len, out), dtype=np.int64, count=nk), out=offs[1:])
-    return b"".join(out), offs
+    np.cumsum(sizes, out=offs[1:])
+    if fast_bytes is None:
+        return b"".join(slow_bytes), offs
+    if not len(slow):
+        return fast_bytes.tobytes(), offs
+    # interleave: runs of consecutive fast keys are contiguous in fast_bytes
+    fmv = memoryview(fast_bytes)  # type: ignore[arg-type]
+    vpos = np.zeros(nk + 1, dtype=np.int64)
+    np.cumsum(vec_sizes, out=vpos[1:])
+    vpos_l = vpos.tolist()
+    pieces: list[bytes | memoryview] = []
+    prev = 0  # first key not yet emitted
+    for j, g in enumerate(slow.tolist()):
+        if g > prev:
+            pieces.append(fmv[vpos_l[prev]:vpos_l[g]])
+        pieces.append(slow_bytes[j])
+        prev = g + 1
+    if prev < nk:
+        pieces.append(fmv[vpos_l[prev]:vpos_l[nk]])
+    return b"".join(pieces), offs
 
 
 def serialize(bm: BitMap64 | Iterable[int]) -> bytes:
@@ -154,20 +243,37 @@ _COOKIE_NO_RUNS = 12346   # portable 32-bit format without run containers (spec 
 _MAX_ARRAY = 4096         # larger containers are bitmap containers
 
 
-def _u16(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    return buf[pos].astype(np.int64) | (buf[pos + 1].astype(np.int64) << 8)
+class _Words:
+    """Little-endian u16 reads at any byte position of a buffer, one gather each.
 
+    Holds the buffer as u16 words twice (from byte 0 and from byte 1), so position p is word p >> 1
+    of the view with p's parity.
+    """
 
-def _u32(buf: np.ndarray, pos: np.ndarray) -> np.ndarray:
-    return _u16(buf, pos) | (_u16(buf, pos + 2) << 16)
+    def __init__(self, buf: np.ndarray) -> None:
+        n = len(buf)
+        even = np.frombuffer(buf[: n - n % 2], dtype="<u2") if n >= 2 else np.zeros(0, "<u2")
+        odd = np.frombuffer(buf[1: 1 + (n - 1) - (n - 1) % 2], dtype="<u2") if n >= 3 else np.zeros(0, "<u2")
+        self.words = np.concatenate((even, odd, np.zeros(2, "<u2")))
+        self.half = len(even)
+
+    def u16(self, pos: np.ndarray) -> np.ndarray:
+        return self.words[(pos >> 1) + (pos & 1) * self.half]
+
+    def u16i(self, pos: np.ndarray) -> np.ndarray:
+        return self.u16(pos).astype(np.int64)
+
+    def u32(self, pos: np.ndarray) -> np.ndarray:
+        return self.u16i(pos) | (self.u16i(pos + 2) << 16)
 
 
 def decode_array_bitmaps(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ids (uint32, unsorted) of many portable bitmaps at once, decoded with numpy (no per-bitmap call).
 
     Handles the common shape: ids < 2^32 (one bucket, high 0), no run containers, only array containers,
-    layout exactly as written by Java/CRoaring. Returns (ids of every accepted bitmap, mask of bitmaps
-    it did not accept); the caller decodes those one by one (which also reports malformed bytes).
+    sizes exactly as written by Java/CRoaring (containers follow the headers in order; like CRoaring's
+    portable reader the offset headers are not consulted). Returns (ids of every accepted bitmap, mask
+    of bitmaps it did not accept); the caller decodes those one by one (and reports malformed bytes).
     """
     nb = len(offs)
     rejected = np.ones(nb, dtype=bool)
@@ -175,46 +281,54 @@ def decode_array_bitmaps(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray) ->
         return np.zeros(0, np.uint32), rejected
     offs = offs.astype(np.int64, copy=False)
     lens = lens.astype(np.int64, copy=False)
+    w = _Words(buf)
+    words = w.words
     ok = (lens >= 28) & (offs >= 0) & (offs + lens <= len(buf))
     cand = np.flatnonzero(ok)
     o = offs[cand]
+    wb = (o >> 1) + (o & 1) * w.half    # word index of each bitmap's first byte
     # 12-byte prefix: bucket count 1 (u64) and high key 0 (u32); then the 32-bit cookie and count
-    good = ((_u32(buf, o) == 1) & (_u32(buf, o + 4) == 0) & (_u32(buf, o + 8) == 0)
-            & (_u32(buf, o + 12) == _COOKIE_NO_RUNS))
-    cand, o = cand[good], o[good]
-    n = _u32(buf, o + 16)
+    good = ((words[wb] == 1) & (words[wb + 1] == 0) & (words[wb + 2] == 0) & (words[wb + 3] == 0)
+            & (words[wb + 4] == 0) & (words[wb + 5] == 0) & (words[wb + 6] == _COOKIE_NO_RUNS)
+            & (words[wb + 7] == 0) & (words[wb + 9] == 0))
+    cand, wb = cand[good], wb[good]
+    n = words[wb + 8].astype(np.int64)
     ln = lens[cand]
-    good = (n >= 1) & (n <= 65536) & (20 + 8 * n <= ln)
-    cand, o, n, ln = cand[good], o[good], n[good], ln[good]
+    good = (n >= 1) & (20 + 8 * n <= ln)
+    cand, wb, n, ln = cand[good], wb[good], n[good], ln[good]
     if len(cand) == 0:
         return np.zeros(0, np.uint32), rejected
-    # per container: key, cardinality, data offset
+    # headers (key, card - 1) of every container: word 10 + 2i of its bitmap
     cstart = np.zeros(len(n) + 1, dtype=np.int64)
     np.cumsum(n, out=cstart[1:])
-    total_c = int(cstart[-1])
-    grp = np.repeat(np.arange(len(n)), n)
-    i = np.arange(total_c, dtype=np.int64) - cstart[grp]
-    hpos = o[grp] + 20 + 4 * i
-    key = _u16(buf, hpos)
-    card = _u16(buf, hpos + 2) + 1
-    coff = _u32(buf, hpos + 4 * n[grp])
-    # exact layout: data of container i follows the headers and the previous containers' values
-    ccum = np.cumsum(card)
-    before = ccum - card - (ccum - card)[cstart[grp]]
-    bad_c = (card > _MAX_ARRAY) | (coff != 8 + 8 * n[grp] + 2 * before)
-    if len(n) > 1:
-        bad_c[1:] |= (key[1:] <= key[:-1]) & (grp[1:] == grp[:-1])  # keys strictly ascending
-    tot_card = np.add.reduceat(card, cstart[:-1])
-    bad_b = (np.add.reduceat(bad_c.astype(np.int64), cstart[:-1]) > 0) | (20 + 8 * n + 2 * tot_card != ln)
-    keep_b = ~bad_b
-    rejected[cand[keep_b]] = False
-    keep_c = keep_b[grp]
-    key, card = key[keep_c], card[keep_c]
-    dpos = (o[grp] + 12 + coff)[keep_c]
-    nv = int(card.sum())
-    vstart = np.zeros(len(card), dtype=np.int64)
-    np.cumsum(card[:-1], out=vstart[1:])
-    vpos = np.repeat(dpos - 2 * vstart, card) + 2 * np.arange(nv, dtype=np.int64)
-    ids = buf[vpos].astype(np.uint32) | (buf[vpos + 1].astype(np.uint32) << 8)
+    hw = np.repeat(wb + 10 - 2 * cstart[:-1], n) + 2 * np.arange(int(cstart[-1]), dtype=np.int64)
+    key = words[hw]
+    card = words[hw + 1].astype(np.int64) + 1
+    tot = np.add.reduceat(card, cstart[:-1])
+    keep = (np.maximum.reduceat(card, cstart[:-1]) <= _MAX_ARRAY) & (20 + 8 * n + 2 * tot == ln)
+    if not bool(keep.all()):
+        kc = np.repeat(keep, n)
+        key, card = key[kc], card[kc]
+        cand, wb, n, tot = cand[keep], wb[keep], n[keep], tot[keep]
+    rejected[cand] = False
+    # values: each bitmap's containers hold tot u16 values starting at word 10 + 4n
+    vstart = np.zeros(len(tot) + 1, dtype=np.int64)
+    np.cumsum(tot, out=vstart[1:])
+    vw = np.repeat(wb + 10 + 4 * n - vstart[:-1], tot) + np.arange(int(vstart[-1]), dtype=np.int64)
+    ids = words[vw].astype(np.uint32)
     ids |= np.repeat(key.astype(np.uint32) << 16, card)
     return ids, rejected
+
+
+def bitmap_of_ids(ids: np.ndarray) -> BitMap:
+    """32-bit BitMap of unsorted, possibly repeated uint32 ids (dense sets via a mask, else a sort)."""
+    if len(ids) == 0:
+        return BitMap()
+    top = int(ids.max())
+    if top < 16 * len(ids) + (1 << 20):
+        mask = np.zeros(top + 1, dtype=bool)
+        mask[ids] = True
+        ids = np.flatnonzero(mask).astype(np.uint32)
+    else:
+        ids = np.sort(ids)
+    return BitMap(array("I", ids.tobytes()))

@@ -607,9 +607,12 @@ def _encode_strings(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> Encod
     dictionary = enc.dictionary
     # Arrow orders strings by unsigned bytes = UTF-8 code-point order = Java order (spec §3)
     order = pc.array_sort_indices(dictionary).to_numpy()
-    rank = np.empty(len(order), dtype=np.int64)
-    rank[order] = np.arange(len(order), dtype=np.int64)
-    idx = enc.indices.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    # dense ranks in the narrowest dtype: the writer sorts 16-bit keys by radix (perf notes)
+    rdt = np.uint16 if len(order) <= (1 << 16) else np.int32
+    rank = np.empty(len(order), dtype=rdt)
+    rank[order] = np.arange(len(order), dtype=rdt)
+    ind = enc.indices if enc.indices.null_count == 0 else enc.indices.fill_null(0)
+    idx = ind.to_numpy(zero_copy_only=False)
     rep = rank[idx] if len(rank) else np.zeros(len(idx), dtype=np.int64)
     binary = dictionary.cast(pa.large_binary() if pa.types.is_large_string(a.type) else pa.binary())
 

@@ -1,7 +1,7 @@
 """Lazy bitmap-index reader: footer first, then only the blocks a question needs (spec §2.10).
 
 Answers correctly on logical-order (current Java) and byte-order (pypaimon/legacy) files (spec §2.7).
-Imports the format modules and pyroaring; storage only through the RangeSource protocol.
+Imports the format modules, numpy and pyroaring; storage only through the RangeSource protocol.
 """
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol
 
+import numpy as np
 from pyroaring import BitMap, BitMap64
 
 from index_format import bitmaps
@@ -30,6 +31,8 @@ if TYPE_CHECKING:
 
 # Bitmaps closer than this are fetched with one read (the gap is usually a dictionary block).
 _MERGE_GAP = 64 * 1024
+# From this many bitmaps on, decode them vectorized (numpy) instead of one call each.
+_BULK_MIN = 64
 _PREFIX = BITMAP64_ONE_BUCKET_HIGH0
 _HDR = struct.Struct("<I")
 _CARD = struct.Struct("<HH")
@@ -382,39 +385,61 @@ class IndexReader:
                 locs.append(loc)
         return self._union(locs)
 
-    def _union(self, locs: list[tuple[int, int]]) -> BitMap64:
-        """OR of the bitmaps at `locs`, reading neighbouring bitmaps with one read."""
-        if not locs:
+    def _union(self, locs: list[tuple[int, int]] | tuple[np.ndarray, np.ndarray]) -> BitMap64:
+        """OR of the bitmaps at `locs` ((offset, length) pairs or two arrays), neighbours read at once."""
+        if isinstance(locs, tuple):
+            offs, lens = locs
+        else:
+            if not locs:
+                return BitMap64()
+            if len(locs) == 1:
+                return self.bitmap_at(*locs[0])
+            arr = np.array(locs, dtype=np.int64).reshape(-1, 2)
+            offs, lens = arr[:, 0], arr[:, 1]
+        if len(offs) == 0:
             return BitMap64()
-        if len(locs) == 1:
-            return self.bitmap_at(*locs[0])
-        locs = sorted(locs)
+        if len(offs) == 1:
+            return self.bitmap_at(int(offs[0]), int(lens[0]))
+        order = np.argsort(offs, kind="stable")
+        offs, lens = offs[order], lens[order]
+        ends = np.maximum.accumulate(offs + lens)
+        # spans of bitmaps closer than _MERGE_GAP: one read each, concatenated into one buffer
+        cut = np.flatnonzero(offs[1:] - ends[:-1] > _MERGE_GAP) + 1
+        s_first = np.concatenate(([0], cut))
+        s_last = np.concatenate((cut, [len(offs)])) - 1
+        starts, stops = offs[s_first], ends[s_last]
+        pieces = [self._read(int(a), int(b - a), f"bitmaps at offset {int(a)}")
+                  for a, b in zip(starts.tolist(), stops.tolist())]
+        raw = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        base = np.zeros(len(starts), dtype=np.int64)
+        np.cumsum((stops - starts)[:-1], out=base[1:])
+        span_of = np.repeat(np.arange(len(starts)), s_last - s_first + 1)
+        rel = offs - starts[span_of] + base[span_of]
+        self.stats.bitmaps_read += len(offs)
         small: list[BitMap] = []
         large: list[BitMap64] = []
-        i = 0
-        n = len(locs)
-        while i < n:
-            start = locs[i][0]
-            end = start + locs[i][1]
-            j = i + 1
-            while j < n and locs[j][0] - end <= _MERGE_GAP:
-                end = max(end, locs[j][0] + locs[j][1])
-                j += 1
-            span = memoryview(self._read(start, end - start, f"bitmaps at offset {start}"))
-            for off, length in locs[i:j]:
-                piece = span[off - start:off - start + length]
-                if length > 12 and piece[:12] == _PREFIX:
-                    # ids < 2^32: the 32-bit map behind the 12-byte prefix unions faster (perf notes)
-                    try:
-                        small.append(BitMap.deserialize(piece[12:]))
-                    except Exception:
-                        raise CorruptFileError("malformed roaring bitmap", path=self.path,
-                                               block=f"bitmap at offset {off}", offset=off) from None
-                else:
-                    large.append(bitmaps.deserialize(piece, path=self.path, block=f"bitmap at offset {off}",
-                                                     offset=off))
-            self.stats.bitmaps_read += j - i
-            i = j
+        if len(offs) >= _BULK_MIN:
+            ids, rejected = bitmaps.decode_array_bitmaps(np.frombuffer(raw, dtype=np.uint8), rel, lens)
+            if len(ids):
+                small.append(bitmaps.bitmap_of_ids(ids))
+            todo = np.flatnonzero(rejected).tolist()
+        else:
+            todo = range(len(offs))
+        mv = memoryview(raw)
+        rel_l, len_l, off_l = rel.tolist(), lens.tolist(), offs.tolist()
+        for k in todo:
+            p, length, off = rel_l[k], len_l[k], off_l[k]
+            piece = mv[p:p + length]
+            if length > 12 and piece[:12] == _PREFIX:
+                # ids < 2^32: the 32-bit map behind the 12-byte prefix unions faster (perf notes)
+                try:
+                    small.append(BitMap.deserialize(piece[12:]))
+                except Exception:
+                    raise CorruptFileError("malformed roaring bitmap", path=self.path,
+                                           block=f"bitmap at offset {off}", offset=off) from None
+            else:
+                large.append(bitmaps.deserialize(piece, path=self.path, block=f"bitmap at offset {off}",
+                                                 offset=off))
         if small:
             merged = BitMap.union(*small) if len(small) > 1 else small[0]
             merged.run_optimize()
@@ -426,15 +451,23 @@ class IndexReader:
         for b in range(len(self._block_index())):
             yield b, self._block(b)
 
+    def _block_arrays(self, blk: DecodedBlock) -> tuple[np.ndarray, np.ndarray]:
+        """The block's bitmap offsets and lengths as int64 arrays (cached with the block)."""
+        arrs = blk.extra.get("np")
+        if arrs is None:
+            arrs = (np.array(blk.offsets, dtype=np.int64), np.array(blk.lengths, dtype=np.int64))
+            blk.extra["np"] = arrs
+        return arrs
+
     def _range_locs(self, low: object, high: object, low_inclusive: bool, high_inclusive: bool
-                    ) -> list[tuple[int, int]]:
+                    ) -> tuple[np.ndarray, np.ndarray]:
         kt = self.kt
         lo = None if low is None else sort_key_of_bytes(kt, serialize_key(kt, low))
         hi = None if high is None else sort_key_of_bytes(kt, serialize_key(kt, high))
         idx = self._block_index()
         if not idx.keys:
-            return []
-        locs: list[tuple[int, int]] = []
+            return _NO_LOCS
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
         if self._order == "logical":
             sk = self._index_sk
             assert sk is not None
@@ -442,12 +475,18 @@ class IndexReader:
             b1 = len(sk) - 1 if hi is None else bisect_right(sk, hi) - 1
             for b in range(b0, b1 + 1):
                 blk = self._block(b)
-                bsk = self._sort_keys(blk)
-                j0 = 0 if lo is None else (bisect_left(bsk, lo) if low_inclusive else bisect_right(bsk, lo))
-                j1 = len(bsk) if hi is None else (bisect_right(bsk, hi) if high_inclusive else bisect_left(bsk, hi))
+                n = len(blk)
+                if (lo is None or b > b0) and (hi is None or b < b1):
+                    j0, j1 = 0, n  # a block strictly inside the range: no key comparisons
+                else:
+                    bsk = self._sort_keys(blk)
+                    j0 = 0 if lo is None else (bisect_left(bsk, lo) if low_inclusive else bisect_right(bsk, lo))
+                    j1 = n if hi is None else (bisect_right(bsk, hi) if high_inclusive else bisect_left(bsk, hi))
                 if j0 < j1:
-                    locs.extend(zip(blk.offsets[j0:j1], blk.lengths[j0:j1]))
-            return locs
+                    o, ln = self._block_arrays(blk)
+                    parts.append((o[j0:j1], ln[j0:j1]))
+            return _concat(parts)
+        locs: list[tuple[int, int]] = []
         for _, blk in self._iter_blocks():
             for s, o, n in zip(self._sort_keys(blk), blk.offsets, blk.lengths):
                 if lo is not None and (s < lo or (s == lo and not low_inclusive)):
@@ -455,25 +494,26 @@ class IndexReader:
                 if hi is not None and (s > hi or (s == hi and not high_inclusive)):
                     continue
                 locs.append((o, n))
-        return locs
+        return _as_arrays(locs)
 
     def range(self, low: object = None, high: object = None, *, low_inclusive: bool = True,
               high_inclusive: bool = True) -> BitMap64:
         """Rows whose key lies between low and high in Java logical order (None = unbounded)."""
         return self._union(self._range_locs(low, high, low_inclusive, high_inclusive))
 
-    def _prefix_locs(self, prefix: str) -> list[tuple[int, int]]:
+    def _prefix_locs(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
         if not self.kt.is_string:
             raise UnsupportedTypeError(f"starts_with needs a string column, not {self.kt.spelling}")
         p = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
         idx = self._block_index()
         if not idx.keys:
-            return []
-        locs: list[tuple[int, int]] = []
+            return _NO_LOCS
         if self._order != "logical":
+            locs: list[tuple[int, int]] = []
             for _, blk in self._iter_blocks():
                 locs.extend((o, n) for k, o, n in zip(blk.keys, blk.offsets, blk.lengths) if k.startswith(p))
-            return locs
+            return _as_arrays(locs)
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
         upper = _upper_bound(p)
         b = max(bisect_right(idx.keys, p) - 1, 0)
         while b < len(idx.keys):
@@ -483,11 +523,12 @@ class IndexReader:
             j0 = bisect_left(blk.keys, p)
             j1 = len(blk.keys) if upper is None else bisect_left(blk.keys, upper)
             if j0 < j1:
-                locs.extend(zip(blk.offsets[j0:j1], blk.lengths[j0:j1]))
+                o, ln = self._block_arrays(blk)
+                parts.append((o[j0:j1], ln[j0:j1]))
             if j1 < len(blk.keys):
                 break
             b += 1
-        return locs
+        return _concat(parts)
 
     def starts_with(self, prefix: str) -> BitMap64:
         """Rows whose string key starts with `prefix` (raw UTF-8 bytes, spec §2.10)."""
@@ -522,7 +563,8 @@ class IndexReader:
     def value_counts(self, prefix: str | None = None) -> Iterator[tuple[object, int]]:
         """(value, row count) per key in logical order, optionally only keys with a string prefix."""
         if prefix:
-            locs_set = set(self._prefix_locs(prefix))
+            po, pl = self._prefix_locs(prefix)
+            locs_set = set(zip(po.tolist(), pl.tolist()))
             items = [(k, o, n) for k, o, n in self.raw_entries() if (o, n) in locs_set]
         else:
             items = list(self.raw_entries())
@@ -542,6 +584,24 @@ class IndexReader:
             for k, o, n in items[i:j]:
                 yield deserialize_key(self.kt, k), _cardinality(span[o - start:o - start + n])
             i = j
+
+
+_NO_LOCS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    if not parts:
+        return _NO_LOCS
+    if len(parts) == 1:
+        return parts[0]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+def _as_arrays(locs: list[tuple[int, int]]) -> tuple[np.ndarray, np.ndarray]:
+    if not locs:
+        return _NO_LOCS
+    arr = np.array(locs, dtype=np.int64).reshape(-1, 2)
+    return arr[:, 0], arr[:, 1]
 
 
 def _upper_bound(prefix: bytes) -> bytes | None:

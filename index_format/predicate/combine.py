@@ -51,6 +51,9 @@ class ColumnIndex:
     kt: KeyType
     files: list[IndexFileRef]
     fallback_scan_max_size: int = DEFAULT_FALLBACK_SCAN_MAX_SIZE
+    # True when ids inside a row range may have gaps (a table with its own row-id column): the rows a
+    # range holds are then the union of its files' null and non-null rows, not all of [start, end].
+    sparse: bool = False
 
 
 @dataclass
@@ -121,17 +124,18 @@ class _Run:
     def __init__(self, columns: Mapping[str, ColumnIndex], used: list[str], explain: bool) -> None:
         self.columns = columns
         self.explain = explain
-        self.coverage = {c: _bitmap(_merge(_ranges(columns[c]))) for c in used}
-        self.all = BitMap64.union(*self.coverage.values()) if self.coverage else BitMap64()
         self.readers: dict[tuple[str, int], IndexReader] = {}
         self.stats_before: dict[tuple[str, int], tuple[int, ...]] = {}
         self.nulls: dict[tuple[str, int, int], BitMap64] = {}
+        self.present: dict[tuple[str, int, int], BitMap64] = {}
         self.counters = {"files_considered": 0, "files_pruned": 0, "files_read": 0}
         self.fallback_scan = False
         self.budget: list[dict[str, object]] = []
         self.unsupported: list[str] = []
         self.dropped: list[str] = []
         self.leaves: list[dict[str, object]] = []
+        self.coverage = {c: self.column_rows(columns[c]) for c in used}
+        self.all = BitMap64.union(*self.coverage.values()) if self.coverage else BitMap64()
 
     # ------------------------------------------------------------------ three-valued logic
     def eval(self, node: Node, need_u: bool) -> _Value:
@@ -203,8 +207,7 @@ class _Run:
     def range_answer(self, leaf: BoundLeaf, ci: ColumnIndex, start: int, end: int,
                      refs: list[IndexFileRef], need_u: bool, detail: list[dict[str, object]]) -> _Value:
         op = leaf.op
-        whole = BitMap64()
-        whole.add_range(start, end + 1)
+        whole = self.range_rows(ci, start, end, refs)
         if op in ("is_null", "is_not_null"):
             # Only files with nulls are read (spec §4); IS NOT NULL is the range minus them (spec §5.4).
             with_nulls = sum(1 for r in refs if r.meta.has_nulls)
@@ -245,6 +248,27 @@ class _Run:
             assert nulls is not None
             return _Result(whole - nulls - matches, nulls)  # Java range rule, spec §5.4
         return _Result(matches, nulls)
+
+    def column_rows(self, ci: ColumnIndex) -> BitMap64:
+        """Every row id the column's index covers (the universe NOT and complements work in)."""
+        if not ci.sparse:
+            return _bitmap(_merge(_ranges(ci)))
+        return BitMap64.union(*(self.range_rows(ci, s, e, refs) for (s, e), refs in _groups(ci.files)))
+
+    def range_rows(self, ci: ColumnIndex, start: int, end: int, refs: list[IndexFileRef]) -> BitMap64:
+        """Rows of one row range: all of [start, end], or for sparse ids what its files hold."""
+        if not ci.sparse:
+            whole = BitMap64()
+            whole.add_range(start, end + 1)
+            return whole
+        key = (ci.column, start, end)
+        if key not in self.present:
+            out = BitMap64()
+            for ref in refs:
+                reader = self.reader(ci.column, ref)
+                out |= (reader.null_rows() | reader.non_null_rows()).shift(start)
+            self.present[key] = out
+        return self.present[key]
 
     def range_nulls(self, ci: ColumnIndex, start: int, end: int, refs: list[IndexFileRef]) -> BitMap64:
         key = (ci.column, start, end)

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 import re
 import threading
+import time
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -188,6 +189,7 @@ def _collect(spark: SparkSession, df: DataFrame, task: Any, conf: dict[str, str]
         written = df.mapInArrow(task, RESULT_DDL).toArrow()
     except BaseException as exc:
         sc.cancelJobGroup(job_group)  # e.g. SIGTERM while the driver waited: stop the tasks too
+        _wait_for_tasks(sc, job_group, timeout=30.0)  # so the caller's cleanup does not race a writer
         if isinstance(exc, Exception) and not isinstance(exc, BgixError):
             raise worker_error(exc) from exc
         raise
@@ -201,6 +203,21 @@ def _collect(spark: SparkSession, df: DataFrame, task: Any, conf: dict[str, str]
                 spark.conf.set(k, v)
     progress.set_range_totals(dict(acc.value))
     return written.cast(RESULT_SCHEMA)
+
+
+def _wait_for_tasks(sc: Any, group: str, timeout: float) -> None:
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        active = 0
+        for job_id in tracker.getJobIdsForGroup(group):
+            info = tracker.getJobInfo(job_id)
+            for stage_id in (info.stageIds if info else []):
+                stage = tracker.getStageInfo(stage_id)
+                active += stage.numActiveTasks if stage is not None else 0
+        if not active:
+            return
+        time.sleep(0.2)
 
 
 class WorkerFailedError(BgixError):

@@ -87,9 +87,9 @@ class JobSpec:
             raise InvalidOptionError(f"job spec lacks {missing}")
         known = set(cls.__dataclass_fields__)
         unknown = set(d) - known
-        if unknown:
-            raise InvalidOptionError(f"job spec has unknown keys {sorted(unknown)}")
-        spec = cls(**{k: v for k, v in d.items() if v is not None})
+        if unknown:  # newer services may add keys; the job must not fail on them
+            log.warning("job spec: ignoring unknown keys %s", sorted(unknown))
+        spec = cls(**{k: v for k, v in d.items() if v is not None and k in known})
         if spec.engine not in ENGINES:
             raise InvalidOptionError(f"engine {spec.engine!r} is not one of {list(ENGINES)}")
         if spec.scan not in SCANS:

@@ -14,7 +14,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from service.catalog.errors import RowIdError
-from service.catalog.model import DataFile, Table
+from service.catalog.model import DataFile
+from service.catalog.partitions import parse_partitions, select_files
+
+__all__ = ["RowRange", "parse_partitions", "select_files", "uncovered_ranges", "check_row_id_column",
+           "ranges_of_ids", "normalize_path", "position_ids"]
 
 
 @dataclass(frozen=True)
@@ -28,48 +32,6 @@ class RowRange:
     @property
     def rows(self) -> int:
         return self.end - self.start + 1
-
-
-def parse_partitions(text: str | Sequence[dict[str, str]] | None) -> list[dict[str, str]]:
-    """Paimon's `dt=2026-06-18,hh=0;dt=2026-06-19,hh=1` → [{'dt': '2026-06-18', 'hh': '0'}, …].
-
-    Raises:
-        RowIdError: a spec part is not `key=value`.
-    """
-    if text is None or text == "":
-        return []
-    if not isinstance(text, str):
-        return [{str(k): str(v) for k, v in d.items()} for d in text]
-    out = []
-    for spec in text.split(";"):
-        if not spec.strip():
-            continue
-        d: dict[str, str] = {}
-        for part in spec.split(","):
-            key, sep, value = part.partition("=")
-            if not sep or not key.strip():
-                raise RowIdError(f"partition spec {spec.strip()!r}: {part.strip()!r} is not key=value")
-            d[key.strip()] = value.strip()
-        out.append(d)
-    return out
-
-
-def select_files(files: Sequence[DataFile], table: Table, partitions: list[dict[str, str]]) -> list[DataFile]:
-    """Files of the selected partitions (all files when `partitions` is empty).
-
-    Raises:
-        RowIdError: partitions given for an unpartitioned table, or naming unknown partition keys.
-    """
-    if not partitions:
-        return list(files)
-    if not table.partition_columns:
-        raise RowIdError(f"table {table.name!r} is not partitioned; 'partitions' cannot be used")
-    for spec in partitions:
-        unknown = set(spec) - set(table.partition_columns)
-        if unknown:
-            raise RowIdError(f"partition keys {sorted(unknown)} are not partition columns "
-                             f"{table.partition_columns} of table {table.name!r}")
-    return [f for f in files if any(all(f.partition.get(k) == v for k, v in s.items()) for s in partitions)]
 
 
 def _subtract(start: int, end: int, covered: Sequence[Sequence[int]]) -> list[tuple[int, int]]:

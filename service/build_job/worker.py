@@ -1,7 +1,7 @@
 """What runs in a Python worker: Arrow batches (key + row-id source) → index files on Storage → small records.
 
 Top-level, picklable code shared by the Spark engine (inside mapInArrow) and the local engine. Imports
-index_format and service.build_job.rowids; never pyspark and never service.api.
+index_format, service.catalog and service.build_job.rowids; never pyspark and never service.api.
 """
 from __future__ import annotations
 

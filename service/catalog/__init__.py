@@ -13,9 +13,11 @@ from service.catalog.errors import (
     TableNotFoundError,
 )
 from service.catalog.model import DataFile, IndexFileEntry, JobRecord, Snapshot, SourceFile, Table
+from service.catalog.partitions import parse_partitions, select_files
 
 __all__ = [
     "Catalog", "merge_ranges", "BuildInProgressError", "CatalogError", "CommitConflictError",
     "IndexNotFoundError", "JobNotFoundError", "RowIdError", "TableExistsError", "TableNotFoundError",
-    "DataFile", "IndexFileEntry", "JobRecord", "Snapshot", "SourceFile", "Table",
+    "DataFile", "IndexFileEntry", "JobRecord", "Snapshot", "SourceFile", "Table", "parse_partitions",
+    "select_files",
 ]

@@ -138,8 +138,9 @@ def test_failed_worker_keeps_the_previous_snapshot(spark: Any, tmp_path: Path) -
     assert job.state == "failed" and "InjectedFailure" in (job.error or "")
     assert cat.current_snapshot("t", "s") == first
     assert_index_matches(cat, first, oracle_table(gen.files[:2], ["s"]), "s")
-    assert not cat.storage.list(cat.job_index_dir("t", "s", "j2"), recursive=True)
     again = run_job(_spec(wh, "j3", "s"), spark=spark)
+    # a task still running when the job failed may have left files; the next run collects them
+    assert not cat.storage.list(cat.job_index_dir("t", "s", "j2"), recursive=True)
     assert_index_matches(cat, again, oracle_table([*gen.files[:2], new], ["s"]), "s")
 
 
@@ -169,7 +170,7 @@ def test_bad_arguments_are_clear_errors(spark: Any, tmp_path: Path) -> None:
         run_job(_spec(wh, "j1", "s", index_type="btree"), spark=spark)
     with pytest.raises(InvalidOptionError, match="sorted-index.records-per-rang"):
         run_job(_spec(wh, "j2", "s", options={"sorted-index.records-per-rang": "5"}), spark=spark)
-    with pytest.raises(RowIdError, match="not partitioned"):
+    with pytest.raises(InvalidOptionError, match="not partitioned"):
         run_job(_spec(wh, "j3", "s", partitions="dt=1"), spark=spark)
     csv_loc = tmp_path / "csv"
     csv_loc.mkdir()

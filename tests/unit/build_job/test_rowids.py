@@ -9,6 +9,7 @@ from service.build_job.rowids import (
     RowRange, check_row_id_column, normalize_path, parse_partitions, position_ids, ranges_of_ids,
     select_files, uncovered_ranges,
 )
+from index_format.errors import InvalidOptionError
 from service.catalog import DataFile, RowIdError, Table
 
 
@@ -20,7 +21,7 @@ def test_parse_partitions_like_paimon() -> None:
     assert parse_partitions("dt=2026-06-18,hh=0;dt=2026-06-19,hh=1") == [
         {"dt": "2026-06-18", "hh": "0"}, {"dt": "2026-06-19", "hh": "1"}]
     assert parse_partitions(None) == [] and parse_partitions("") == []
-    with pytest.raises(RowIdError, match="not key=value"):
+    with pytest.raises(InvalidOptionError, match="not key=value"):
         parse_partitions("dt")
 
 
@@ -28,9 +29,9 @@ def test_select_files_by_partition() -> None:
     t = Table("t", "/x", partition_columns=["dt"])
     files = [_f("a", 0, 5, dt="1"), _f("b", 5, 5, dt="2")]
     assert [f.path for f in select_files(files, t, [{"dt": "2"}])] == ["b"]
-    with pytest.raises(RowIdError, match="not partition columns"):
+    with pytest.raises(InvalidOptionError, match="not partition columns"):
         select_files(files, t, [{"hh": "1"}])
-    with pytest.raises(RowIdError, match="not partitioned"):
+    with pytest.raises(InvalidOptionError, match="not partitioned"):
         select_files(files, Table("u", "/x"), [{"dt": "1"}])
 
 

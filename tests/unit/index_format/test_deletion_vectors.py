@@ -159,3 +159,19 @@ def test_apply_deletion_vector() -> None:
     assert set(apply_deletion_vector(result, BitMap64([1 << 40]))) == {1, 2, 3, 10}
     assert set(apply_deletion_vector(result, None)) == set(result)
     assert len(result) == 5  # untouched
+
+
+def test_pypaimon_reads_our_32_bit_file(tmp_path: Path) -> None:
+    # an independent reader: pypaimon 2.1.0 reads the 32-bit flavour through the manifest ranges
+    from pypaimon.deletionvectors.deletion_vector import DeletionVector
+    from pypaimon.filesystem.local_file_io import LocalFileIO
+    from pypaimon.table.source.deletion_file import DeletionFile
+
+    vectors = [BitMap([0, 5, 70_000, 1 << 20]), BitMap(range(100, 5000, 7)), BitMap([3])]
+    data, ranges = write_deletion_vectors(vectors, bitmap64=False)
+    path = tmp_path / "index-dv-0"
+    path.write_bytes(data)
+    for vector, (offset, length) in zip(vectors, ranges):
+        dv = DeletionVector.read(LocalFileIO(), DeletionFile(str(path), offset, length, len(vector)))
+        assert all(dv.is_deleted(p) for p in vector)
+        assert dv.get_cardinality() == len(vector)
