@@ -386,6 +386,13 @@ def main() -> int:
         f"compared with `numpy.bincount` ({'all equal' if not failures else '; '.join(failures)}); "
         "the Roaring result decodes to `flag.sum()` rows.",
     ]
+    lines += [
+        "",
+        "Reading the numbers: at the offered rate the server needs rate × CPU-per-query of one core (about "
+        "half a core at 300 req/s). The paced generator counts queueing, so when other processes on the "
+        "machine take that CPU share away (see the load average above), p50/p99 jump from a few ms to "
+        "hundreds of ms; the back-to-back row shows the service time without queueing.",
+    ]
     ratio_line = [m for m in metrics.splitlines() if m.startswith("bgix_cache_hit_ratio ")]
     if ratio_line:
         lines.append(f"Reader cache hit ratio at the end: {float(ratio_line[0].split()[1]):.4f}.")

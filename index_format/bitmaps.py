@@ -320,6 +320,47 @@ def decode_array_bitmaps(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray) ->
     return ids, rejected
 
 
+def header_cardinalities(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Row counts of many portable bitmaps from their container headers, without decoding (spec §1).
+
+    Covers one-bucket, high-0 bitmaps with either cookie; returns (counts, mask of bitmaps not
+    covered — their counts are 0 and the caller decodes them).
+    """
+    nb = len(offs)
+    cards = np.zeros(nb, dtype=np.int64)
+    rejected = np.ones(nb, dtype=bool)
+    if nb == 0:
+        return cards, rejected
+    offs = offs.astype(np.int64, copy=False)
+    lens = lens.astype(np.int64, copy=False)
+    w = _Words(buf)
+    words = w.words
+    cand = np.flatnonzero((lens >= 20) & (offs >= 0) & (offs + lens <= len(buf)))
+    o = offs[cand]
+    wb = (o >> 1) + (o & 1) * w.half
+    good = ((words[wb] == 1) & (words[wb + 1] == 0) & (words[wb + 2] == 0) & (words[wb + 3] == 0)
+            & (words[wb + 4] == 0) & (words[wb + 5] == 0))
+    cand, wb = cand[good], wb[good]
+    cookie = words[wb + 6].astype(np.int64)
+    hi = words[wb + 7].astype(np.int64)
+    no_runs = (cookie == _COOKIE_NO_RUNS) & (hi == 0)
+    runs = cookie == _COOKIE_NO_RUNS + 1
+    n = np.where(no_runs, words[wb + 8].astype(np.int64) | (words[wb + 9].astype(np.int64) << 16), hi + 1)
+    # header start in bytes from the bitmap start: 20 (no runs) or 16 + run-flag bytes
+    hstart = np.where(no_runs, 20, 16 + (n + 7) // 8)
+    ok = (no_runs | runs) & (n >= 1) & (hstart + 4 * n <= lens[cand])
+    cand, n, hstart = cand[ok], n[ok], hstart[ok]
+    if len(cand) == 0:
+        return cards, rejected
+    cstart = np.zeros(len(n) + 1, dtype=np.int64)
+    np.cumsum(n, out=cstart[1:])
+    # byte position of each container's (card - 1) field: header start + 4i + 2
+    cpos = np.repeat(offs[cand] + hstart + 2 - 4 * cstart[:-1], n) + 4 * np.arange(int(cstart[-1]), dtype=np.int64)
+    cards[cand] = np.add.reduceat(w.u16i(cpos), cstart[:-1]) + n
+    rejected[cand] = False
+    return cards, rejected
+
+
 def bitmap_of_ids(ids: np.ndarray) -> BitMap:
     """32-bit BitMap of unsorted, possibly repeated uint32 ids (dense sets via a mask, else a sort)."""
     if len(ids) == 0:

@@ -6,7 +6,6 @@ Imports the format modules, numpy and pyroaring; storage only through the RangeS
 from __future__ import annotations
 
 import os
-import struct
 import threading
 from bisect import bisect_left, bisect_right
 from collections import OrderedDict
@@ -34,8 +33,6 @@ _MERGE_GAP = 64 * 1024
 # From this many bitmaps on, decode them vectorized (numpy) instead of one call each.
 _BULK_MIN = 64
 _PREFIX = BITMAP64_ONE_BUCKET_HIGH0
-_HDR = struct.Struct("<I")
-_CARD = struct.Struct("<HH")
 
 
 class RangeSource(Protocol):
@@ -132,26 +129,6 @@ class _SizedSource:
         if offset + length > self.size:
             raise TruncatedFileError("read past the recorded file size", path=self.name, offset=offset)
         return self.inner.read(offset, length)
-
-
-def _cardinality(data: memoryview) -> int:
-    """Row count of a portable bitmap from its container headers (no decoding) when simple."""
-    if len(data) >= 20 and data[:12] == _PREFIX:
-        cookie = _HDR.unpack_from(data, 12)[0]
-        if cookie & 0xFFFF == 12347:
-            n = (cookie >> 16) + 1
-            pos = 16 + (n + 7) // 8
-        elif cookie == 12346:
-            n = _HDR.unpack_from(data, 16)[0]
-            pos = 20
-        else:
-            n = -1
-        if 0 <= n and pos + 4 * n <= len(data):
-            total = n
-            for i in range(n):
-                total += _CARD.unpack_from(data, pos + 4 * i)[1]
-            return total
-    return len(bitmaps.deserialize(data))
 
 
 class IndexReader:
@@ -385,6 +362,27 @@ class IndexReader:
                 locs.append(loc)
         return self._union(locs)
 
+    def _gather(self, offs: np.ndarray, lens: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
+        """Read the byte ranges (offs, lens) with one read per cluster (gaps ≤ _MERGE_GAP).
+
+        Returns (buffer, position of each range in it, offs, lens), the ranges sorted by offset.
+        """
+        order = np.argsort(offs, kind="stable")
+        offs, lens = offs[order], lens[order]
+        ends = np.maximum.accumulate(offs + lens)
+        cut = np.flatnonzero(offs[1:] - ends[:-1] > _MERGE_GAP) + 1
+        s_first = np.concatenate(([0], cut))
+        s_last = np.concatenate((cut, [len(offs)])) - 1
+        starts, stops = offs[s_first], ends[s_last]
+        pieces = [self._read(int(a), int(b - a), f"bitmaps at offset {int(a)}")
+                  for a, b in zip(starts.tolist(), stops.tolist())]
+        raw = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+        base = np.zeros(len(starts), dtype=np.int64)
+        np.cumsum((stops - starts)[:-1], out=base[1:])
+        span_of = np.repeat(np.arange(len(starts)), s_last - s_first + 1)
+        rel = offs - starts[span_of] + base[span_of]
+        return raw, rel, offs, lens
+
     def _union(self, locs: list[tuple[int, int]] | tuple[np.ndarray, np.ndarray]) -> BitMap64:
         """OR of the bitmaps at `locs` ((offset, length) pairs or two arrays), neighbours read at once."""
         if isinstance(locs, tuple):
@@ -400,21 +398,7 @@ class IndexReader:
             return BitMap64()
         if len(offs) == 1:
             return self.bitmap_at(int(offs[0]), int(lens[0]))
-        order = np.argsort(offs, kind="stable")
-        offs, lens = offs[order], lens[order]
-        ends = np.maximum.accumulate(offs + lens)
-        # spans of bitmaps closer than _MERGE_GAP: one read each, concatenated into one buffer
-        cut = np.flatnonzero(offs[1:] - ends[:-1] > _MERGE_GAP) + 1
-        s_first = np.concatenate(([0], cut))
-        s_last = np.concatenate((cut, [len(offs)])) - 1
-        starts, stops = offs[s_first], ends[s_last]
-        pieces = [self._read(int(a), int(b - a), f"bitmaps at offset {int(a)}")
-                  for a, b in zip(starts.tolist(), stops.tolist())]
-        raw = pieces[0] if len(pieces) == 1 else b"".join(pieces)
-        base = np.zeros(len(starts), dtype=np.int64)
-        np.cumsum((stops - starts)[:-1], out=base[1:])
-        span_of = np.repeat(np.arange(len(starts)), s_last - s_first + 1)
-        rel = offs - starts[span_of] + base[span_of]
+        raw, rel, offs, lens = self._gather(offs, lens)
         self.stats.bitmaps_read += len(offs)
         small: list[BitMap] = []
         large: list[BitMap64] = []
@@ -459,33 +443,79 @@ class IndexReader:
             blk.extra["np"] = arrs
         return arrs
 
+    def _range_span(self, lo: object, hi: object, low_inclusive: bool, high_inclusive: bool
+                    ) -> tuple[int, int, int, int] | None:
+        """(b0, j0, b1, j1): the keys in [lo, hi] run from entry j0 of block b0 to before entry j1 of
+        block b1 (logical-order files, binary-searched; spec §2.10); None when empty."""
+        sk = self._index_sk
+        assert sk is not None
+        b0 = 0 if lo is None else max(bisect_right(sk, lo) - 1, 0)
+        b1 = len(sk) - 1 if hi is None else bisect_right(sk, hi) - 1
+        if b1 < b0:
+            return None
+        j0 = 0
+        if lo is not None:
+            bsk = self._sort_keys(self._block(b0))
+            j0 = bisect_left(bsk, lo) if low_inclusive else bisect_right(bsk, lo)
+        if hi is None:
+            j1 = len(self._block(b1))
+        else:
+            bsk = self._sort_keys(self._block(b1))
+            j1 = bisect_right(bsk, hi) if high_inclusive else bisect_left(bsk, hi)
+        return _nonempty(b0, j0, b1, j1, len(self._block(b0)))
+
+    def _prefix_span(self, p: bytes) -> tuple[int, int, int, int] | None:
+        """Like _range_span for keys starting with `p` (byte order = logical order for strings)."""
+        keys = self._block_index().keys
+        upper = _upper_bound(p)
+        b0 = max(bisect_right(keys, p) - 1, 0)
+        b1 = len(keys) - 1 if upper is None else bisect_left(keys, upper) - 1
+        if b1 < b0:
+            return None
+        j0 = bisect_left(self._block(b0).keys, p)
+        blk1 = self._block(b1)
+        j1 = len(blk1) if upper is None else bisect_left(blk1.keys, upper)
+        return _nonempty(b0, j0, b1, j1, len(self._block(b0)))
+
+    def _span_locs(self, b0: int, j0: int, b1: int, j1: int) -> tuple[np.ndarray, np.ndarray]:
+        """Bitmap offsets and lengths of the entries from (b0, j0) to before (b1, j1)."""
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        for b in range(b0, b1 + 1):
+            o, ln = self._block_arrays(self._block(b))
+            lo = j0 if b == b0 else 0
+            hi = j1 if b == b1 else len(o)
+            if lo < hi:
+                parts.append((o[lo:hi], ln[lo:hi]))
+        return _concat(parts)
+
+    def _span_union(self, span: tuple[int, int, int, int] | None) -> BitMap64:
+        """Rows of the keys in a span. A span over most blocks is answered as non-null rows minus
+        the keys outside it: every non-null row has exactly one key (spec §2.9), and fewer blocks
+        and bitmaps are read."""
+        if span is None:
+            return BitMap64()
+        b0, j0, b1, j1 = span
+        last = len(self._block_index()) - 1
+        if (b1 - b0 + 1) * 10 <= (last + 1) * 6 or last < 3:
+            return self._union(self._span_locs(b0, j0, b1, j1))
+        parts: list[tuple[np.ndarray, np.ndarray]] = []
+        if b0 > 0 or j0 > 0:
+            parts.append(self._span_locs(0, 0, b0, j0))
+        n1 = len(self._block(b1))
+        if b1 < last or j1 < n1:
+            nl = len(self._block(last))
+            parts.append(self._span_locs(b1, j1, last, nl) if j1 < n1 else self._span_locs(b1 + 1, 0, last, nl))
+        outside = _concat(parts)
+        if len(outside[0]) == 0:
+            return self.non_null_rows()
+        return self.non_null_rows() - self._union(outside)
+
     def _range_locs(self, low: object, high: object, low_inclusive: bool, high_inclusive: bool
                     ) -> tuple[np.ndarray, np.ndarray]:
+        """Bitmap locations of the keys in a range, for files whose order is not logical."""
         kt = self.kt
         lo = None if low is None else sort_key_of_bytes(kt, serialize_key(kt, low))
         hi = None if high is None else sort_key_of_bytes(kt, serialize_key(kt, high))
-        idx = self._block_index()
-        if not idx.keys:
-            return _NO_LOCS
-        parts: list[tuple[np.ndarray, np.ndarray]] = []
-        if self._order == "logical":
-            sk = self._index_sk
-            assert sk is not None
-            b0 = 0 if lo is None else max(bisect_right(sk, lo) - 1, 0)
-            b1 = len(sk) - 1 if hi is None else bisect_right(sk, hi) - 1
-            for b in range(b0, b1 + 1):
-                blk = self._block(b)
-                n = len(blk)
-                if (lo is None or b > b0) and (hi is None or b < b1):
-                    j0, j1 = 0, n  # a block strictly inside the range: no key comparisons
-                else:
-                    bsk = self._sort_keys(blk)
-                    j0 = 0 if lo is None else (bisect_left(bsk, lo) if low_inclusive else bisect_right(bsk, lo))
-                    j1 = n if hi is None else (bisect_right(bsk, hi) if high_inclusive else bisect_left(bsk, hi))
-                if j0 < j1:
-                    o, ln = self._block_arrays(blk)
-                    parts.append((o[j0:j1], ln[j0:j1]))
-            return _concat(parts)
         locs: list[tuple[int, int]] = []
         for _, blk in self._iter_blocks():
             for s, o, n in zip(self._sort_keys(blk), blk.offsets, blk.lengths):
@@ -499,36 +529,31 @@ class IndexReader:
     def range(self, low: object = None, high: object = None, *, low_inclusive: bool = True,
               high_inclusive: bool = True) -> BitMap64:
         """Rows whose key lies between low and high in Java logical order (None = unbounded)."""
+        if not self._block_index().keys:
+            return BitMap64()
+        if self._order == "logical":
+            kt = self.kt
+            lo = None if low is None else sort_key_of_bytes(kt, serialize_key(kt, low))
+            hi = None if high is None else sort_key_of_bytes(kt, serialize_key(kt, high))
+            return self._span_union(self._range_span(lo, hi, low_inclusive, high_inclusive))
         return self._union(self._range_locs(low, high, low_inclusive, high_inclusive))
 
-    def _prefix_locs(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+    def _prefix_bytes(self, prefix: str | bytes) -> bytes:
         if not self.kt.is_string:
             raise UnsupportedTypeError(f"starts_with needs a string column, not {self.kt.spelling}")
-        p = prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
-        idx = self._block_index()
-        if not idx.keys:
+        return prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
+
+    def _prefix_locs(self, prefix: str) -> tuple[np.ndarray, np.ndarray]:
+        p = self._prefix_bytes(prefix)
+        if not self._block_index().keys:
             return _NO_LOCS
-        if self._order != "logical":
-            locs: list[tuple[int, int]] = []
-            for _, blk in self._iter_blocks():
-                locs.extend((o, n) for k, o, n in zip(blk.keys, blk.offsets, blk.lengths) if k.startswith(p))
-            return _as_arrays(locs)
-        parts: list[tuple[np.ndarray, np.ndarray]] = []
-        upper = _upper_bound(p)
-        b = max(bisect_right(idx.keys, p) - 1, 0)
-        while b < len(idx.keys):
-            if upper is not None and idx.keys[b] >= upper:
-                break
-            blk = self._block(b)
-            j0 = bisect_left(blk.keys, p)
-            j1 = len(blk.keys) if upper is None else bisect_left(blk.keys, upper)
-            if j0 < j1:
-                o, ln = self._block_arrays(blk)
-                parts.append((o[j0:j1], ln[j0:j1]))
-            if j1 < len(blk.keys):
-                break
-            b += 1
-        return _concat(parts)
+        if self._order == "logical":
+            span = self._prefix_span(p)
+            return _NO_LOCS if span is None else self._span_locs(*span)
+        locs: list[tuple[int, int]] = []
+        for _, blk in self._iter_blocks():
+            locs.extend((o, n) for k, o, n in zip(blk.keys, blk.offsets, blk.lengths) if k.startswith(p))
+        return _as_arrays(locs)
 
     def starts_with(self, prefix: str) -> BitMap64:
         """Rows whose string key starts with `prefix` (raw UTF-8 bytes, spec §2.10)."""
@@ -536,6 +561,9 @@ class IndexReader:
             if not self.kt.is_string:
                 raise UnsupportedTypeError(f"starts_with needs a string column, not {self.kt.spelling}")
             return self.non_null_rows()
+        p = self._prefix_bytes(prefix)
+        if self._block_index().keys and self._order == "logical":
+            return self._span_union(self._prefix_span(p))
         return self._union(self._prefix_locs(prefix))
 
     def scan(self, match: Callable[[object], bool]) -> BitMap64:
@@ -571,22 +599,36 @@ class IndexReader:
         if self._order != "logical":
             kt = self.kt
             items.sort(key=lambda e: sort_key_of_bytes(kt, e[0]))
-        i = 0
-        while i < len(items):
-            # read runs of neighbouring bitmaps at once, count from container headers
-            start = items[i][1]
-            end = start + items[i][2]
-            j = i + 1
-            while j < len(items) and 0 <= items[j][1] - end <= _MERGE_GAP:
-                end = items[j][1] + items[j][2]
-                j += 1
-            span = memoryview(self._read(start, end - start, f"bitmaps at offset {start}"))
-            for k, o, n in items[i:j]:
-                yield deserialize_key(self.kt, k), _cardinality(span[o - start:o - start + n])
-            i = j
-
+        if not items:
+            return
+        offs = np.fromiter((e[1] for e in items), dtype=np.int64, count=len(items))
+        lens = np.fromiter((e[2] for e in items), dtype=np.int64, count=len(items))
+        # counts from the container headers of all bitmaps at once (no decoding), in offset order
+        order = np.argsort(offs, kind="stable")
+        raw, rel, s_offs, s_lens = self._gather(offs, lens)
+        cards, rejected = bitmaps.header_cardinalities(np.frombuffer(raw, dtype=np.uint8), rel, s_lens)
+        if bool(rejected.any()):
+            mv = memoryview(raw)
+            for j in np.flatnonzero(rejected).tolist():
+                p, n, o = int(rel[j]), int(s_lens[j]), int(s_offs[j])
+                cards[j] = len(bitmaps.deserialize(mv[p:p + n], path=self.path,
+                                                   block=f"bitmap at offset {o}", offset=o))
+        counts = np.empty(len(items), dtype=np.int64)
+        counts[order] = cards
+        kt = self.kt
+        for (k, _o, _n), c in zip(items, counts.tolist()):
+            yield deserialize_key(kt, k), c
 
 _NO_LOCS = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
+
+
+def _nonempty(b0: int, j0: int, b1: int, j1: int, n0: int) -> tuple[int, int, int, int] | None:
+    """Normalize a span (j0 may equal the length n0 of block b0) or None if it holds no entry."""
+    if j0 >= n0 and b0 < b1:
+        b0, j0 = b0 + 1, 0
+    if b0 > b1 or (b0 == b1 and j0 >= j1):
+        return None
+    return b0, j0, b1, j1
 
 
 def _concat(parts: list[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:

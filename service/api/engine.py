@@ -174,10 +174,12 @@ class QueryEngine:
         t = self.catalog.get_table(table)
         files = sorted(self.catalog.data_files(table), key=lambda f: f.first_row_id)
         total = max((f.first_row_id + f.row_count for f in files), default=0)
-        columns = {s.column: self._column_view(s) for s in self.catalog.list_indexes(table)}
+        # Ids from a table's own row-id column may have gaps: complements must not return them.
+        sparse = t.row_id_column is not None
+        columns = {s.column: self._column_view(s, sparse) for s in self.catalog.list_indexes(table)}
         return TableView(table=t, columns=columns, data_files=files, total_rows=total)
 
-    def _column_view(self, snap: Snapshot) -> ColumnView:
+    def _column_view(self, snap: Snapshot, sparse: bool) -> ColumnView:
         kt = parse_type(snap.key_type)
         budget = parse_options(dict(snap.options)).fallback_scan_max_size
         refs = [
@@ -190,7 +192,7 @@ class QueryEngine:
         ]
         return ColumnView(snapshot=snap, kt=kt,
                           index=ColumnIndex(column=snap.column, kt=kt, files=refs,
-                                            fallback_scan_max_size=budget))
+                                            fallback_scan_max_size=budget, sparse=sparse))
 
     def _opener(self, path: str, size: int, kt: KeyType) -> Callable[[], IndexReader]:
         resolved: list[str] = []  # resolve (realpath, root checks) once per view, not per query

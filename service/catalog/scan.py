@@ -6,7 +6,6 @@ Imports index_format.storage and pyarrow; never Spark. Row counts come from file
 from __future__ import annotations
 
 import io
-import os
 from typing import Any
 from urllib.parse import unquote
 
@@ -62,24 +61,8 @@ def open_file(storage: Storage, path: str, size: int | None = None) -> io.Buffer
 
 
 def file_stat(storage: Storage, path: str) -> tuple[int, float]:
-    """(size, mtime seconds). Storage has no mtime call yet, so this reads it from the backend.
-
-    Local paths: os.stat of the resolved (root-checked) path. Object stores: the backend's info(),
-    using LastModified (or the ETag's hash when there is no timestamp) as the change marker.
-    """
-    full = storage.resolve(path)
-    if "://" not in full:
-        st = os.stat(full)
-        return st.st_size, st.st_mtime
-    fs = storage._fs(full.split("://", 1)[0])  # noqa: SLF001 — see report: Storage.stat() requested
-    info = fs.info(full)
-    mtime = info.get("LastModified") or info.get("mtime") or info.get("created")
-    if hasattr(mtime, "timestamp"):
-        mtime = mtime.timestamp()
-    if mtime is None:
-        etag = str(info.get("ETag", "")).strip('"')
-        mtime = float(int(etag[:8], 16)) if etag else 0.0
-    return int(info["size"]), float(mtime)
+    """(size, mtime seconds) of a data file: the fingerprint that marks an index stale when it changes."""
+    return storage.stat(path)
 
 
 def parse_partition(rel_dir: str, partition_columns: list[str]) -> dict[str, str]:

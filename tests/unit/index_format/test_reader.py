@@ -232,3 +232,115 @@ def test_bad_bitmap_bytes(vectors_dir) -> None:
     with pytest.raises(CorruptFileError):
         r.eq("even")
     assert set(r.eq("odd")) == {0, 2}
+
+
+# -- bulk (vectorized) paths: wide ranges, prefixes, IN lists, scans and value counts -------------------
+
+def _mixed_shape_rows(seed: int = 11) -> tuple[list, list]:
+    """Keys whose bitmaps take every shape: sparse arrays, runs, >4096-id containers, ids ≥ 2^32."""
+    rng = random.Random(seed)
+    keys: list = []
+    rids: list = []
+    rid = 0
+    for i in range(300):
+        k = f"k{i:04d}"
+        shape = i % 6
+        if shape == 0:      # a run of consecutive ids (run container)
+            ids = list(range(rid, rid + rng.randint(3, 40)))
+        elif shape == 1:    # a dense container (> 4096 ids → bitmap container)
+            ids = list(range(rid, rid + 9000, 2))
+        elif shape == 2:    # ids beyond 2^32 (two buckets)
+            ids = [rid, (1 << 32) + rid * 3 + 1]
+        else:               # sparse ids spread over several containers
+            ids = sorted({rid + rng.randrange(0, 1 << 20) for _ in range(rng.randint(1, 12))})
+        keys += [k] * len(ids)
+        rids += ids
+        rid = max(ids) % (1 << 31) + 7 if shape != 2 else rid + 11
+    keys += [None] * 5
+    rids += [(1 << 34) + j for j in range(5)]
+    order = list(range(len(keys)))
+    rng.shuffle(order)
+    return [keys[j] for j in order], [rids[j] for j in order]
+
+
+def _expected(keys: list, rids: list, pred) -> set[int]:
+    return {r for k, r in zip(keys, rids) if k is not None and pred(k)}
+
+
+def test_bulk_paths_match_plain_python_on_every_bitmap_shape() -> None:
+    keys, rids = _mixed_shape_rows()
+    r = open_index(BytesSource(_file(keys, rids, block=512), "mixed.index"), S)
+    assert set(r.range(low="k0100", low_inclusive=False)) == _expected(keys, rids, lambda k: k > "k0100")
+    assert set(r.range(high="k0250")) == _expected(keys, rids, lambda k: k <= "k0250")
+    assert set(r.range("k0010", "k0290", low_inclusive=False, high_inclusive=False)) == \
+        _expected(keys, rids, lambda k: "k0010" < k < "k0290")
+    assert set(r.starts_with("k0")) == _expected(keys, rids, lambda k: k.startswith("k0"))
+    assert set(r.starts_with("k01")) == _expected(keys, rids, lambda k: k.startswith("k01"))
+    wanted = {f"k{i:04d}" for i in range(0, 300, 3)} | {"absent"}
+    assert set(r.isin(sorted(wanted))) == _expected(keys, rids, lambda k: k in wanted)
+    assert set(r.scan(lambda v: v.endswith("7"))) == _expected(keys, rids, lambda k: k.endswith("7"))
+    assert set(r.scan_bytes(lambda b: b[-1:] in (b"1", b"2"))) == \
+        _expected(keys, rids, lambda k: k[-1] in "12")
+    counts: dict = {}
+    for k, rid in set(zip(keys, rids)):
+        if k is not None:
+            counts[k] = counts.get(k, 0) + 1
+    assert list(r.value_counts()) == sorted(counts.items())
+    assert list(r.value_counts("k02")) == sorted((k, c) for k, c in counts.items() if k.startswith("k02"))
+
+
+def test_bulk_union_reports_a_corrupt_bitmap_in_a_wide_range() -> None:
+    keys = [f"v{i:04d}" for i in range(200)]
+    rids = [i * 70_001 for i in range(200)]   # one id per key, ids in distinct containers
+    data = bytearray(_file(keys, rids, block=256))
+    r = open_index(BytesSource(bytes(data), "ok.index"), S)
+    assert set(r.range(low="v0000")) == set(rids)
+    offset = next(o for v, o, _n in r.entries() if v == "v0100")
+    data[offset + 12:offset + 16] = b"\x99\x99\x99\x99"   # cookie of one bitmap inside the range
+    bad = open_index(BytesSource(bytes(data), "bad.index"), S)
+    with pytest.raises(CorruptFileError):
+        bad.range(low="v0060", high="v0140")   # 81 bitmaps: the vectorized union meets the damage
+    assert set(bad.range(low="v0150")) == set(rids[150:])
+    # a range over most blocks is non-null rows minus the keys outside it: the damage is not read
+    assert set(bad.range(low="v0010")) == set(rids[10:])
+
+
+def test_numpy_bitmap_decoders_agree_with_pyroaring_at_any_alignment() -> None:
+    import numpy as np
+    from pyroaring import BitMap64
+
+    from index_format.bitmaps import decode_array_bitmaps, header_cardinalities
+    rng = np.random.default_rng(3)
+    maps = []
+    for i in range(200):
+        shape = i % 5
+        if shape == 0:
+            ids = rng.integers(0, 1 << 20, int(rng.integers(1, 50)))
+        elif shape == 1:
+            ids = np.arange(int(rng.integers(0, 1000)), int(rng.integers(1000, 300_000)))
+        elif shape == 2:
+            ids = rng.integers(0, 1 << 34, int(rng.integers(1, 20)))
+        elif shape == 3:
+            ids = np.concatenate([np.arange(100, 140), rng.integers(0, 1 << 18, 30)])
+        else:
+            ids = rng.integers(0, 70_000, int(rng.integers(5000, 9000)))
+        bm = BitMap64(ids.astype(np.uint64).tolist())
+        bm.run_optimize()
+        maps.append((bm.serialize(), bm))
+    raw, offs, lens = b"", [], []
+    for j, (blob, _bm) in enumerate(maps):
+        raw += b"\x00" * (j % 3)  # odd and even starts
+        offs.append(len(raw))
+        lens.append(len(blob))
+        raw += blob
+    buf = np.frombuffer(raw, dtype=np.uint8)
+    cards, rejected = header_cardinalities(buf, np.array(offs), np.array(lens))
+    assert all(int(c) == len(bm) for (_b, bm), c, rej in zip(maps, cards, rejected) if not rej)
+    assert rejected.sum() <= 40  # only the ids ≥ 2^32 maps need the slow path
+    ids, rejected = decode_array_bitmaps(buf, np.array(offs), np.array(lens))
+    expected: set[int] = set()
+    for (_b, bm), rej in zip(maps, rejected):
+        if not rej:
+            expected |= set(bm)
+    assert set(ids.tolist()) == expected
+    assert not rejected[0::5].any()  # sparse array-only maps are decoded vectorized
