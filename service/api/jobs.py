@@ -24,7 +24,7 @@ from typing import Any
 from index_format.options import parse_options
 from index_format.storage import Storage
 from service.api.settings import Settings
-from service.catalog import Catalog
+from service.catalog import Catalog, parse_partitions
 from service.catalog.errors import BuildInProgressError
 from service.catalog.model import JobRecord, now
 
@@ -42,28 +42,6 @@ class _Tracked:
     pid: int
     log_path: Path | None
     cancelled: bool = False
-
-
-def parse_partitions(raw: str | list[dict[str, str]] | None) -> list[dict[str, str]] | None:
-    """Paimon's 'k=v,k=v;k=v' (spec §7.2) or a list of objects → list of {column: value}."""
-    if raw is None or raw == "" or raw == []:
-        return None
-    if isinstance(raw, list):
-        return [{str(k): str(v) for k, v in spec.items()} for spec in raw]
-    from index_format.errors import InvalidOptionError
-
-    out = []
-    for spec in raw.split(";"):
-        if not spec.strip():
-            continue
-        part: dict[str, str] = {}
-        for kv in spec.split(","):
-            key, sep, value = kv.partition("=")
-            if not sep or not key.strip():
-                raise InvalidOptionError(f"partitions: {kv!r} is not 'column=value'")
-            part[key.strip()] = value.strip()
-        out.append(part)
-    return out or None
 
 
 def _process_alive(pid: int, job_id: str) -> bool:
@@ -149,7 +127,7 @@ class JobRunner:
         """
         self.catalog.get_table(table)
         opts = parse_options(options)
-        parts = parse_partitions(partitions)
+        parts = parse_partitions(partitions) or None
         with self._lock:
             # The catalog's record decides: a tracked process whose record already says succeeded is
             # only exiting. Tracked jobs cover the moment before the process writes its record.

@@ -159,9 +159,11 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snaps
     log.info("job %s: %d file(s) to read, %d range(s), %d row(s)", spec.job_id, len(plan.files),
              len(plan.ranges), plan.rows)
     progress = Progress(catalog, spec.job_id, plan.range_rows)
-    progress.flush(force=True)
     if not plan.ranges and not options.rebuild:
+        progress.finished = True  # nothing to index: the job is done as soon as staleness is recorded
+        progress.flush(force=True)
         return _commit_staleness(catalog, plan)
+    progress.flush(force=True)
     out_dir = catalog.job_index_dir(table.name, column, spec.job_id)
     if spec.engine == "local" or not plan.files:
         kt = local_key_type(catalog.storage, plan) if plan.files else None
@@ -182,7 +184,7 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snaps
     key_type = kt.spelling if kt else (plan.previous.key_type if plan.previous else "string")
     snap = next_snapshot(plan, key_type, written, catalog.storage, spec.job_id, index_type)
     committed = catalog.commit(table.name, column, plan.previous.id if plan.previous else None, snap)
-    progress.task_fraction = 1.0
+    progress.finished = True
     progress.flush(force=True)
     return committed
 

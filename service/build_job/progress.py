@@ -20,6 +20,8 @@ class Progress:
         self.total_rows = sum(range_rows)
         self.done_rows = [0] * len(range_rows)
         self.task_fraction: float | None = None
+        self.finished = False
+        self._reported = 0.0  # what readers saw last: the bar never moves backwards
         self.min_interval = min_interval
         self._last_write = 0.0
         self._lock = threading.Lock()
@@ -43,7 +45,11 @@ class Progress:
             frac = rows / self.total_rows if self.total_rows else 1.0
             if self.task_fraction is not None:
                 frac = max(frac, self.task_fraction) if rows else self.task_fraction
-            return {"fraction": round(min(frac, 1.0), 4), "rows_indexed": rows, "ranges_done": done,
+            # Spark runs several jobs and stages per build, so a task ratio can reach 1.0 early and then
+            # drop when the next stage starts: keep the fraction monotonic and below 1 until the commit.
+            frac = 1.0 if self.finished else min(frac, 0.99)
+            self._reported = max(self._reported, frac)
+            return {"fraction": round(self._reported, 4), "rows_indexed": rows, "ranges_done": done,
                     "ranges_total": len(self.range_rows)}
 
     def flush(self, force: bool = False) -> None:
