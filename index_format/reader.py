@@ -32,6 +32,8 @@ if TYPE_CHECKING:
 _MERGE_GAP = 64 * 1024
 # From this many bitmaps on, decode them vectorized (numpy) instead of one call each.
 _BULK_MIN = 64
+# Bitmap bytes decoded vectorized at once (bounds the decoder's temporary memory).
+_BULK_CHUNK = 32 * 1024 * 1024
 _PREFIX = BITMAP64_ONE_BUCKET_HIGH0
 
 
@@ -383,25 +385,10 @@ class IndexReader:
         rel = offs - starts[span_of] + base[span_of]
         return raw, rel, offs, lens
 
-    def _union(self, locs: list[tuple[int, int]] | tuple[np.ndarray, np.ndarray]) -> BitMap64:
-        """OR of the bitmaps at `locs` ((offset, length) pairs or two arrays), neighbours read at once."""
-        if isinstance(locs, tuple):
-            offs, lens = locs
-        else:
-            if not locs:
-                return BitMap64()
-            if len(locs) == 1:
-                return self.bitmap_at(*locs[0])
-            arr = np.array(locs, dtype=np.int64).reshape(-1, 2)
-            offs, lens = arr[:, 0], arr[:, 1]
-        if len(offs) == 0:
-            return BitMap64()
-        if len(offs) == 1:
-            return self.bitmap_at(int(offs[0]), int(lens[0]))
+    def _union_chunk(self, offs: np.ndarray, lens: np.ndarray, small: list[BitMap], large: list[BitMap64]
+                     ) -> None:
+        """Decode the bitmaps (offs, lens): ids < 2^32 into `small` (32-bit), others into `large`."""
         raw, rel, offs, lens = self._gather(offs, lens)
-        self.stats.bitmaps_read += len(offs)
-        small: list[BitMap] = []
-        large: list[BitMap64] = []
         if len(offs) >= _BULK_MIN:
             ids, rejected = bitmaps.decode_array_bitmaps(np.frombuffer(raw, dtype=np.uint8), rel, lens)
             if len(ids):
@@ -409,6 +396,8 @@ class IndexReader:
             todo = np.flatnonzero(rejected).tolist()
         else:
             todo = range(len(offs))
+        if not len(todo):
+            return
         mv = memoryview(raw)
         rel_l, len_l, off_l = rel.tolist(), lens.tolist(), offs.tolist()
         for k in todo:
@@ -424,6 +413,32 @@ class IndexReader:
             else:
                 large.append(bitmaps.deserialize(piece, path=self.path, block=f"bitmap at offset {off}",
                                                  offset=off))
+
+    def _union(self, locs: list[tuple[int, int]] | tuple[np.ndarray, np.ndarray]) -> BitMap64:
+        """OR of the bitmaps at `locs` ((offset, length) pairs or two arrays), neighbours read at once."""
+        if isinstance(locs, tuple):
+            offs, lens = locs
+        else:
+            if not locs:
+                return BitMap64()
+            if len(locs) == 1:
+                return self.bitmap_at(*locs[0])
+            arr = np.array(locs, dtype=np.int64).reshape(-1, 2)
+            offs, lens = arr[:, 0], arr[:, 1]
+        if len(offs) == 0:
+            return BitMap64()
+        if len(offs) == 1:
+            return self.bitmap_at(int(offs[0]), int(lens[0]))
+        self.stats.bitmaps_read += len(offs)
+        small: list[BitMap] = []
+        large: list[BitMap64] = []
+        order = np.argsort(offs, kind="stable")
+        offs, lens = offs[order], lens[order]
+        # chunks of ≤ _BULK_CHUNK bytes bound the memory of the vectorized decode
+        chunk_of = np.cumsum(lens) // _BULK_CHUNK
+        cuts = [0, *(np.flatnonzero(chunk_of[1:] != chunk_of[:-1]) + 1).tolist(), len(offs)]
+        for a, b in zip(cuts[:-1], cuts[1:]):
+            self._union_chunk(offs[a:b], lens[a:b], small, large)
         if small:
             merged = BitMap.union(*small) if len(small) > 1 else small[0]
             merged.run_optimize()

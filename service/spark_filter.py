@@ -67,7 +67,8 @@ def select_files(table_files: Iterable[Mapping[str, object] | object], row_ids: 
 
 
 def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
-                      row_ids: BitMap64, format: str = "parquet") -> DataFrame:
+                      row_ids: BitMap64, format: str = "parquet", *, row_id_column: str | None = None,
+                      base_path: str | None = None) -> DataFrame:
     """A DataFrame of exactly the rows whose row id is in `row_ids`, plus a `_row_id` (bigint) column.
 
     `table_files` is the table's row-id map (`GET /v1/tables/{t}/files`, `Client.files()`): each entry has
@@ -77,17 +78,24 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
     a few runs of ids become range predicates, many scattered ids a left-semi join. An empty set gives
     an empty DataFrame with the table's schema.
 
+    With `row_id_column` (a table registered with one) the row ids are that column's values, not
+    positions: every file is read (Spark's Parquet statistics still skip row groups for the range
+    predicates) and `_row_id` is a copy of the column. `base_path` (the table location) keeps hive
+    partition columns (`dt=…/`) in the result, as a read of the whole table would have them.
+
     Raises:
         ValueError: `table_files` is empty (no file to take the schema from).
     """
     from pyspark.sql import functions as F
 
+    if row_id_column is not None:
+        return _filter_by_id_column(spark, table_files, row_ids, format, row_id_column, base_path)
     selected = select_files(table_files, row_ids)
     if not selected:
         files = list(table_files)
         if not files:
             raise ValueError("filter_by_row_ids needs at least one table file to know the schema")
-        empty = _with_row_id(spark, _file_fields(files[0])[0], 0, format).limit(0)
+        empty = _with_row_id(spark, _file_fields(files[0])[0], 0, format, base_path).limit(0)
         return empty
     wanted = BitMap64()
     for _, first, count, _ in selected:
@@ -95,10 +103,17 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
     wanted &= row_ids  # ids beyond the known files cannot match any row
     ids = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
     run_count = 1 + int(np.count_nonzero(np.diff(ids) != 1))
-    parts = [_with_row_id(spark, path, first, format) for path, first, _, _ in selected]
+    parts = [_with_row_id(spark, path, first, format, base_path) for path, first, _, _ in selected]
     frame = parts[0]
     for part in parts[1:]:
         frame = frame.unionByName(part)
+    return _keep_ids(spark, frame, ids, run_count)
+
+
+def _keep_ids(spark: SparkSession, frame: DataFrame, ids: np.ndarray, run_count: int) -> DataFrame:
+    """`frame` rows whose `_row_id` is in the sorted int64 `ids`: range predicates or a left-semi join."""
+    from pyspark.sql import functions as F
+
     if run_count <= MAX_RANGE_PREDICATES:
         cond = None
         for start, end in _runs(ids):
@@ -113,13 +128,40 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
     return frame.join(id_frame, on=ROW_ID_COLUMN, how="left_semi")
 
 
-def _with_row_id(spark: SparkSession, path: str, first: int, format: str) -> DataFrame:
+def _reader(spark: SparkSession, format: str, base_path: str | None):  # type: ignore[no-untyped-def]
+    reader = spark.read.format(format)
+    if base_path is not None:  # hive partition columns come from the path below the table location
+        reader = reader.option("basePath", _spark_path(base_path))
+    return reader
+
+
+def _with_row_id(spark: SparkSession, path: str, first: int, format: str,
+                 base_path: str | None = None) -> DataFrame:
     """One data file with `_row_id` = its first row id + the row's position in the file (spec §5.1 analogue)."""
     from pyspark.sql import functions as F
 
-    df = spark.read.format(format).load(_spark_path(path))
+    df = _reader(spark, format, base_path).load(_spark_path(path))
     columns = [F.col(f"`{c}`") for c in df.columns]
     return df.select(*columns, (F.lit(first).cast("bigint") + F.col("_metadata.row_index")).alias(ROW_ID_COLUMN))
+
+
+def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
+                         row_ids: BitMap64, format: str, row_id_column: str, base_path: str | None) -> DataFrame:
+    """Tables whose row ids are the values of `row_id_column`: which file holds an id is unknown, so all
+    files are read and the id column is filtered (exact, like a scan of the table)."""
+    from pyspark.sql import functions as F
+
+    paths = [_spark_path(_file_fields(f)[0]) for f in table_files]
+    if not paths:
+        raise ValueError("filter_by_row_ids needs at least one table file to know the schema")
+    df = _reader(spark, format, base_path).load(paths)
+    frame = df.select(*[F.col(f"`{c}`") for c in df.columns],
+                      F.col(f"`{row_id_column}`").cast("bigint").alias(ROW_ID_COLUMN))
+    if not row_ids:
+        return frame.limit(0)
+    ids = np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64)
+    run_count = 1 + int(np.count_nonzero(np.diff(ids) != 1))
+    return _keep_ids(spark, frame, ids, run_count)
 
 
 def spark_filter(client: _FilesAndRows, spark: SparkSession, table: str, where: str,
@@ -133,4 +175,21 @@ def spark_filter(client: _FilesAndRows, spark: SparkSession, table: str, where: 
         files = files["files"]
     elif hasattr(files, "files"):
         files = files.files  # type: ignore[attr-defined]
-    return filter_by_row_ids(spark, list(files), row_ids, format=format)  # type: ignore[arg-type]
+    row_id_column, base_path = _table_layout(client, table)
+    return filter_by_row_ids(spark, list(files), row_ids, format=format,  # type: ignore[arg-type]
+                             row_id_column=row_id_column, base_path=base_path)
+
+
+def _table_layout(client: object, table: str) -> tuple[str | None, str | None]:
+    """(row_id_column, base path for partition discovery) of `table` from `client.tables()`, if it has it."""
+    tables = getattr(client, "tables", None)
+    if tables is None:
+        return None, None
+    for t in tables():
+        def field(key: str, t: object = t) -> object:
+            return t.get(key) if isinstance(t, Mapping) else getattr(t, key, None)
+        if field("name") == table:
+            rid = field("row_id_column")
+            base = str(field("location")) if field("partition_columns") else None
+            return (str(rid) if rid else None), base
+    return None, None

@@ -47,7 +47,8 @@ _bearer = HTTPBearer(auto_error=False, description="Bearer token (BGIX_TOKEN)")
 BearerDep = Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
 
 
-def _check(services: Services, credentials: HTTPAuthorizationCredentials | None) -> None:
+def check_token(services: Services, credentials: HTTPAuthorizationCredentials | None) -> None:
+    """Raises UnauthorizedError unless the bearer token matches BGIX_TOKEN (no-op when unset)."""
     token = services.settings.token
     if token is None:
         return
@@ -59,20 +60,20 @@ def _check(services: Services, credentials: HTTPAuthorizationCredentials | None)
 
 async def require_write(services: ServicesDep, credentials: BearerDep) -> None:
     """Every mutating endpoint: the token is required whenever BGIX_TOKEN is set."""
-    _check(services, credentials)
+    check_token(services, credentials)
 
 
 async def require_read(services: ServicesDep, credentials: BearerDep) -> None:
     """Read endpoints: the token is required only with BGIX_READ_TOKEN_REQUIRED."""
     if services.settings.read_token_required:
-        _check(services, credentials)
+        check_token(services, credentials)
 
 
 async def read_services(request: Request, credentials: BearerDep) -> Services:
     """Services plus the read-token check in one dependency (the hot query path resolves one node)."""
     services: Services = request.app.state.services
     if services.settings.read_token_required:
-        _check(services, credentials)
+        check_token(services, credentials)
     return services
 
 

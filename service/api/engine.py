@@ -14,6 +14,9 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
+import numpy as np
+from pyroaring import BitMap64
+
 from index_format import errors as fmt
 from index_format.filemeta import parse_meta
 from index_format.keys import sort_key
@@ -31,12 +34,14 @@ from service.api.metrics import Metrics
 from service.catalog import Catalog, layout
 from service.catalog.errors import IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
+from service.catalog.scan import read_columns
 
 # A parsed predicate is immutable and independent of the catalog, so repeated texts skip sqlglot.
 _PARSE_CACHE = 4096
 # Measured: a decoded 16 KB dictionary block holds about 180 KB of Python objects (keys, offsets, lookup).
 _DECODED_BLOCK_COST = 12 * 16384
 _RANKINGS_KEPT = 8
+_ROW_ID_FILES_KEPT = 64   # row_id_column tables: files whose id column is kept for result "files"
 
 
 @lru_cache(maxsize=_PARSE_CACHE)
@@ -77,6 +82,14 @@ class TableView:
     data_files: list[DataFile]
     total_rows: int
     loaded_at: float = field(default_factory=time.monotonic)
+    # Ids of data files removed or rewritten since they got their ids: they name no row any more, so a
+    # (stale) index must not return them. None when there are none.
+    retired: BitMap64 | None = None
+    retired_ranges: tuple[tuple[int, int], ...] = ()   # the same ids as inclusive [first, last] ranges
+
+    def uncovered(self, covered: list[list[int]]) -> list[list[int]]:
+        """Inclusive ranges of live row ids outside `covered` (retired ids hold no row to cover)."""
+        return complement_ranges([*covered, *(list(r) for r in self.retired_ranges)], self.total_rows)
 
 
 @dataclass(frozen=True)
@@ -129,9 +142,12 @@ class QueryEngine:
         # blocks shared by all readers.
         self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 2, _reader_cost, metrics.record_cache)
         self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 2 // _DECODED_BLOCK_COST))
+        # Read at scrape time, so the gauge always equals what the reader LRU holds.
+        metrics.cache_bytes.set_function(lambda: float(self.readers.bytes))
         self._views: dict[str, TableView] = {}
         self._rankings: dict[tuple[str, str, int, str | None], list[tuple[object, int]]] = {}
         self._stats: dict[tuple[str, str, int], dict[str, int]] = {}
+        self._file_ids: dict[tuple[str, int, float], tuple[np.ndarray, BitMap64]] = {}
         self._lock = threading.Lock()
 
     # ---- snapshot resolution --------------------------------------------------------------
@@ -177,7 +193,17 @@ class QueryEngine:
         # Ids from a table's own row-id column may have gaps: complements must not return them.
         sparse = t.row_id_column is not None
         columns = {s.column: self._column_view(s, sparse) for s in self.catalog.list_indexes(table)}
-        return TableView(table=t, columns=columns, data_files=files, total_rows=total)
+        retired: BitMap64 | None = None
+        ranges: tuple[tuple[int, int], ...] = ()
+        if not sparse:  # with a row_id_column, ids are values: a retired file frees no id range
+            gone = [f for f in self.catalog.retired_files(table) if f.row_count]
+            if gone:
+                retired = BitMap64()
+                for f in gone:
+                    retired.add_range(f.first_row_id, f.end_row_id)
+                ranges = tuple((f.first_row_id, f.end_row_id - 1) for f in gone)
+        return TableView(table=t, columns=columns, data_files=files, total_rows=total, retired=retired,
+                         retired_ranges=ranges)
 
     def _column_view(self, snap: Snapshot, sparse: bool) -> ColumnView:
         kt = parse_type(snap.key_type)
@@ -230,15 +256,32 @@ class QueryEngine:
         bound = bind(node, types)
         used_cols = sorted(referenced_columns(node) & set(view.columns))
         answer = evaluate(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
-                          with_unknown=False)
+                          with_unknown=False, deleted=view.retired)
         covered: list[list[int]] | None = None
         for c in used_cols:
             ranges = [list(r) for r in view.columns[c].snapshot.covered_ranges]
             covered = ranges if covered is None else intersect_ranges(covered, ranges)
-        uncovered = complement_ranges(covered if covered is not None else [[0, view.total_rows - 1]],
-                                      view.total_rows)
+        uncovered = view.uncovered(covered if covered is not None else [[0, view.total_rows - 1]])
         used = {c: view.columns[c].snapshot.id for c in used_cols}
         return QueryOutcome(answer=answer, view=view, used=used, uncovered=uncovered)
+
+    def file_row_ids(self, table: Table, f: DataFile) -> tuple[np.ndarray, BitMap64]:
+        """A row_id_column table's ids of one data file, in file order, and as a set (cached by the
+        file's fingerprint, so a rewritten file is read again)."""
+        assert table.row_id_column is not None
+        key = (f.path, f.size, f.mtime)
+        with self._lock:
+            hit = self._file_ids.get(key)
+        if hit is not None:
+            return hit
+        col = read_columns(self.storage, f.path, table.format, [table.row_id_column], f.size).column(0)
+        ids = np.asarray(col.to_numpy(), dtype=np.int64)
+        value = (ids, BitMap64(ids.astype(np.uint64)))
+        with self._lock:
+            self._file_ids[key] = value
+            while len(self._file_ids) > _ROW_ID_FILES_KEPT:
+                self._file_ids.pop(next(iter(self._file_ids)))
+        return value
 
     # ---- value look-ups ---------------------------------------------------------------------
     def column(self, table: str, column: str) -> ColumnView:

@@ -31,6 +31,15 @@ class LocationNotAllowedError(fmt.PathNotAllowedError):
     """A table location outside the warehouse and allowed roots (403, issue: Tables)."""
 
 
+class UnknownTableColumnError(fmt.UnknownColumnError):
+    """create_global_index names a column the table's data files do not have; `known` lists theirs."""
+
+    def __init__(self, table: str, column: str, known: list[str]) -> None:
+        super().__init__(column, known)
+        self.args = (f"table {table!r} has no column {column!r}; its columns: "
+                     f"{', '.join(self.known) or '(none)'}",)
+
+
 class InvalidCursorError(fmt.BgixError):
     """A paging cursor that does not decode or belongs to another query."""
 
@@ -76,6 +85,8 @@ def _details(exc: BaseException) -> dict[str, object]:
     details: dict[str, object] = {"type": type(exc).__name__}
     if isinstance(exc, LocationNotAllowedError):
         details["type"] = "PathNotAllowedError"
+    elif isinstance(exc, UnknownTableColumnError):
+        details["type"] = "UnknownColumnError"
     for attr in ("path", "block", "offset", "reason", "position", "column", "known", "job_id",
                  "table", "index_column"):
         value = getattr(exc, attr, None)

@@ -21,12 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from index_format.errors import InvalidOptionError
 from index_format.options import parse_options
 from index_format.storage import Storage
+from service.api.errors import UnknownTableColumnError
 from service.api.settings import Settings
-from service.catalog import Catalog, parse_partitions
+from service.catalog import Catalog, layout, parse_partitions, select_files
 from service.catalog.errors import BuildInProgressError
-from service.catalog.model import JobRecord, now
+from service.catalog.model import JobRecord, Table, now
 
 log = logging.getLogger("bgix.jobs")
 _LOG_TAIL = 2000
@@ -122,12 +124,15 @@ class JobRunner:
         """Validate, record and spawn a build job.
 
         Raises:
-            TableNotFoundError; InvalidOptionError (spec §7.1 options or partitions);
+            TableNotFoundError; UnknownTableColumnError; InvalidOptionError (column name, spec §7.1
+            options, a read-only codec, partitions the table does not have);
             BuildInProgressError naming the running job.
         """
-        self.catalog.get_table(table)
+        t = self._check_column(table, column)
         opts = parse_options(options)
+        opts.writable_compression()  # lzo is read-only (spec §7.1): refuse now, not in the job
         parts = parse_partitions(partitions) or None
+        select_files([], t, parts or [])  # unknown partition keys / unpartitioned table → 400 now
         with self._lock:
             # The catalog's record decides: a tracked process whose record already says succeeded is
             # only exiting. Tracked jobs cover the moment before the process writes its record.
@@ -157,6 +162,23 @@ class JobRunner:
         # The job process records its own pid and state when it starts (service.build_job.main);
         # writing the pid here too would race with that read-modify-write.
         return self.catalog.get_job(job_id)
+
+    def _check_column(self, table: str, column: str) -> Table:
+        """Reject a column the job could only fail on, before a process is spawned (400, not a failed job).
+
+        Raises:
+            TableNotFoundError; InvalidOptionError (not a plain single column name, or a partition
+            column); UnknownTableColumnError listing the columns of the table's data files.
+        """
+        t = self.catalog.get_table(table)
+        layout.check_name("column", column)  # spec §7.2: one column; its name also names a directory
+        if column in t.partition_columns:
+            raise InvalidOptionError(f"column {column!r} is a partition column of {table!r}; its value "
+                                     "lives in the directory names, not in the data files")
+        known = self.catalog.source_columns(table)
+        if known is not None and column not in known:
+            raise UnknownTableColumnError(table, column, known)
+        return t
 
     def cancel(self, job_id: str) -> JobRecord:
         """Terminate a queued/running job and mark it cancelled; finished jobs are returned unchanged."""

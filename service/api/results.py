@@ -9,6 +9,7 @@ import base64
 import binascii
 import hashlib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -128,6 +129,23 @@ def file_matches(rows: BitMap64, files: list[DataFile], page: list[int]) -> list
             continue
         lo, hi = np.searchsorted(page_arr, [f.first_row_id, end])
         positions = (page_arr[lo:hi] - np.uint64(f.first_row_id)).tolist()
+        out.append({"path": f.path, "first_row_id": f.first_row_id, "row_count": f.row_count,
+                    "matches": int(matches), "positions": positions})
+    return out
+
+
+def file_matches_by_value(rows: BitMap64, files: list[DataFile], page: list[int],
+                          ids_of: Callable[[DataFile], tuple[np.ndarray, BitMap64]]) -> list[dict[str, object]]:
+    """`file_matches` for a table with a row_id_column: ids are values of that column, not positions, so
+    each file's ids (in file order, from `ids_of`) decide its count and the page's positions in it."""
+    out: list[dict[str, object]] = []
+    page_arr = np.asarray(page, dtype=np.int64)
+    for f in files:
+        ids, id_set = ids_of(f)
+        matches = rows.intersection_cardinality(id_set)
+        if not matches:
+            continue
+        positions = np.flatnonzero(np.isin(ids, page_arr)).tolist() if len(page_arr) else []
         out.append({"path": f.path, "first_row_id": f.first_row_id, "row_count": f.row_count,
                     "matches": int(matches), "positions": positions})
     return out

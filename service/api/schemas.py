@@ -38,7 +38,8 @@ class ErrorEnvelope(BaseModel):
 class TableCreate(_Model):
     location: str = Field(min_length=1, max_length=4096,
                           description="Absolute path or fsspec URL of the table's data files.")
-    format: Literal["parquet"] = "parquet"
+    # Row ids of csv/json/orc rows are positions in the order pyarrow reads the file (issue 3).
+    format: Literal["parquet", "orc", "csv", "json"] = "parquet"
     partition_columns: list[str] = Field(default_factory=list)
     row_id_column: str | None = Field(None, description="Column holding stable row ids, if any.")
 
@@ -191,7 +192,7 @@ class QueryResponse(BaseModel):
     count: int = Field(description="Rows where the predicate is TRUE (whole result, not this page).")
     exact: bool = True
     row_ids: list[int] | None = None
-    ranges: list[list[int]] | None = Field(None, description="[start, end) runs of matching row ids.")
+    ranges: list[list[int]] | None = Field(None, description="Inclusive [first, last] runs of matching row ids.")
     files: list[FileMatch] | None = None
     next_cursor: str | None = None
     snapshots: dict[str, int] = Field(default_factory=dict, description="Snapshot id used per column.")

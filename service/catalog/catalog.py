@@ -25,7 +25,7 @@ from service.catalog.errors import (
     TableNotFoundError,
 )
 from service.catalog.model import FORMATS, DataFile, JobRecord, Snapshot, Table, now
-from service.catalog.scan import count_rows, file_stat, list_data_files, parse_partition
+from service.catalog.scan import count_rows, file_stat, list_data_files, parse_partition, read_schema
 
 
 def _dumps(doc: dict[str, Any]) -> bytes:
@@ -83,6 +83,16 @@ class Catalog:
         """Forget the table and delete its indexes (never its data files)."""
         self.get_table(name)
         self.storage.delete(layout.table_dir(name), recursive=True)
+
+    def source_columns(self, name: str) -> list[str] | None:
+        """Column names of the table's data files (schema of the first file in row-id order, plus the
+        partition columns), or None while the location holds no data file. Reads one footer only."""
+        t = self.get_table(name)
+        paths = list_data_files(self.storage, t.location, t.format)
+        if not paths:
+            return None
+        schema = read_schema(self.storage, paths[0], t.format)
+        return [*schema.names, *(c for c in t.partition_columns if c not in schema.names)]
 
     # -- the row-id map --------------------------------------------------------------------------
     def _files_doc(self, table: str) -> tuple[int, dict[str, Any] | None]:

@@ -35,6 +35,9 @@ def run(args: argparse.Namespace) -> int:
         if args.file_command == "inspect":
             return _inspect(args)
         return _build(args)
+    except FileNotFoundError as exc:  # pyarrow's message is the bare path
+        print(f"bgix file {args.file_command}: no such file: {exc.filename or exc}", file=sys.stderr)
+        return 1
     except (BgixError, OSError) as exc:
         print(f"bgix file {args.file_command}: {exc}", file=sys.stderr)
         return 1
@@ -122,7 +125,18 @@ def _build(args: argparse.Namespace) -> int:
     from index_format.writer import write_index_bytes
 
     columns = [args.column] + ([args.row_id_column] if args.row_id_column else [])
+    names = pq.read_schema(args.input).names
+    missing = [c for c in columns if c not in names]
+    if missing:  # checked here: pyarrow would raise a bare ArrowInvalid with a traceback
+        print(f"bgix file build: no column {missing[0]!r} in {args.input}; columns: {', '.join(names)}",
+              file=sys.stderr)
+        return 2
     table = pq.read_table(args.input, columns=columns)
+    if args.row_id_column and table.column(args.row_id_column).null_count:
+        print(f"bgix file build: row-id column {args.row_id_column!r} has "
+              f"{table.column(args.row_id_column).null_count} null values; every row needs an id",
+              file=sys.stderr)
+        return 2
     keys = table.column(args.column)
     kt = parse_type(args.key_type) if args.key_type else from_arrow(keys.type)
     if args.row_id_column:

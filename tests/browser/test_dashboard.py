@@ -163,3 +163,38 @@ def test_reads_need_no_token_and_a_build_asks_for_it_once(browser, start_service
             page.locator("#jobs tr[data-state=succeeded]").wait_for(timeout=60_000)
         finally:
             context.close()
+
+
+def test_rescan_shows_the_stale_badge_after_a_source_file_changes(browser, start_service, tmp_path) -> None:
+    """We rewrite an indexed source file ourselves: after "Rescan files" its index must be badged stale."""
+    import pyarrow.parquet as pq
+
+    from tests.browser.conftest import wait_job
+
+    source = tmp_path / "wh" / "source" / "events"
+    paths = write_events(source, rows=3_000, files=2, seed=4)
+    with start_service(tmp_path / "wh", token="tok") as (url, http):
+        http.put("/v1/tables/events", json={"location": str(source)}).raise_for_status()
+        job = http.post("/v1/create_global_index", json={"table": "events", "index_column": "status"}
+                        ).raise_for_status().json()["job_id"]
+        assert wait_job(http, job)["state"] == "succeeded"
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        try:
+            page.goto(f"{url}/dashboard")
+            row = page.locator("#tables tr[data-column=status]")
+            row.wait_for()
+            assert "fresh" in row.locator("td").first.inner_text()
+            changed = pq.read_table(paths[0])
+            pq.write_table(changed.slice(0, changed.num_rows - 10), paths[0])
+            page.click("#tables .table-card[data-table=events] .rescan-btn")
+            page.locator("#token-panel").wait_for(state="visible")  # the rescan is a write: asks for the token
+            page.fill("#token-input", "tok")
+            page.click("#token-form button[type=submit]")
+            page.wait_for_function(
+                "() => { const td = document.querySelector('#tables tr[data-column=status] td');"
+                " return td && td.innerText.includes('stale'); }")
+            assert f"{3_000 - 10:,} rows" in page.locator("#tables .table-card[data-table=events] .table-head").inner_text()
+        finally:
+            context.close()

@@ -12,6 +12,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from pyroaring import BitMap64
@@ -142,3 +143,68 @@ def test_spark_filter_through_the_service(spark, served_table: tuple[str, Path])
     plain = spark.read.parquet(str(source)).filter(where)
     assert got.count() == plain.count() > 0
     assert _rows(got.drop(ROW_ID_COLUMN)) == _rows(plain)
+
+
+class _FakeClient:
+    """Stands in for service.client.Client: a pandas-computed answer and the row-id map, no server."""
+
+    def __init__(self, files: list[dict], ids: BitMap64, table: dict) -> None:
+        self._files, self._ids, self._table = files, ids, table
+
+    def files(self, table: str) -> list[dict]:
+        return self._files
+
+    def query(self, table: str, where: str, result: str) -> BitMap64:
+        assert result == "roaring"
+        return self._ids
+
+    def tables(self) -> list[dict]:
+        return [self._table]
+
+
+def test_row_id_column_tables_filter_on_the_column_not_positions(spark, tmp_path: Path) -> None:
+    """With a row_id_column the ids are column values (spread over files out of order), not positions."""
+    files, pdf = _table(tmp_path)
+    rng = np.random.default_rng(3)
+    rids = rng.permutation(len(pdf)) * 7 + 11  # unique, scattered, unrelated to file order
+    start = 0
+    for f in files:
+        t = pq.read_table(f["path"])
+        pq.write_table(t.append_column("rid", pa.array(rids[start:start + t.num_rows], pa.int64())), f["path"])
+        start += t.num_rows
+    pdf = pdf.assign(rid=rids)
+    mask = pdf.s.eq("w001") | pdf.n.gt(40)
+    ids = BitMap64(int(r) for r in pdf.rid[mask])
+    client = _FakeClient(files, ids, {"name": "t", "location": str(tmp_path / "t"), "partition_columns": [],
+                                      "row_id_column": "rid"})
+    got = spark_filter(client, spark, "t", "s = 'w001' OR n > 40")
+    plain = spark.read.parquet(*[f["path"] for f in files]).filter("s = 'w001' OR n > 40")
+    assert got.count() == int(mask.sum())
+    assert _rows(got.drop(ROW_ID_COLUMN)) == _rows(plain)
+    assert sorted(r[0] for r in got.select(ROW_ID_COLUMN).collect()) == sorted(ids)
+    few = filter_by_row_ids(spark, files, BitMap64([int(rids[0]), int(rids[5])]), row_id_column="rid")
+    assert sorted(r["rid"] for r in few.collect()) == sorted([int(rids[0]), int(rids[5])])
+    assert filter_by_row_ids(spark, files, BitMap64(), row_id_column="rid").count() == 0
+
+
+def test_partitioned_tables_keep_partition_columns(spark, tmp_path: Path) -> None:
+    gen = make_parquet_table(tmp_path, "p", rows_per_file=(300, 400, 200),
+                             partitions=[{"dt": "2026-01-01"}, {"dt": "2026-01-02"}])
+    files, first, frames = [], 0, []
+    for path in gen.files:  # ids in path order, as the catalog numbers them; dt from the directory name
+        part = pq.read_table(path).to_pandas().assign(dt=path.parent.name.split("=")[1])
+        part.index = range(first, first + len(part))
+        files.append({"path": str(path), "first_row_id": first, "row_count": len(part)})
+        frames.append(part)
+        first += len(part)
+    pdf = pd.concat(frames)
+    where = "dt = '2026-01-02' AND s IN ('w001', 'w002', 'zz')"
+    mask = pdf.dt.eq("2026-01-02") & pdf.s.isin(["w001", "w002", "zz"])
+    client = _FakeClient(files, BitMap64(int(i) for i in pdf.index[mask]),
+                         {"name": "p", "location": str(gen.location), "partition_columns": ["dt"],
+                          "row_id_column": None})
+    got = spark_filter(client, spark, "p", where)
+    plain = spark.read.parquet(str(gen.location)).filter(where)
+    assert "dt" in got.columns
+    assert got.count() == int(mask.sum()) > 0
+    assert _rows(got.drop(ROW_ID_COLUMN)) == _rows(plain.select(*[c for c in got.columns if c != ROW_ID_COLUMN]))

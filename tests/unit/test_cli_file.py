@@ -78,3 +78,18 @@ def test_build_positions_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
     bad.write_bytes(out_file.read_bytes()[:-1] + b"\x00")
     code, _, err = _run(capsys, "file", "inspect", str(bad), "--type", "int")
     assert code == 1 and "magic" in err
+
+
+def test_build_input_errors_are_messages_not_tracebacks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    src = tmp_path / "e.parquet"
+    pq.write_table(pa.table({"s": ["a", "b", None], "rid": pa.array([1, None, 3], pa.int64())}), src)
+    out_file = tmp_path / "x.index"
+    code, _, err = _run(capsys, "file", "build", str(src), "--column", "nope", "-o", str(out_file))
+    assert code == 2 and "no column 'nope'" in err and "s, rid" in err
+    code, _, err = _run(capsys, "file", "build", str(src), "--column", "s", "--row-id-column", "rid",
+                        "-o", str(out_file))
+    assert code == 2 and "1 null values" in err
+    code, _, err = _run(capsys, "file", "build", str(tmp_path / "missing.parquet"), "--column", "s",
+                        "-o", str(out_file))
+    assert code == 1 and "no such file" in err
+    assert not out_file.exists()

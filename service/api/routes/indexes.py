@@ -12,7 +12,6 @@ from fastapi.responses import JSONResponse
 from index_format.keys import to_json
 from service.api import schemas
 from service.api.deps import ReadAuth, ServicesDep, WriteAuth
-from service.api.engine import complement_ranges
 from service.api.errors import InvalidCursorError, SnapshotChangedError
 from service.api.presenters import iso
 from service.api.routes.tables import ERRORS, TableName
@@ -58,7 +57,7 @@ def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPubli
             column=column, index_type=snap.index_type, key_type=snap.key_type, snapshot_id=snap.id,
             files=len(snap.files), bytes=sum(f.file_size for f in snap.files),
             covered_ranges=[list(r) for r in snap.covered_ranges],
-            uncovered_ranges=complement_ranges([list(r) for r in snap.covered_ranges], view.total_rows),
+            uncovered_ranges=view.uncovered([list(r) for r in snap.covered_ranges]),
             distinct_values=stats["distinct_values"], null_rows=stats["null_rows"],
             built_at=iso(snap.created_at), stale=bool(snap.stale or changed),
             options={str(k): str(v) for k, v in snap.options.items()}))

@@ -9,7 +9,9 @@ from fastapi.responses import JSONResponse, Response
 
 from service.api import schemas
 from service.api.deps import ReadServicesDep
-from service.api.results import Cursor, file_matches, page_ids, page_runs, query_fingerprint
+from service.api.results import (
+    Cursor, file_matches, file_matches_by_value, page_ids, page_runs, query_fingerprint,
+)
 from service.api.routes.tables import ERRORS, TableName
 
 router = APIRouter(prefix="/v1/tables", tags=["query"])
@@ -67,7 +69,12 @@ async def query(name: TableName, body: schemas.QueryRequest, services: ReadServi
         payload["ranges"] = runs
     elif result == "files":
         ids, last = page_ids(rows, after, body.limit)
-        payload["files"] = file_matches(rows, outcome.view.data_files, ids)
+        view = outcome.view
+        if view.table.row_id_column is None:
+            payload["files"] = file_matches(rows, view.data_files, ids)
+        else:  # ids are values of the row-id column: only the files' own ids tell where they are
+            payload["files"] = file_matches_by_value(
+                rows, view.data_files, ids, lambda f: engine.file_row_ids(view.table, f))
     if last is not None:
         payload["next_cursor"] = Cursor(last, outcome.used, fingerprint).encode()
     if body.explain:

@@ -128,12 +128,19 @@ function renderTables() {
 
 function tableCard(d) {
   const t = d.table;
+  // total_rows is the end of the row-id space (coverage is measured in it); a rewritten file gets new ids
+  // at the end, so the table's actual row count is the sum over its live files.
   const totalRows = d.files ? d.files.total_rows : null;
+  const liveRows = d.files ? d.files.files.reduce((s, f) => s + Number(f.row_count || 0), 0) : null;
   const head = el("div", { class: "table-head" },
     el("span", { class: "name" }, t.name),
     el("span", { class: "badge" }, t.format),
     el("span", { class: "muted mono" }, t.location),
-    el("span", { class: "muted" }, d.files ? `${fmtInt(totalRows)} rows · ${fmtInt(d.files.files.length)} data files` : ""));
+    el("span", { class: "muted" }, d.files ? `${fmtInt(liveRows)} rows · ${fmtInt(d.files.files.length)} data files` : ""),
+    // The indexes endpoint judges staleness against the persisted row-id map; a rescan of the location
+    // (a write: needs the token) is what notices changed or new files, so the stale badge can appear.
+    el("button", { type: "button", class: "ghost rescan-btn", title: "rescan the table location for changed or new files",
+                   onclick: () => rescanTable(t.name, card) }, "Rescan files"));
   const card = el("div", { class: "table-card", "data-table": t.name }, head);
   if (d.indexError) { const box = el("div", { class: "error-box" }); showError(box, d.indexError); card.append(box); }
   if (!d.indexes.length) { card.append(el("p", { class: "muted" }, "No indexes yet.")); return card; }
@@ -144,6 +151,17 @@ function tableCard(d) {
         (h, i) => el("th", { class: i >= 2 && i <= 6 ? "num" : null }, h)))),
     el("tbody", {}, rows)));
   return card;
+}
+
+async function rescanTable(name, card) {
+  const box = card.querySelector(".rescan-error") || card.insertBefore(el("div", { class: "error-box rescan-error", hidden: true }), card.children[1] || null);
+  try {
+    await api("GET", `/v1/tables/${enc(name)}/files?refresh=true`);
+    showError(box, null);
+    await loadTables();
+  } catch (e) {
+    showError(box, e);
+  }
 }
 
 function indexRow(table, ix, totalRows) {
