@@ -85,11 +85,16 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
 
     Raises:
         ValueError: `table_files` is empty (no file to take the schema from).
+        service.catalog.errors.RowIdError: a non-Parquet table without `row_id_column`.
     """
-    from pyspark.sql import functions as F
-
     if row_id_column is not None:
         return _filter_by_id_column(spark, table_files, row_ids, format, row_id_column, base_path)
+    if format != "parquet":
+        # Positions come from Spark's `_metadata.row_index`, which only the Parquet reader provides.
+        from service.catalog.errors import RowIdError
+
+        raise RowIdError(f"row ids of a {format} table are positions Spark cannot see (no "
+                         "_metadata.row_index outside Parquet); register the table with a row_id_column")
     selected = select_files(table_files, row_ids)
     if not selected:
         files = list(table_files)
@@ -165,8 +170,12 @@ def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str,
 
 
 def spark_filter(client: _FilesAndRows, spark: SparkSession, table: str, where: str,
-                 format: str = "parquet") -> DataFrame:
-    """Ask the service which rows match `where` (a roaring answer) and return just those rows as a DataFrame."""
+                 format: str | None = None) -> DataFrame:
+    """Ask the service which rows match `where` (a roaring answer) and return just those rows as a DataFrame.
+
+    The table's registration (`client.tables()`) supplies its format (unless `format` is given), its
+    `row_id_column` and, for partitioned tables, the location used to keep partition columns.
+    """
     row_ids = client.query(table, where=where, result="roaring")
     if not isinstance(row_ids, BitMap64):
         raise TypeError(f"expected a BitMap64 from Client.query(result='roaring'), got {type(row_ids).__name__}")
@@ -175,21 +184,23 @@ def spark_filter(client: _FilesAndRows, spark: SparkSession, table: str, where: 
         files = files["files"]
     elif hasattr(files, "files"):
         files = files.files  # type: ignore[attr-defined]
-    row_id_column, base_path = _table_layout(client, table)
-    return filter_by_row_ids(spark, list(files), row_ids, format=format,  # type: ignore[arg-type]
+    row_id_column, base_path, table_format = _table_layout(client, table)
+    return filter_by_row_ids(spark, list(files), row_ids,  # type: ignore[arg-type]
+                             format=format or table_format or "parquet",
                              row_id_column=row_id_column, base_path=base_path)
 
 
-def _table_layout(client: object, table: str) -> tuple[str | None, str | None]:
-    """(row_id_column, base path for partition discovery) of `table` from `client.tables()`, if it has it."""
+def _table_layout(client: object, table: str) -> tuple[str | None, str | None, str | None]:
+    """(row_id_column, base path for partition discovery, format) of `table` from `client.tables()`."""
     tables = getattr(client, "tables", None)
     if tables is None:
-        return None, None
+        return None, None, None
     for t in tables():
         def field(key: str, t: object = t) -> object:
             return t.get(key) if isinstance(t, Mapping) else getattr(t, key, None)
         if field("name") == table:
             rid = field("row_id_column")
             base = str(field("location")) if field("partition_columns") else None
-            return (str(rid) if rid else None), base
-    return None, None
+            fmt = field("format")
+            return (str(rid) if rid else None), base, (str(fmt) if fmt else None)
+    return None, None, None

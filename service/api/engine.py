@@ -145,8 +145,8 @@ class QueryEngine:
         # Read at scrape time, so the gauge always equals what the reader LRU holds.
         metrics.cache_bytes.set_function(lambda: float(self.readers.bytes))
         self._views: dict[str, TableView] = {}
-        self._rankings: dict[tuple[str, str, int, str | None], list[tuple[object, int]]] = {}
-        self._stats: dict[tuple[str, str, int], dict[str, int]] = {}
+        self._rankings: dict[tuple[Any, ...], list[tuple[object, int]]] = {}
+        self._stats: dict[tuple[Any, ...], dict[str, int]] = {}
         self._file_ids: dict[tuple[str, int, float], tuple[np.ndarray, BitMap64]] = {}
         self._lock = threading.Lock()
 
@@ -261,7 +261,11 @@ class QueryEngine:
         for c in used_cols:
             ranges = [list(r) for r in view.columns[c].snapshot.covered_ranges]
             covered = ranges if covered is None else intersect_ranges(covered, ranges)
-        uncovered = view.uncovered(covered if covered is not None else [[0, view.total_rows - 1]])
+        if covered is None:
+            # A constant predicate (TRUE, NOT TRUE …) names no column: combine answers it over the
+            # ranges every index covers, so those are what the answer covers, not the whole table.
+            covered = [list(r) for r in answer.coverage_ranges]
+        uncovered = view.uncovered(covered)
         used = {c: view.columns[c].snapshot.id for c in used_cols}
         return QueryOutcome(answer=answer, view=view, used=used, uncovered=uncovered)
 
@@ -285,27 +289,60 @@ class QueryEngine:
 
     # ---- value look-ups ---------------------------------------------------------------------
     def column(self, table: str, column: str) -> ColumnView:
-        view = self.view(table)
+        return self._column_of(self.view(table), column)
+
+    @staticmethod
+    def _column_of(view: TableView, column: str) -> ColumnView:
         cv = view.columns.get(column)
         if cv is None:
             raise IndexNotFoundError(
-                f"table {table!r} has no index on column {column!r}; indexed columns: "
+                f"table {view.table.name!r} has no index on column {column!r}; indexed columns: "
                 f"{', '.join(sorted(view.columns)) or '(none)'}")
         return cv
+
+    @staticmethod
+    def _dead_rows(ref: IndexFileRef, retired: tuple[tuple[int, int], ...]) -> BitMap64 | None:
+        """Retired ids inside the file's range, as the file's local ids (row id − range_start)."""
+        dead = BitMap64()
+        for a, b in retired:
+            lo, hi = max(a, ref.range_start), min(b, ref.range_end)
+            if lo <= hi:
+                dead.add_range(lo - ref.range_start, hi - ref.range_start + 1)
+        return dead if dead else None
+
+    def _file_value_counts(self, kt: KeyType, ref: IndexFileRef, prefix: str | None,
+                           retired: tuple[tuple[int, int], ...]) -> Iterator[tuple[object, int]]:
+        """(value, rows) of one file in logical order. Only when some of the file's ids were retired
+        (a stale index) are bitmaps read, to leave those rows out; otherwise cardinalities suffice."""
+        reader = ref.open()
+        dead = self._dead_rows(ref, retired) if retired else None
+        if dead is None:
+            return reader.value_counts(prefix)
+        items = []
+        for value, offset, length in reader.entries():
+            if prefix and not str(value).startswith(prefix):
+                continue
+            rows = len(reader.bitmap_at(offset, length) - dead)
+            if rows:
+                items.append((value, rows))
+        items.sort(key=lambda vn: sort_key(kt, vn[0]))
+        return iter(items)
 
     def value_counts(self, table: str, column: str, prefix: str | None,
                      order: str) -> tuple[ColumnView, Iterator[tuple[object, int]]]:
         """(value, rows) merged across the snapshot's files from bitmap cardinalities.
 
         order='value' streams in logical key order; order='count' is rows descending, then value.
-        The same key in several files (row ranges) is summed.
+        The same key in several files (row ranges) is summed; rows of retired data files are left out.
         """
-        cv = self.column(table, column)
+        view = self.view(table)
+        cv = self._column_of(view, column)
         kt = cv.kt
         if prefix is not None and kt.name != "string":
             raise fmt.BindError(f"prefix look-up needs a string column; {column!r} is {kt.spelling}")
+        retired = view.retired_ranges
         streams = [
-            ((sort_key(kt, v), v, n) for v, n in ref.open().value_counts(prefix))
+            ((sort_key(kt, v), v, n) for v, n in self._file_value_counts(kt, ref, prefix, retired))
             for ref in cv.index.files
         ]
         merged = heapq.merge(*streams, key=lambda t: t[0])
@@ -318,7 +355,7 @@ class QueryEngine:
         if order == "value":
             return cv, grouped()
         # Ranking needs every value; keep the last few rankings so paging does not redo the merge.
-        key = (table, column, cv.snapshot.id, prefix)
+        key = (table, column, cv.snapshot.id, prefix, retired)
         with self._lock:
             ranked = self._rankings.get(key)
         if ranked is None:
@@ -329,15 +366,20 @@ class QueryEngine:
                     self._rankings.pop(next(iter(self._rankings)))
         return cv, iter(ranked)
 
-    def index_stats(self, cv: ColumnView) -> dict[str, int]:
-        """Distinct values and null rows of a column's snapshot (cached per snapshot id)."""
-        key = (cv.snapshot.table, cv.snapshot.column, cv.snapshot.id)
+    def index_stats(self, cv: ColumnView, retired: tuple[tuple[int, int], ...] = ()) -> dict[str, int]:
+        """Distinct values and null rows of a column's snapshot, without rows of retired data files
+        (cached per snapshot id and retired set)."""
+        key = (cv.snapshot.table, cv.snapshot.column, cv.snapshot.id, retired)
         with self._lock:
             cached = self._stats.get(key)
         if cached is not None:
             return cached
-        nulls = sum(len(ref.open().null_rows()) for ref in cv.index.files)
-        if len(cv.index.files) == 1:
+        nulls = 0
+        for ref in cv.index.files:
+            dead = self._dead_rows(ref, retired) if retired else None
+            null_rows = ref.open().null_rows()
+            nulls += len(null_rows - dead if dead is not None else null_rows)
+        if len(cv.index.files) == 1 and not retired:
             distinct = int(cv.index.files[0].open().value_count)
         else:  # the same key in several files (row ranges) counts once
             _, counts = self.value_counts(cv.snapshot.table, cv.snapshot.column, None, "value")

@@ -157,7 +157,13 @@ class JobRunner:
             # The record keeps the spec minus credentials.
             public_spec = {k: v for k, v in spec.items() if k != "storage_options"}
             self.catalog.put_job(JobRecord(id=job_id, table=table, column=column, spec=public_spec))
-            tracked = self._spawn(job_id, table, column, spec)
+            try:
+                tracked = self._spawn(job_id, table, column, spec)
+            except BaseException as exc:
+                # A queued record without a process would block this index with 409 until a restart.
+                self._mark_failed(job_id, f"could not start the build process: {type(exc).__name__}: {exc}")
+                (self._spec_dir / f"{job_id}.json").unlink(missing_ok=True)
+                raise
             self._tracked[job_id] = tracked
         # The job process records its own pid and state when it starts (service.build_job.main);
         # writing the pid here too would race with that read-modify-write.

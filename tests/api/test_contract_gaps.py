@@ -128,6 +128,12 @@ def test_rows_of_a_rewritten_file_are_never_answered(tmp_path: Path) -> None:
         (index,) = client.get("/v1/tables/t/indexes").json()["indexes"]
         assert index["stale"] is True
         assert index["uncovered_ranges"] == [[new_first, new_first + 59]]
+        assert index["null_rows"] == int(old.status.isna().sum())
+        assert index["distinct_values"] == old.status.nunique()
+        # value look-ups count only rows that still exist (the indexed part-001 rows)
+        values = client.get("/v1/tables/t/indexes/status/values", params={"limit": 100}).json()["values"]
+        assert {v["value"]: v["rows"] for v in values} == old.status.value_counts().to_dict()
+        assert [v["rows"] for v in values] == sorted(old.status.value_counts().tolist(), reverse=True)
 
 
 def test_cache_bytes_gauge_reports_the_reader_cache(tmp_path: Path) -> None:
@@ -163,3 +169,45 @@ def test_files_result_of_a_row_id_column_table_maps_ids_by_value(tmp_path: Path)
             f = got[f"part-{i}.parquet"]
             want = np.flatnonzero((part.s == "b").to_numpy()).tolist()  # positions in the file
             assert f["matches"] == len(want) and f["positions"] == want
+
+
+def test_constant_predicates_report_the_coverage_they_were_answered_on(tmp_path: Path) -> None:
+    data = tmp_path / "data" / "p"
+    frames = {}
+    for dt in ("1", "2"):
+        (data / f"dt={dt}").mkdir(parents=True)
+        frames[dt] = pd.DataFrame({"v": np.random.default_rng(int(dt)).choice(["a", "b"], 40)})
+        pq.write_table(pa.Table.from_pandas(frames[dt], preserve_index=False), data / f"dt={dt}" / "f.parquet")
+    with TestClient(create_app(make_settings(tmp_path))) as client:
+        r = client.put("/v1/tables/p", json={"location": str(data), "partition_columns": ["dt"]})
+        assert r.status_code == 200, r.text
+        job = client.post("/v1/create_global_index", json={"table": "p", "index_column": "v",
+                                                           "partitions": "dt=1"}).json()
+        assert wait_job(client, job["job_id"])["state"] == "succeeded"
+        body = client.post("/v1/tables/p/query", json={"where": "TRUE", "limit": 1000}).json()
+        # SQL: TRUE holds for all 80 rows; the index covers dt=1 (ids 0..39) only, and must say so.
+        assert body["row_ids"] == list(range(40))
+        assert body["coverage"] == {"complete": False, "uncovered_ranges": [[40, 79]]}
+        body = client.post("/v1/tables/p/query", json={"where": "v = 'a' OR TRUE", "result": "count"}).json()
+        assert body["count"] == 40 and body["coverage"]["uncovered_ranges"] == [[40, 79]]
+
+
+def test_a_build_process_that_cannot_start_does_not_block_the_index(tmp_path: Path, monkeypatch) -> None:
+    import service.api.jobs as jobs_module
+
+    write_table(tmp_path / "data" / "t", make_frame(np.random.default_rng(4), 30), 1)
+    with TestClient(create_app(make_settings(tmp_path)), raise_server_exceptions=False) as client:
+        assert client.put("/v1/tables/t", json={"location": str(tmp_path / "data" / "t")}).status_code == 200
+
+        def no_process(*args: object, **kwargs: object) -> None:
+            raise OSError("Resource temporarily unavailable")
+
+        with monkeypatch.context() as m:
+            m.setattr(jobs_module.subprocess, "Popen", no_process)
+            r = client.post("/v1/create_global_index", json={"table": "t", "index_column": "age"})
+            assert r.status_code == 500 and r.json()["error"]["code"] == "internal", r.text
+        (job,) = client.get("/v1/jobs").json()["jobs"]
+        assert job["state"] == "failed" and "could not start" in job["error"]
+        r = client.post("/v1/create_global_index", json={"table": "t", "index_column": "age"})
+        assert r.status_code == 202, r.text  # not 409: the failed attempt holds no lock on the index
+        assert wait_job(client, r.json()["job_id"])["state"] == "succeeded"

@@ -4,9 +4,12 @@ from __future__ import annotations
 import re
 import time
 
+import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
 from service.sample_data import write_events
+from tests.browser.conftest import wait_job
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -167,10 +170,6 @@ def test_reads_need_no_token_and_a_build_asks_for_it_once(browser, start_service
 
 def test_rescan_shows_the_stale_badge_after_a_source_file_changes(browser, start_service, tmp_path) -> None:
     """We rewrite an indexed source file ourselves: after "Rescan files" its index must be badged stale."""
-    import pyarrow.parquet as pq
-
-    from tests.browser.conftest import wait_job
-
     source = tmp_path / "wh" / "source" / "events"
     paths = write_events(source, rows=3_000, files=2, seed=4)
     with start_service(tmp_path / "wh", token="tok") as (url, http):
@@ -196,5 +195,82 @@ def test_rescan_shows_the_stale_badge_after_a_source_file_changes(browser, start
                 "() => { const td = document.querySelector('#tables tr[data-column=status] td');"
                 " return td && td.innerText.includes('stale'); }")
             assert f"{3_000 - 10:,} rows" in page.locator("#tables .table-card[data-table=events] .table-head").inner_text()
+            # An index built after the rescan covers every live row: 100%, although the rewritten file's
+            # new ids leave a hole in the id space (which must not count as uncovered).
+            job = http.post("/v1/create_global_index", json={"table": "events", "index_column": "country"}
+                            ).raise_for_status().json()["job_id"]
+            assert wait_job(http, job)["state"] == "succeeded"
+            page.click("#refresh-btn")
+            country = page.locator("#tables tr[data-column=country]")
+            country.wait_for()
+            cells = country.locator("td").all_inner_texts()
+            assert "fresh" in cells[0]
+            assert _int(cells[2]) == 3_000 - 10
+            assert "100.0%" in cells[7], cells
+        finally:
+            context.close()
+
+
+def test_non_string_index_exact_look_up_and_unclipped_chart(browser, start_service, tmp_path) -> None:
+    """Prefix autocomplete is for strings; a float or timestamp index looks up the typed value exactly."""
+    source = tmp_path / "wh" / "source" / "events"
+    paths = write_events(source, rows=4_000, files=2, seed=9)
+    df = pd.concat([pd.read_parquet(p) for p in paths])
+    with start_service(tmp_path / "wh") as (url, http):
+        http.put("/v1/tables/events", json={"location": str(source)}).raise_for_status()
+        for column in ("amount", "ts"):
+            job = http.post("/v1/create_global_index", json={"table": "events", "index_column": column}
+                            ).raise_for_status().json()["job_id"]
+            assert wait_job(http, job)["state"] == "succeeded"
+        context = browser.new_context(viewport={"width": 1280, "height": 900})
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        try:
+            page.goto(f"{url}/dashboard")
+            page.locator("#tables tr[data-column=amount] .explore-btn").click()
+            page.locator("#top-chart svg .chart-row").first.wait_for()
+            value, rows = df.amount.value_counts().index[0], int(df.amount.value_counts().iloc[0])
+            page.locator("#value-input").fill(repr(float(value)))
+            page.locator("#value-result").filter(has_text=" rows").wait_for()
+            assert f"{rows:,} rows" in page.locator("#value-result").inner_text()
+
+            page.locator("#tables tr[data-column=ts] .explore-btn").click()
+            page.locator("#top-chart svg .chart-row").first.wait_for()
+            # Every label of the top-values chart starts inside the SVG (timestamps are long).
+            assert page.evaluate("() => [...document.querySelectorAll('#top-chart svg .chart-row text:first-of-type')]"
+                                 ".every(t => t.getBBox().x >= 0)")
+            ts = df.ts.iloc[17]
+            page.locator("#value-input").fill(ts.isoformat(sep=" "))
+            page.locator("#value-result").filter(has_text=" rows").wait_for()
+            assert f"{int((df.ts == ts).sum()):,} rows" in page.locator("#value-result").inner_text()
+        finally:
+            context.close()
+
+
+def test_failed_job_shows_state_and_the_api_error(browser, start_service, tmp_path) -> None:
+    """A build that fails at run time (a list column has no bitmap key type, spec §3) shows its error."""
+    import pyarrow as pa
+
+    source = tmp_path / "wh" / "source" / "nested"
+    source.mkdir(parents=True)
+    pq.write_table(pa.table({"tags": [[1], [2, 3], None], "s": ["a", "b", "c"]}), source / "p.parquet")
+    with start_service(tmp_path / "wh") as (url, http):
+        http.put("/v1/tables/nested", json={"location": str(source)}).raise_for_status()
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        try:
+            page.goto(f"{url}/dashboard")
+            page.locator("#tables .table-card[data-table=nested]").wait_for()
+            page.select_option("#build-table", "nested")
+            page.fill("#build-column", "tags")
+            page.click("#build-start")
+            page.locator("#build-msg").filter(has_text="started").wait_for()
+            job_id = page.locator("#build-msg").inner_text().split()[1]
+            job = wait_job(http, job_id)
+            assert job["state"] == "failed" and job["error"]
+            row = page.locator(f"#jobs tr[data-job='{job_id}'][data-state=failed]")
+            row.wait_for(timeout=30_000)
+            assert page.locator("#jobs .job-error").filter(has_text=job["error"]).count() == 1
         finally:
             context.close()

@@ -208,3 +208,25 @@ def test_partitioned_tables_keep_partition_columns(spark, tmp_path: Path) -> Non
     assert "dt" in got.columns
     assert got.count() == int(mask.sum()) > 0
     assert _rows(got.drop(ROW_ID_COLUMN)) == _rows(plain.select(*[c for c in got.columns if c != ROW_ID_COLUMN]))
+
+
+def test_non_parquet_tables_use_their_format_and_need_a_row_id_column(spark, tmp_path: Path) -> None:
+    """Spark has `_metadata.row_index` only for Parquet: an ORC table works through its row_id_column,
+    and without one the helper says why instead of failing inside Spark."""
+    import pyarrow.orc as orc
+
+    from service.catalog.errors import RowIdError
+
+    pdf = pd.DataFrame({"s": ["a", "b", None, "a", "c", "a"], "rid": [40, 10, 50, 20, 30, 60]})
+    files = []
+    for i, part in enumerate((pdf.iloc[:3], pdf.iloc[3:])):
+        path = tmp_path / f"part-{i}.orc"
+        orc.write_table(pa.Table.from_pandas(part, preserve_index=False), path)
+        files.append({"path": str(path), "first_row_id": 3 * i, "row_count": 3})
+    ids = BitMap64(int(r) for r in pdf.rid[pdf.s.eq("a")])
+    client = _FakeClient(files, ids, {"name": "o", "location": str(tmp_path), "format": "orc",
+                                      "partition_columns": [], "row_id_column": "rid"})
+    got = spark_filter(client, spark, "o", "s = 'a'")
+    assert sorted(r["rid"] for r in got.collect()) == [20, 40, 60]
+    with pytest.raises(RowIdError, match="row_id_column"):
+        filter_by_row_ids(spark, files, ids, format="orc")

@@ -51,7 +51,7 @@ def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPubli
     out = []
     for column, cv in sorted(view.columns.items()):
         snap = cv.snapshot
-        stats = services.engine.index_stats(cv)
+        stats = services.engine.index_stats(cv, view.retired_ranges)
         changed = any((s.path, s.size, s.mtime, s.first_row_id) not in live for s in snap.source_files)
         out.append(schemas.IndexPublic(
             column=column, index_type=snap.index_type, key_type=snap.key_type, snapshot_id=snap.id,

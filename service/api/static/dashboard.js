@@ -167,7 +167,9 @@ async function rescanTable(name, card) {
 function indexRow(table, ix, totalRows) {
   const covered = rangeRows(ix.covered_ranges);
   const uncovered = rangeRows(ix.uncovered_ranges);
-  const total = totalRows || covered + uncovered;
+  // Covered + uncovered ranges span the live files' ids. The id space (total_rows) can be larger: a
+  // rewritten or removed file leaves a hole, and dividing by it would show a complete index as partial.
+  const total = covered + uncovered || totalRows;
   const frac = total ? covered / total : 0;
   const badge = ix.stale ? el("span", { class: "badge stale", title: "source files changed since the build" }, "stale")
                          : el("span", { class: "badge fresh" }, "fresh");
@@ -203,7 +205,13 @@ function fillColumnList() {
 
 // ---- explore one index: prefix autocomplete + top values chart -----------------------------------
 function openExplore(table, column) {
-  state.explore = { table, column, seq: 0 };
+  const d = state.tables.find((x) => x.table.name === table);
+  const ix = d && d.indexes.find((x) => x.column === column);
+  // Prefix autocomplete needs a string index; other types get an exact look-up of the typed value.
+  const keyType = ix ? String(ix.key_type) : "string";
+  const isString = /^(string|varchar|char)/.test(keyType);
+  state.explore = { table, column, seq: 0, keyType, isString };
+  $("value-input").placeholder = isString ? "type a prefix…" : `type a ${keyType} value…`;
   $("explore-section").hidden = false;
   $("explore-title").textContent = `${table}.${column}`;
   $("value-input").value = "";
@@ -233,7 +241,11 @@ async function loadTopValues() {
 
 function topValuesSvg(values) {
   const NS = "http://www.w3.org/2000/svg";
-  const rowH = 22, labelW = 150, valueW = 90, width = 640;
+  const maxChars = 30;
+  const shorten = (t) => (t.length > maxChars ? t.slice(0, maxChars - 1) + "…" : t);
+  const longest = Math.max(4, ...values.map((v) => shorten(fmtValue(v.value)).length));
+  // Wide enough for the longest (shortened) label at ~7.2 px per character, so nothing is clipped.
+  const rowH = 22, labelW = Math.min(240, Math.round(longest * 7.2) + 14), valueW = 90, width = 640;
   const plotW = width - labelW - valueW;
   const max = Math.max(1, ...values.map((v) => v.rows));
   const svg = document.createElementNS(NS, "svg");
@@ -250,7 +262,7 @@ function topValuesSvg(values) {
     const y = i * rowH + 2, w = Math.max(1, (v.rows / max) * plotW);
     const g = mk("g", { class: "chart-row", "data-value": fmtValue(v.value), "data-rows": String(v.rows) });
     const label = fmtValue(v.value);
-    g.append(mk("text", { x: labelW - 8, y: y + 15, "text-anchor": "end" }, label.length > 22 ? label.slice(0, 21) + "…" : label));
+    g.append(mk("text", { x: labelW - 8, y: y + 15, "text-anchor": "end" }, shorten(label)));
     g.append(mk("rect", { class: "barrect", x: labelW, y: y + 3, width: w.toFixed(1), height: rowH - 6, rx: 3 }));
     g.append(mk("text", { class: "val", x: labelW + w + 6, y: y + 15 }, fmtInt(v.rows)));
     g.append(mk("title", {}, `${label}: ${fmtInt(v.rows)} rows`));
@@ -268,6 +280,7 @@ function onValueInput() {
 
 async function fetchSuggestions() {
   if (!state.explore) return;
+  if (!state.explore.isString) return exactLookup();
   const prefix = $("value-input").value;
   const seq = ++state.explore.seq;
   const list = $("suggestions");
@@ -286,6 +299,33 @@ async function fetchSuggestions() {
     list.hidden = true;
     const box = $("value-result"); box.className = "error-box"; box.textContent = e.message; box.hidden = false;
   }
+}
+
+async function exactLookup() {
+  const { table, column } = state.explore;
+  const text = $("value-input").value.trim();
+  const seq = ++state.explore.seq;
+  const box = $("value-result");
+  $("suggestions").hidden = true;
+  if (!text) { box.className = "muted"; box.textContent = ""; return; }
+  try {
+    // The query endpoint converts the literal to the column type (JSON form: strings allowed for dates etc.).
+    const data = await api("POST", `/v1/tables/${enc(table)}/query`,
+      { predicate: { op: "eq", column, value: literalFromText(text) }, result: "count" });
+    if (seq !== state.explore.seq) return;
+    pickValue({ value: literalFromText(text), rows: data.count });
+  } catch (e) {
+    if (seq !== state.explore.seq) return;
+    box.className = "error-box"; box.textContent = e.message; box.hidden = false;
+  }
+}
+
+function literalFromText(text) {
+  // Numbers and booleans as JSON scalars; everything else (dates, timestamps, decimals, NaN) as text.
+  if (/^-?\d+$/.test(text)) return Number.isSafeInteger(Number(text)) ? Number(text) : text;
+  if (/^-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$/.test(text) && /float|double/.test(state.explore.keyType)) return Number(text);
+  if (text === "true" || text === "false") return text === "true";
+  return text;
 }
 
 function onValueKey(ev) {
