@@ -11,7 +11,8 @@ from index_format.errors import (
 )
 from index_format.filemeta import FileMeta, parse_meta
 from index_format.footer import Footer
-from index_format.keys import coerce_literal, deserialize_key, serialize_key, sort_key, to_json
+from index_format.keys import deserialize_key, serialize_key, sort_key
+from index_format.literals import coerce_literal, to_json
 from index_format.reader import BlockCache, IndexReader, ReadStats, open_index
 from index_format.types import KeyType, from_arrow, parse_type
 from index_format.writer import WrittenFile, manifest_meta, write_index_bytes, write_index_files

@@ -17,7 +17,8 @@ from index_format.dictionary import encode_entries, encode_entry, varint_lengths
 from index_format.errors import BgixError
 from index_format.filemeta import build_meta, build_meta_bytes
 from index_format.footer import Footer
-from index_format.keys import EncodedKeys, deserialize_key, encode_arrow_keys
+from index_format.key_arrays import EncodedKeys, encode_arrow_keys
+from index_format.keys import deserialize_key
 from index_format.layout import varint
 from index_format.types import KeyType, parse_type
 

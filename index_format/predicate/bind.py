@@ -1,13 +1,13 @@
 """Bind an unbound tree to column types: resolve columns, coerce literals, apply NULL and LIKE rules.
 
-NULL literals follow spec §5.5, LIKE rewriting spec §6. Imports keys/types/tree only; never the reader.
+NULL literals follow spec §5.5, LIKE rewriting spec §6. Imports keys/literals/types/tree only; never the reader.
 """
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping
 
-from index_format import keys
+from index_format import keys, literals
 from index_format.errors import BindError, UnknownColumnError
 from index_format.predicate.tree import (
     FALSE, TRUE, UNKNOWN, And, BoundLeaf, Leaf, Node, Not, Or,
@@ -91,7 +91,7 @@ def bind_leaf(leaf: Leaf, column: str, kt: KeyType) -> BoundLeaf:
 
 def _coerce(column: str, kt: KeyType, value: object) -> object:
     try:
-        return keys.coerce_literal(kt, value)
+        return literals.coerce_literal(kt, value)
     except BindError as e:
         raise BindError(f"column {column!r} ({kt.spelling}): {e}") from None
     except (ValueError, TypeError, ArithmeticError) as e:

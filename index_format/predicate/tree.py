@@ -121,7 +121,7 @@ _BOUND_CONSTANT_NEGATION = {"always_true": "always_false", "always_false": "alwa
 
 @dataclass(frozen=True, slots=True)
 class BoundLeaf(Node):
-    """A leaf bound to a column type: literals are canonical values of `kt` (keys.coerce_literal).
+    """A leaf bound to a column type: literals are canonical values of `kt` (literals.coerce_literal).
 
     `null_in_list`: an IN/NOT IN list contained NULL (rows not matching are UNKNOWN, spec §5.5).
     `unsupported`: the reason the index cannot answer this leaf (spec §5.5/§6); evaluation yields UNSUPPORTED.

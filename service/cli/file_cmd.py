@@ -58,7 +58,8 @@ def _block_status(reader: Any, offset: int, length: int, name: str) -> tuple[int
 def _inspect(args: argparse.Namespace) -> int:
     from index_format.codecs import CODEC_NAMES
     from index_format.filemeta import build_meta
-    from index_format.keys import sort_key, to_json
+    from index_format.keys import sort_key
+    from index_format.literals import to_json
     from index_format.reader import open_index
     from index_format.types import parse_type
 

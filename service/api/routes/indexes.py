@@ -9,7 +9,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 
-from index_format.keys import to_json
+from index_format.literals import to_json
 from service.api import schemas
 from service.api.deps import ReadAuth, ServicesDep, WriteAuth
 from service.api.errors import InvalidCursorError, SnapshotChangedError

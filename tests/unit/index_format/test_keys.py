@@ -11,9 +11,9 @@ import pyarrow as pa
 import pytest
 
 from index_format.errors import BindError
-from index_format.keys import (
-    coerce_literal, deserialize_key, encode_arrow_keys, serialize_key, sort_key, sort_key_of_bytes, to_json,
-)
+from index_format.key_arrays import encode_arrow_keys
+from index_format.keys import deserialize_key, serialize_key, sort_key, sort_key_of_bytes
+from index_format.literals import coerce_literal, to_json
 from index_format.types import parse_type
 
 D = decimal.Decimal

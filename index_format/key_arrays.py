@@ -1,0 +1,267 @@
+"""Vectorized key encoding for the writer: Arrow/numpy columns → sortable representations and key bytes.
+
+Imports numpy/pyarrow and index_format.{keys,types,errors} only; never the reader.
+"""
+from __future__ import annotations
+
+import decimal
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from index_format.errors import UnsupportedTypeError
+from index_format.keys import (
+    FIXED_WIDTH, INT_BOUNDS, INT_STRUCTS, NAN32_BITS, NAN64_BITS, NUMPY_DTYPE, decimal_unscaled, deserialize_key,
+    serialize_key,
+)
+from index_format.layout import varint
+from index_format.types import KeyType
+
+
+def arrow_type(kt: KeyType) -> pa.DataType:
+    """The Arrow type a column of `kt` is converted to before encoding."""
+    name = kt.name
+    simple = {"string": pa.string(), "boolean": pa.bool_(), "tinyint": pa.int8(),
+              "smallint": pa.int16(), "int": pa.int32(), "bigint": pa.int64(),
+              "float": pa.float32(), "double": pa.float64(), "date": pa.date32()}
+    if name in simple:
+        return simple[name]
+    if name == "decimal":
+        return pa.decimal128(kt.decimal_precision, kt.decimal_scale)
+    if name == "time":
+        return pa.time32("ms")
+    unit = "ms" if kt.time_precision <= 3 else ("us" if kt.time_precision <= 6 else "ns")
+    return pa.timestamp(unit, tz="UTC" if name == "timestamp_ltz" else None)
+
+
+class EncodedKeys(NamedTuple):
+    """Per-row logical sort representation plus a way to serialize chosen rows' keys.
+
+    `sort_rep[i]` orders rows exactly like Java's comparator on their keys and is equal iff the
+    serialized keys are equal; entries at null rows are arbitrary (see `valid`).
+    """
+
+    sort_rep: np.ndarray
+    valid: np.ndarray | None          # bool mask, None when there are no nulls
+    key_bytes: Callable[[np.ndarray], list[bytes]]   # row indices → serialized keys
+    values: Callable[[np.ndarray], list[object]]     # row indices → canonical values
+    # row indices → (concatenated key bytes as uint8, int64 offsets of len(rows) + 1); vectorized
+    key_buffer: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]] | None = None
+
+    def buffer(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        if self.key_buffer is not None:
+            return self.key_buffer(rows)
+        keys = self.key_bytes(rows)
+        offsets = np.zeros(len(keys) + 1, dtype=np.int64)
+        if keys:
+            np.cumsum(np.fromiter(map(len, keys), dtype=np.int64, count=len(keys)), out=offsets[1:])
+        return np.frombuffer(b"".join(keys), dtype=np.uint8), offsets
+
+
+def to_arrow_array(kt: KeyType, keys: object) -> pa.Array:
+    """Accept an Arrow (chunked) array, numpy array or Python sequence of canonical values."""
+    if isinstance(keys, pa.ChunkedArray):
+        keys = keys.combine_chunks() if keys.num_chunks != 1 else keys.chunk(0)
+    if isinstance(keys, pa.Array):
+        if pa.types.is_dictionary(keys.type):
+            keys = keys.dictionary_decode()
+        return keys
+    if isinstance(keys, np.ndarray) and keys.dtype.kind in "iufb" and kt.name not in ("string",):
+        return pa.array(keys)
+    target = arrow_type(kt)
+    seq = list(keys)  # type: ignore[call-overload]
+    if kt.name in ("float", "double"):
+        return pa.array(seq, type=target, from_pandas=False)
+    return pa.array(seq, type=target)
+
+
+def _split_fixed(buf: bytes, width: int) -> list[bytes]:
+    return [buf[i:i + width] for i in range(0, len(buf), width)]
+
+
+def encode_arrow_keys(kt: KeyType, arr: object) -> EncodedKeys:
+    """Vectorized: the logical sort representation of every row and serializers for chosen rows."""
+    a = to_arrow_array(kt, arr)
+    valid = None
+    if a.null_count:
+        valid = a.is_valid().to_numpy(zero_copy_only=False)
+    name = kt.name
+    if name == "string":
+        return _encode_strings(kt, a, valid)
+    if name == "boolean":
+        rep = a.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)
+        return EncodedKeys(rep, valid, lambda rows: [b"\x01" if rep[i] else b"\x00" for i in rows],
+                           lambda rows: [bool(rep[i]) for i in rows])
+    if name in INT_STRUCTS or name in ("date", "time"):
+        return _encode_ints(kt, a, valid)
+    if name in ("float", "double"):
+        return _encode_floats(kt, a, valid)
+    if name == "decimal":
+        return _encode_decimals(kt, a, valid)
+    if name in ("timestamp", "timestamp_ltz"):
+        return _encode_timestamps(kt, a, valid)
+    raise UnsupportedTypeError(f"cannot encode keys of type {kt.spelling}")
+
+
+def _encode_strings(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedKeys:
+    if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
+        if pa.types.is_binary(a.type) or pa.types.is_large_binary(a.type):
+            a = a.cast(pa.string())
+        else:
+            raise UnsupportedTypeError(f"expected strings for {kt.spelling}, got {a.type}")
+    enc = pc.dictionary_encode(a)
+    dictionary = enc.dictionary
+    # Arrow orders strings by unsigned bytes = UTF-8 code-point order = Java order (spec §3)
+    order = pc.array_sort_indices(dictionary).to_numpy()
+    # dense ranks in the narrowest dtype: the writer sorts 16-bit keys by radix (perf notes)
+    rdt = np.uint16 if len(order) <= (1 << 16) else np.int32
+    rank = np.empty(len(order), dtype=rdt)
+    rank[order] = np.arange(len(order), dtype=rdt)
+    ind = enc.indices if enc.indices.null_count == 0 else enc.indices.fill_null(0)
+    idx = ind.to_numpy(zero_copy_only=False)
+    rep = rank[idx] if len(rank) else np.zeros(len(idx), dtype=np.int64)
+    binary = dictionary.cast(pa.large_binary() if pa.types.is_large_string(a.type) else pa.binary())
+
+    def key_bytes(rows: np.ndarray) -> list[bytes]:
+        return binary.take(pa.array(idx[rows])).to_pylist()
+
+    def values(rows: np.ndarray) -> list[object]:
+        return dictionary.take(pa.array(idx[rows])).to_pylist()
+
+    def key_buffer(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        b = binary.take(pa.array(idx[rows]))
+        _, obuf, dbuf = b.buffers()
+        odt = np.int64 if pa.types.is_large_binary(b.type) else np.int32
+        offsets = np.frombuffer(obuf, dtype=odt)[b.offset:b.offset + len(b) + 1].astype(np.int64)
+        data = np.frombuffer(dbuf, dtype=np.uint8) if dbuf is not None else np.zeros(0, np.uint8)
+        return data, offsets
+
+    return EncodedKeys(rep, valid, key_bytes, values, key_buffer)
+
+
+def _encode_ints(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedKeys:
+    name = kt.name
+    if name == "date":
+        if not pa.types.is_date(a.type):
+            raise UnsupportedTypeError(f"expected dates for {kt.spelling}, got {a.type}")
+        raw = a.cast(pa.date32()).cast(pa.int32())
+    elif name == "time":
+        if not pa.types.is_time(a.type):
+            raise UnsupportedTypeError(f"expected times for {kt.spelling}, got {a.type}")
+        raw = a.cast(pa.time32("ms"), safe=False).cast(pa.int32())  # spec §3: millis of day
+    else:
+        if not pa.types.is_integer(a.type):
+            raise UnsupportedTypeError(f"expected integers for {kt.spelling}, got {a.type}")
+        raw = a
+    rep = raw.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    dtype = NUMPY_DTYPE[name]
+    width = FIXED_WIDTH[name]
+    if len(rep):
+        lo, hi = INT_BOUNDS.get(name, INT_BOUNDS["int"])
+        vmin, vmax = int(rep.min()), int(rep.max())
+        if vmin < lo or vmax > hi:
+            raise UnsupportedTypeError(f"values outside the {kt.spelling} range")
+
+    def key_bytes(rows: np.ndarray) -> list[bytes]:
+        return _split_fixed(rep[rows].astype(dtype).tobytes(), width)
+
+    def values(rows: np.ndarray) -> list[object]:
+        return [deserialize_key(kt, b) for b in key_bytes(rows)]
+
+    def key_buffer(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (np.frombuffer(rep[rows].astype(dtype).tobytes(), dtype=np.uint8),
+                np.arange(len(rows) + 1, dtype=np.int64) * width)
+
+    return EncodedKeys(rep, valid, key_bytes, values, key_buffer)
+
+
+def _encode_floats(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedKeys:
+    if not pa.types.is_floating(a.type) and not pa.types.is_integer(a.type):
+        raise UnsupportedTypeError(f"expected floating point for {kt.spelling}, got {a.type}")
+    if kt.name == "double":
+        vals = a.cast(pa.float64()).fill_null(0.0).to_numpy(zero_copy_only=False)
+        bits = vals.view(np.int64).copy()
+        bits[np.isnan(vals)] = NAN64_BITS  # spec §3: one canonical NaN
+        width, dtype = 8, "<i8"
+        rep = bits ^ ((bits >> 63) & np.int64(0x7FFFFFFFFFFFFFFF))
+    else:
+        vals = a.cast(pa.float32()).fill_null(0.0).to_numpy(zero_copy_only=False)
+        bits = vals.view(np.int32).copy()
+        bits[np.isnan(vals)] = NAN32_BITS
+        width, dtype = 4, "<i4"
+        bits32 = bits.astype(np.int64)
+        rep = bits32 ^ ((bits32 >> 31) & np.int64(0x7FFFFFFF))
+
+    def key_bytes(rows: np.ndarray) -> list[bytes]:
+        return _split_fixed(bits[rows].astype(dtype).tobytes(), width)
+
+    def values(rows: np.ndarray) -> list[object]:
+        return [deserialize_key(kt, b) for b in key_bytes(rows)]
+
+    def key_buffer(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        return (np.frombuffer(bits[rows].astype(dtype).tobytes(), dtype=np.uint8),
+                np.arange(len(rows) + 1, dtype=np.int64) * width)
+
+    return EncodedKeys(rep, valid, key_bytes, values, key_buffer)
+
+
+def _encode_decimals(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedKeys:
+    if not pa.types.is_decimal(a.type):
+        a = a.cast(arrow_type(kt))
+    if a.type.scale != kt.decimal_scale:
+        a = a.cast(pa.decimal128(38, kt.decimal_scale))
+    pyvals = a.to_pylist()
+    unscaled = [0 if v is None else decimal_unscaled(kt, v) for v in pyvals]
+    if kt.decimal_precision <= 18:
+        rep = np.array(unscaled, dtype=np.int64)
+    else:
+        distinct = sorted(set(unscaled))
+        pos = {v: i for i, v in enumerate(distinct)}
+        rep = np.array([pos[v] for v in unscaled], dtype=np.int64)
+
+    def values(rows: np.ndarray) -> list[object]:
+        return [decimal.Decimal(unscaled[i]).scaleb(-kt.decimal_scale) for i in rows]
+
+    def key_bytes(rows: np.ndarray) -> list[bytes]:
+        return [serialize_key(kt, v) for v in values(rows)]
+
+    return EncodedKeys(rep, valid, key_bytes, values)
+
+
+_UNIT_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+
+
+def _encode_timestamps(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedKeys:
+    if pa.types.is_date(a.type):
+        a = a.cast(pa.timestamp("ms"))
+    if not pa.types.is_timestamp(a.type):
+        raise UnsupportedTypeError(f"expected timestamps for {kt.spelling}, got {a.type}")
+    unit_nanos = _UNIT_NANOS[a.type.unit]
+    raw = a.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+    # spec §3: epoch millis + nano-of-milli (dropped for p ≤ 3)
+    if unit_nanos >= 1_000_000:
+        millis = raw * (unit_nanos // 1_000_000)
+        nanos = np.zeros_like(raw)
+    else:
+        per_milli = 1_000_000 // unit_nanos
+        millis = np.floor_divide(raw, per_milli)
+        nanos = (raw - millis * per_milli) * unit_nanos
+    if kt.time_precision <= 3:
+        nanos = np.zeros_like(raw)
+        rep = millis
+    else:
+        rep = raw if unit_nanos < 1_000_000 else millis
+
+    def key_bytes(rows: np.ndarray) -> list[bytes]:
+        ms = _split_fixed(millis[rows].astype("<i8").tobytes(), 8)
+        if kt.time_precision <= 3:
+            return ms
+        return [m + varint(int(n)) for m, n in zip(ms, nanos[rows].tolist())]
+
+    def values(rows: np.ndarray) -> list[object]:
+        return [deserialize_key(kt, b) for b in key_bytes(rows)]
+
+    return EncodedKeys(rep, valid, key_bytes, values)
