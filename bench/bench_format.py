@@ -161,8 +161,15 @@ def bench_writer(report: Report, label: str, type_name: str, keys: pa.Array, sub
     kt = parse_type(type_name)
     rows = len(keys)
     options = IndexOptions()
-    t_full, (data, _wf) = timed(lambda: write_index_bytes(keys, np.arange(rows, dtype=np.int64), kt, options))
+    # Our writer runs three times: the first run in a fresh process also pays the kernel's first-touch
+    # page faults for ~1 GB of numpy buffers (≈ 2× slower here); the ratio uses the median, and the first
+    # run is reported beside it. pypaimon runs once: its per-row Python work dwarfs any warm-up.
+    runs = [timed(lambda: write_index_bytes(keys, np.arange(rows, dtype=np.int64), kt, options))
+            for _ in range(3)]
+    t_first = runs[0][0]
+    t_full, (data, _wf) = sorted(runs, key=lambda r: r[0])[1]
     sub = keys.slice(0, sub_rows)
+    report.row(f"writer {label}: first run in this process, {rows:,} rows", f"{rows / t_first / 1e6:.2f} Mrows/s")
     if sub_rows == rows:
         t_sub, sub_data = t_full, data
     else:
@@ -181,7 +188,7 @@ def bench_writer(report: Report, label: str, type_name: str, keys: pa.Array, sub
                               f"≥ {TARGETS[target_key]:.0f}×")
     if sub_rows != rows:
         report.row(f"writer {label}: all {rows:,} rows ({fmt_s(t_full)})", f"{ours_rate / 1e6:.2f} Mrows/s")
-    report.row(f"writer {label}: same {sub_rows:,}-row subset", f"{sub_rate / 1e6:.2f} Mrows/s",
+    report.row(f"writer {label}: same {sub_rows:,}-row subset (ours: median of 3)", f"{sub_rate / 1e6:.2f} Mrows/s",
                f"{py_rate / 1e6:.3f} Mrows/s", f"{ratio:.1f}×", target)
     report.row(f"file size {label}: {sub_rows:,} rows", f"{len(sub_data):,} B", f"{py_size:,} B",
                f"{len(sub_data) / py_size:.2f}×")
