@@ -19,11 +19,23 @@ with warnings.catch_warnings():
     warnings.simplefilter("ignore")
     from fastapi.testclient import TestClient
 
-__all__ = ["COLUMNS", "FILES", "ROWS_PER_FILE", "TestClient", "make_settings", "wait_job", "write_table"]
+__all__ = ["COLUMNS", "FILES", "ROWS_PER_FILE", "TestClient", "make_settings", "python_runs", "wait_job",
+           "write_table"]
 
 COLUMNS = ("status", "country", "age", "score")
 FILES = 3
 ROWS_PER_FILE = 600
+
+
+def python_runs(ids: list[int]) -> list[list[int]]:
+    """Sorted ids → inclusive [first, last] runs, in plain Python (the oracle for `ranges` results)."""
+    runs: list[list[int]] = []
+    for i in ids:
+        if runs and runs[-1][1] == i - 1:
+            runs[-1][1] = i
+        else:
+            runs.append([i, i])
+    return runs
 
 
 def write_table(directory: Path, df: pd.DataFrame, files: int) -> None:

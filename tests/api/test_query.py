@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 from pyroaring import BitMap64
 
+from tests.api.helpers import python_runs
 from tests.api.predicates import expected_ids, random_predicate, to_sql
 
 N_PREDICATES = 300
@@ -76,19 +77,9 @@ def test_row_id_paging_returns_every_row_once(built) -> None:
     assert pages == -(-len(want) // 97)
 
 
-def _runs(ids: list[int]) -> list[list[int]]:
-    runs: list[list[int]] = []
-    for i in ids:
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return runs
-
-
 def test_ranges_result_and_paging(built) -> None:
     client, df, _ = built
-    want = _runs(df.index[df.status.isna().to_numpy() | (df.status == "vip").fillna(False).to_numpy()].tolist())
+    want = python_runs(df.index[df.status.isna().to_numpy() | (df.status == "vip").fillna(False).to_numpy()].tolist())
     got: list[list[int]] = []
     cursor = None
     for _ in range(1000):

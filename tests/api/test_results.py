@@ -11,16 +11,7 @@ from service.api.cache import ByteLRU
 from service.api.errors import InvalidCursorError, SnapshotChangedError
 from service.api.results import Cursor, file_matches, page_ids, page_runs
 from service.catalog.model import DataFile
-
-
-def python_runs(ids: list[int]) -> list[list[int]]:
-    runs: list[list[int]] = []
-    for i in ids:
-        if runs and runs[-1][1] == i - 1:
-            runs[-1][1] = i
-        else:
-            runs.append([i, i])
-    return runs
+from tests.api.helpers import python_runs
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -1,15 +1,9 @@
 """service.spark_filter in local Spark, checked against a plain `df.filter(...)` on the same Parquet files."""
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -19,6 +13,7 @@ from pyroaring import BitMap64
 
 from service.sample_data import write_events
 from service.spark_filter import MAX_RANGE_PREDICATES, ROW_ID_COLUMN, filter_by_row_ids, select_files, spark_filter
+from tests.api.server import bgix_server
 from tests.factories import make_parquet_table
 
 pytestmark = pytest.mark.spark
@@ -101,36 +96,14 @@ def served_table(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     warehouse = tmp_path / "wh"
     source = warehouse / "source" / "events"
     write_events(source, rows=20_000, files=4, seed=5)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = dict(os.environ, BGIX_WAREHOUSE=str(warehouse), BGIX_BUILD_ENGINE="local", BGIX_TOKEN="")
-    proc = subprocess.Popen([sys.executable, "-c", "from service.cli import main; raise SystemExit(main())",
-                             "serve", "--host", "127.0.0.1", "--port", str(port), "--log-level", "warning"],
-                            env=env)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            assert proc.poll() is None and time.monotonic() < deadline, "bgix serve did not start"
-            try:
-                if httpx.get(f"{url}/v1/tables", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                time.sleep(0.1)
+    env = {"BGIX_WAREHOUSE": str(warehouse), "BGIX_BUILD_ENGINE": "local", "BGIX_TOKEN": ""}
+    with bgix_server(env, tmp_path / "serve.log") as url:
         with Client(url) as client:
             client.register_table("events", str(source))
             for column in ("status", "country"):
                 job = client.create_global_index("events", column)
                 assert client.wait(job, timeout=120).state == "succeeded"
         yield url, source
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def test_spark_filter_through_the_service(spark, served_table: tuple[str, Path]) -> None:

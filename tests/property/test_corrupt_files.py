@@ -34,6 +34,7 @@ from index_format.reader import open_index
 from index_format.storage import BytesSource
 from index_format.types import parse_type
 from index_format.writer import write_index_bytes
+from tests.compat.vectors import parse_value
 
 VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
 FOOTER = struct.Struct(">qiqiqiiii")  # spec §2.2, written out here independently of layout.py
@@ -96,25 +97,13 @@ class Mutation:
         return f"Mutation({self.kind}, {len(self.data)} bytes, size={self.size}, {self.detail})"
 
 
-def _parse_value(type_name: str, text: str) -> object:
-    if text == "NULL":
-        return None
-    if type_name == "string":
-        return text
-    if type_name == "boolean":
-        return text == "true"
-    if type_name in ("float", "double"):
-        return float(text)
-    return int(text)
-
-
 def _input_values(rel: str | None, type_name: str) -> list[object]:
     if rel is None:  # golden file: keys from spec §12.1 are not needed, a few plausible ones suffice
         return ["A", "B", "C", "a", "zzz"]
     values = []
     for line in (VECTORS / rel).read_text(encoding="utf-8").split("\n"):
         if line:
-            values.append(_parse_value(type_name, line.partition("\t")[2]))
+            values.append(parse_value(type_name, line.partition("\t")[2]))
     return values
 
 

@@ -19,6 +19,7 @@ from index_format.reader import open_index
 from index_format.storage import BytesSource
 from index_format.types import KeyType, parse_type
 from index_format.writer import write_index_bytes
+from tests.compat.vectors import parse_value
 
 INT = parse_type("int")
 S = parse_type("string")
@@ -231,17 +232,10 @@ def test_pruning_starts_with(prefix: str, m: FileMeta, expected: bool) -> None:
 # ------------------------------------------------------------------------------ Java reference files
 
 def _java_value(type_name: str, text: str) -> object:
-    if text == "NULL":
-        return None
-    if type_name == "string":
-        return text
-    if type_name == "boolean":
-        return text == "true"
-    if type_name == "double":
-        return float(text)
-    if type_name == "float":
-        return struct.unpack("<f", struct.pack("<f", float(text)))[0]
-    return int(text)
+    value = parse_value(type_name, text)
+    if type_name == "float" and value is not None:  # FLOAT keys hold float32 values
+        return struct.unpack("<f", struct.pack("<f", value))[0]
+    return value
 
 
 def _order(v: object) -> object:
