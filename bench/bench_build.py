@@ -127,7 +127,7 @@ def main() -> int:
 
     from pyspark.sql import SparkSession
 
-    from index_format.reader import open_index
+    from index_format.global_index.reader import open_index
     from index_format.storage import Storage
     from index_format.types import parse_type
     from service.build_job.main import run_job

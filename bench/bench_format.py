@@ -33,10 +33,10 @@ import pyarrow.compute as pc
 from pyroaring import BitMap64
 
 from index_format.options import IndexOptions
-from index_format.reader import open_index
+from index_format.global_index.reader import open_index
 from index_format.storage import Storage
 from index_format.types import parse_type
-from index_format.writer import write_index_bytes
+from index_format.global_index.writer import write_index_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {

@@ -36,7 +36,7 @@ from pyroaring import BitMap64
 from index_format.options import IndexOptions
 from index_format.storage import Storage
 from index_format.types import parse_type
-from index_format.writer import write_index_files
+from index_format.global_index.writer import write_index_files
 from service.catalog import Catalog, IndexFileEntry, Snapshot, SourceFile, Table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -370,7 +370,7 @@ def main() -> int:
         f"phases: up to {loadavg:.1f} on {os.cpu_count()} cores",
         "",
         f"Setup: {args.rows:,} rows in one Parquet file; bitmap index on `k` (bigint, {args.distinct:,} distinct "
-        "values, uniform) and `flag` (int, ~50% ones), written with `index_format.writer` and committed through "
+        "values, uniform) and `flag` (int, ~50% ones), written with `index_format.global_index.writer` and committed through "
         "the catalog; `bgix serve` (uvicorn, one worker) on 127.0.0.1 with `BGIX_CACHE_BYTES=512 MiB`, warmed; "
         "the load generator is a separate process (paced open loop; latency counted from each request's "
         "scheduled send time, so queueing is included).",

@@ -19,9 +19,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from index_format.reader import open_index
+from index_format.global_index.reader import open_index
 from index_format.types import parse_type
-from index_format.writer import write_index_bytes
+from index_format.global_index.writer import write_index_bytes
 
 
 def string_keys(rows: int, distinct: int, rng: np.random.Generator) -> tuple[pa.Array, list[str]]:

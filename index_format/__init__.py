@@ -9,13 +9,13 @@ from index_format.errors import (
     InvalidOptionError, ParseError, PathNotAllowedError, PredicateError, StorageUnavailableError,
     TruncatedFileError, UnknownColumnError, UnsupportedTypeError, UnsupportedVersionError,
 )
-from index_format.filemeta import FileMeta, parse_meta
-from index_format.footer import Footer
+from index_format.global_index.filemeta import FileMeta, parse_meta
+from index_format.global_index.footer import Footer
 from index_format.keys import deserialize_key, serialize_key, sort_key
 from index_format.literals import coerce_literal, to_json
-from index_format.reader import BlockCache, IndexReader, ReadStats, open_index
+from index_format.global_index.reader import BlockCache, IndexReader, ReadStats, open_index
 from index_format.types import KeyType, from_arrow, parse_type
-from index_format.writer import WrittenFile, manifest_meta, write_index_bytes, write_index_files
+from index_format.global_index.writer import WrittenFile, manifest_meta, write_index_bytes, write_index_files
 
 try:  # owned by another component; the format core works without it
     from index_format.options import IndexOptions, parse_options

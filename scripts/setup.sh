@@ -29,6 +29,7 @@ fi
 stamp=.venv/.bgix-installed
 if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
   .venv/bin/python -m pip install -q --disable-pip-version-check -U pip
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
+  # build-backend notices (editable-install advice) are not ours to act on; keep the install output readable
+  PYTHONWARNINGS=ignore .venv/bin/python -m pip install -q --disable-pip-version-check -e ".[test]"
   touch "$stamp"
 fi

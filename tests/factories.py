@@ -99,7 +99,7 @@ def index_answer(catalog: object, snapshot: object, ask: object) -> object:
     range start (spec §5.1) and ORed. Uses index_format.open_index; the expected side never does."""
     from pyroaring import BitMap64
 
-    from index_format.reader import open_index
+    from index_format.global_index.reader import open_index
     from index_format.types import parse_type
 
     kt = parse_type(snapshot.key_type)  # type: ignore[attr-defined]

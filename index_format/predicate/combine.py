@@ -16,7 +16,7 @@ from pyroaring import BitMap64
 
 from index_format import keys
 from index_format.errors import UnknownColumnError
-from index_format.filemeta import FileMeta
+from index_format.global_index.filemeta import FileMeta
 from index_format.options import IndexOptions
 from index_format.predicate.evaluate import UNSUPPORTED, Unsupported, matching_rows, positive_op
 from index_format.predicate.operators import OPERATORS
@@ -25,7 +25,7 @@ from index_format.predicate.visitors import referenced_columns, rewrite_not
 from index_format.types import KeyType
 
 if TYPE_CHECKING:
-    from index_format.reader import IndexReader
+    from index_format.global_index.reader import IndexReader
 
 DEFAULT_FALLBACK_SCAN_MAX_SIZE = IndexOptions().fallback_scan_max_size
 _STAT_NAMES = ("reads", "bytes_read", "blocks_decoded", "bitmaps_read")

@@ -16,7 +16,7 @@ from index_format import keys
 from index_format.predicate.tree import BoundLeaf
 
 if TYPE_CHECKING:
-    from index_format.reader import IndexReader
+    from index_format.global_index.reader import IndexReader
 
 
 class Unsupported:

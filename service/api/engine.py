@@ -18,7 +18,7 @@ import numpy as np
 from pyroaring import BitMap64
 
 from index_format import errors as fmt
-from index_format.filemeta import parse_meta
+from index_format.global_index.filemeta import parse_meta
 from index_format.keys import sort_key
 from index_format.options import parse_options
 from index_format.predicate.bind import bind
@@ -26,7 +26,7 @@ from index_format.predicate.combine import Answer, ColumnIndex, IndexFileRef, ev
 from index_format.predicate.json import from_json
 from index_format.predicate.sql import parse_where
 from index_format.predicate.visitors import referenced_columns
-from index_format.reader import BlockCache, IndexReader, open_index
+from index_format.global_index.reader import BlockCache, IndexReader, open_index
 from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
 from service.api.cache import ByteLRU

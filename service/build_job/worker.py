@@ -17,7 +17,7 @@ import pyarrow as pa
 from index_format.options import IndexOptions, parse_options
 from index_format.storage import Storage
 from index_format.types import KeyType, parse_type
-from index_format.writer import write_index_files
+from index_format.global_index.writer import write_index_files
 from service.build_job.rowids import position_ids
 from service.catalog.errors import RowIdError
 from service.catalog.scan import read_slice

@@ -57,10 +57,10 @@ def _block_status(reader: Any, offset: int, length: int, name: str) -> tuple[int
 
 def _inspect(args: argparse.Namespace) -> int:
     from index_format.codecs import CODEC_NAMES
-    from index_format.filemeta import build_meta
+    from index_format.global_index.filemeta import build_meta
     from index_format.keys import sort_key
     from index_format.literals import to_json
-    from index_format.reader import open_index
+    from index_format.global_index.reader import open_index
     from index_format.types import parse_type
 
     kt = parse_type(args.key_type)
@@ -123,7 +123,7 @@ def _build(args: argparse.Namespace) -> int:
 
     from index_format.options import IndexOptions
     from index_format.types import from_arrow, parse_type
-    from index_format.writer import write_index_bytes
+    from index_format.global_index.writer import write_index_bytes
 
     columns = [args.column] + ([args.row_id_column] if args.row_id_column else [])
     names = pq.read_schema(args.input).names

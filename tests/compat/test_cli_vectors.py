@@ -15,8 +15,9 @@ import pytest
 
 from service.cli import main
 from tests.compat.vectors import Vector, load_rows, load_vectors
+from tests.data import GLOBAL_INDEX
 
-_VECTORS_DIR = Path(__file__).resolve().parents[3] / "shared" / "vectors"
+_VECTORS_DIR = GLOBAL_INDEX
 VECTORS = load_vectors(_VECTORS_DIR) if _VECTORS_DIR.exists() else []
 ARROW = {"string": pa.string(), "boolean": pa.bool_(), "tinyint": pa.int8(), "smallint": pa.int16(),
          "int": pa.int32(), "bigint": pa.int64(), "float": pa.float32(), "double": pa.float64()}

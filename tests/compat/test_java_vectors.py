@@ -11,8 +11,9 @@ from index_format.options import IndexOptions
 
 from .oracle import expected_sets, identity, java_order
 from .vectors import Vector, load_rows, load_vectors
+from tests.data import GLOBAL_INDEX
 
-_VECTORS = load_vectors(Path(__file__).resolve().parents[2].parent / "shared" / "vectors")
+_VECTORS = load_vectors(GLOBAL_INDEX)
 
 
 def _ids(v: Vector) -> str:

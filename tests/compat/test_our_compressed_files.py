@@ -15,8 +15,9 @@ from index_format.options import IndexOptions
 
 from .oracle import expected_sets
 from .vectors import load_rows
+from tests.data import GLOBAL_INDEX
 
-_VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
+_VECTORS = GLOBAL_INDEX
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:

@@ -17,8 +17,9 @@ from index_format.options import IndexOptions
 
 from .oracle import expected_sets, identity, java_order
 from .vectors import load_rows
+from tests.data import GLOBAL_INDEX
 
-_VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
+_VECTORS = GLOBAL_INDEX
 _PAIMON_TYPES = {"string": "STRING", "boolean": "BOOLEAN", "int": "INT", "bigint": "BIGINT",
                  "smallint": "SMALLINT", "tinyint": "TINYINT", "double": "DOUBLE", "float": "FLOAT"}
 

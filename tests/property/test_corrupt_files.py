@@ -30,13 +30,14 @@ from index_format.errors import (
     UnsupportedVersionError,
 )
 from index_format.options import IndexOptions
-from index_format.reader import open_index
+from index_format.global_index.reader import open_index
 from index_format.storage import BytesSource
 from index_format.types import parse_type
-from index_format.writer import write_index_bytes
+from index_format.global_index.writer import write_index_bytes
 from tests.compat.vectors import parse_value
+from tests.data import GLOBAL_INDEX
 
-VECTORS = Path(__file__).resolve().parents[2].parent / "shared" / "vectors"
+VECTORS = GLOBAL_INDEX
 FOOTER = struct.Struct(">qiqiqiiii")  # spec §2.2, written out here independently of layout.py
 FOOTER_FIELDS = [(0, ">q"), (8, ">i"), (12, ">q"), (20, ">i"), (24, ">q"), (32, ">i"), (36, ">i"),
                  (40, ">i"), (44, ">i")]

@@ -17,16 +17,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap64
 
-from index_format.filemeta import parse_meta
+from index_format.global_index.filemeta import parse_meta
 from index_format.predicate.bind import bind
 from index_format.predicate.combine import ColumnIndex, IndexFileRef, evaluate
 from index_format.predicate.json import from_json, to_json
 from index_format.predicate.operators import OPERATORS
 from index_format.predicate.tree import And, Leaf, Node, Not, Or
-from index_format.reader import open_index
+from index_format.global_index.reader import open_index
 from index_format.storage import BytesSource
 from index_format.types import KeyType, parse_type
-from index_format.writer import write_index_bytes
+from index_format.global_index.writer import write_index_bytes
 
 # ---------------------------------------------------------------------------- data
 

@@ -21,16 +21,17 @@ from index_format.errors import (
     TruncatedFileError,
     UnsupportedVersionError,
 )
+from tests.data import DELETION_VECTORS
 
 
 @pytest.fixture(scope="module")
-def dv32(vectors_dir: Path) -> bytes:
-    return (vectors_dir / "deletion-vectors" / "dvindex-32").read_bytes()
+def dv32() -> bytes:
+    return (DELETION_VECTORS / "dvindex-32").read_bytes()
 
 
 @pytest.fixture(scope="module")
-def dv64(vectors_dir: Path) -> bytes:
-    return (vectors_dir / "deletion-vectors" / "dvindex-64").read_bytes()
+def dv64() -> bytes:
+    return (DELETION_VECTORS / "dvindex-64").read_bytes()
 
 
 def test_fixture_sizes(dv32: bytes, dv64: bytes) -> None:

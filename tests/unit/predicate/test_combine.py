@@ -10,20 +10,21 @@ from pathlib import Path
 import pytest
 from pyroaring import BitMap64
 
-from index_format.filemeta import FileMeta, parse_meta
+from index_format.global_index.filemeta import FileMeta, parse_meta
 from index_format.predicate.bind import bind
 from index_format.predicate.combine import ColumnIndex, IndexFileRef, evaluate, file_may_match
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import BoundLeaf, Leaf
-from index_format.reader import open_index
+from index_format.global_index.reader import open_index
 from index_format.storage import BytesSource
 from index_format.types import KeyType, parse_type
-from index_format.writer import write_index_bytes
+from index_format.global_index.writer import write_index_bytes
 from tests.compat.vectors import parse_value
+from tests.data import GLOBAL_INDEX
 
 INT = parse_type("int")
 S = parse_type("string")
-VECTORS = Path(__file__).resolve().parents[4] / "shared" / "vectors"
+VECTORS = GLOBAL_INDEX
 
 
 def column(name: str, kt: KeyType, ranges: list[tuple[int, list[list[object]]]],

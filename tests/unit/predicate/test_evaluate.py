@@ -8,10 +8,10 @@ from index_format.predicate.bind import bind
 from index_format.predicate.evaluate import UNSUPPORTED, FileAnswer, evaluate_file, matching_rows
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import BoundLeaf
-from index_format.reader import IndexReader, open_index
+from index_format.global_index.reader import IndexReader, open_index
 from index_format.storage import BytesSource
 from index_format.types import parse_type
-from index_format.writer import write_index_bytes
+from index_format.global_index.writer import write_index_bytes
 
 S = parse_type("string")
 INT = parse_type("int")

@@ -1,0 +1,49 @@
+"""Guard: no test or fixture may read beside the repository (a fresh clone has nothing there).
+
+An audit hook sees every `open`, `os.listdir` and `os.scandir` in the test process and records paths that
+lie under the repository's parent folder but outside the repository; conftest fails the test that did it.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+_EVENTS = {"open", "os.listdir", "os.scandir"}
+
+
+class OutsideReads:
+    """Collects paths read outside `repo` but under its parent (e.g. ../shared)."""
+
+    def __init__(self, repo: Path) -> None:
+        self.repo = str(repo.resolve())
+        self.parent = str(repo.resolve().parent)
+        self.seen: list[str] = []
+        self.active = True
+
+    def install(self) -> OutsideReads:
+        sys.addaudithook(self._hook)  # hooks cannot be removed; `active` turns this one off
+        return self
+
+    def _hook(self, event: str, args: tuple[object, ...]) -> None:
+        if not self.active or event not in _EVENTS or not args:
+            return
+        target = args[0]
+        if not isinstance(target, (str, bytes, os.PathLike)):
+            return  # a file descriptor
+        path = os.fsdecode(target)
+        if not os.path.isabs(path):
+            path = os.path.join(os.getcwd(), path)
+        path = os.path.normpath(path)
+        inside_parent = path == self.parent or path.startswith(self.parent + os.sep)
+        inside_repo = path == self.repo or path.startswith(self.repo + os.sep)
+        if inside_parent and not inside_repo:
+            self.seen.append(path)
+
+    def take(self) -> list[str]:
+        seen, self.seen = self.seen, []
+        return seen
+
+
+# One guard per process: conftest may be imported under two module names, this module only under one.
+OUTSIDE_READS = OutsideReads(Path(__file__).resolve().parents[1]).install()

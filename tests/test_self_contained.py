@@ -1,0 +1,38 @@
+"""The suite needs nothing beside the repository: the guard in conftest catches reads of ../shared."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.self_contained import OUTSIDE_READS
+from tests.data import DELETION_VECTORS, FILE_INDEX, GLOBAL_INDEX
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_guard_records_a_read_beside_the_repo() -> None:
+    probe = REPO.parent / "shared" / "vectors" / "no-such-file-bgix-probe"
+    with pytest.raises(OSError):
+        probe.open("rb")
+    assert str(probe) in OUTSIDE_READS.take()  # taken, so this test itself stays green
+
+
+def test_guard_ignores_reads_inside_the_repo_and_tmp(tmp_path: Path) -> None:
+    (tmp_path / "x").write_bytes(b"1")
+    (tmp_path / "x").read_bytes()
+    (GLOBAL_INDEX / "vectors.tsv").read_text(encoding="utf-8")
+    assert OUTSIDE_READS.take() == []
+
+
+def test_reference_files_are_in_the_tree() -> None:
+    assert len(list((GLOBAL_INDEX / "java").glob("*.java.idx"))) >= 20
+    assert (GLOBAL_INDEX / "golden" / "category.bitmap.java.idx").is_file()
+    assert sorted(p.name for p in DELETION_VECTORS.iterdir() if p.name.startswith("dv")) == ["dvindex-32", "dvindex-64"]
+    assert (FILE_INDEX / "vectors.tsv").is_file()
+
+
+def test_no_test_source_names_the_shared_folder() -> None:
+    offenders = [str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("*.py")
+                 if p.name != "test_self_contained.py" and '"shared"' in p.read_text(encoding="utf-8")]
+    assert offenders == []
