@@ -174,6 +174,10 @@ def lzo_decompress(src: bytes, out_len: int) -> bytes:
             if extra > out_len + 255:
                 raise LzoError("run length overflow")
 
+    def le16() -> int:
+        lo = byte()
+        return lo | (byte() << 8)
+
     state = 0
     t = src[0] if n else None
     if t is None:
@@ -206,22 +210,14 @@ def lzo_decompress(src: bytes, out_len: int) -> bytes:
             copy_match(dist, (t >> 5) + 1)
             nxt = t & 3
         elif t >= 32:
-            length = t & 31
-            if length == 0:
-                length = extend_len(31)
-            lo = byte()
-            hi = byte()
-            v = lo | (hi << 8)
+            length = t & 31 or extend_len(31)
+            v = le16()
             copy_match(1 + (v >> 2), length + 2)
             nxt = v & 3
         else:
             dist = (t & 8) << 11
-            length = t & 7
-            if length == 0:
-                length = extend_len(7)
-            lo = byte()
-            hi = byte()
-            v = lo | (hi << 8)
+            length = t & 7 or extend_len(7)
+            v = le16()
             dist += v >> 2
             if dist == 0:
                 if len(out) != out_len:

@@ -99,3 +99,12 @@ class PathNotAllowedError(BgixError):
 
 class StorageUnavailableError(BgixError):
     """The file system or object store did not answer."""
+
+
+class QueryTimeoutError(BgixError):
+    """A query ran past its deadline and was abandoned; `budget_s` is its time budget in seconds, if known."""
+
+    def __init__(self, budget_s: float | None = None) -> None:
+        self.budget_s = budget_s
+        budget = f" of {budget_s:g} s" if budget_s is not None else ""
+        super().__init__(f"the query exceeded its time budget{budget} and was abandoned")

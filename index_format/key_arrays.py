@@ -165,14 +165,21 @@ def _encode_ints(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedK
         if vmin < lo or vmax > hi:
             raise UnsupportedTypeError(f"values outside the {kt.spelling} range")
 
+    return _fixed_width_keys(kt, rep, valid, rep, dtype, width)
+
+
+def _fixed_width_keys(kt: KeyType, rep: np.ndarray, valid: np.ndarray | None, stored: np.ndarray,
+                      dtype: str, width: int) -> EncodedKeys:
+    """Keys of one fixed width: `rep` orders them, `stored` cast to little-endian `dtype` is each key's bytes."""
+
     def key_bytes(rows: np.ndarray) -> list[bytes]:
-        return _split_fixed(rep[rows].astype(dtype).tobytes(), width)
+        return _split_fixed(stored[rows].astype(dtype).tobytes(), width)
 
     def values(rows: np.ndarray) -> list[object]:
         return [deserialize_key(kt, b) for b in key_bytes(rows)]
 
     def key_buffer(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (np.frombuffer(rep[rows].astype(dtype).tobytes(), dtype=np.uint8),
+        return (np.frombuffer(stored[rows].astype(dtype).tobytes(), dtype=np.uint8),
                 np.arange(len(rows) + 1, dtype=np.int64) * width)
 
     return EncodedKeys(rep, valid, key_bytes, values, key_buffer)
@@ -195,17 +202,7 @@ def _encode_floats(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> Encode
         bits32 = bits.astype(np.int64)
         rep = bits32 ^ ((bits32 >> 31) & np.int64(0x7FFFFFFF))
 
-    def key_bytes(rows: np.ndarray) -> list[bytes]:
-        return _split_fixed(bits[rows].astype(dtype).tobytes(), width)
-
-    def values(rows: np.ndarray) -> list[object]:
-        return [deserialize_key(kt, b) for b in key_bytes(rows)]
-
-    def key_buffer(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (np.frombuffer(bits[rows].astype(dtype).tobytes(), dtype=np.uint8),
-                np.arange(len(rows) + 1, dtype=np.int64) * width)
-
-    return EncodedKeys(rep, valid, key_bytes, values, key_buffer)
+    return _fixed_width_keys(kt, rep, valid, bits, dtype, width)
 
 
 def _encode_decimals(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedKeys:

@@ -77,6 +77,17 @@ def _date_days(value: dt.date) -> int:
     return (value - EPOCH_DATE).days
 
 
+MILLIS_PER_DAY = 86_400_000
+
+
+def time_of_millis(ms: int) -> dt.time:
+    """TIME as Paimon stores it (milliseconds of the day, 0 <= ms < MILLIS_PER_DAY) → datetime.time."""
+    h, rem = divmod(ms, 3_600_000)
+    m, rem = divmod(rem, 60_000)
+    sec, ms = divmod(rem, 1000)
+    return dt.time(h, m, sec, ms * 1000)
+
+
 def _time_millis(value: dt.time) -> int:
     return ((value.hour * 60 + value.minute) * 60 + value.second) * 1000 + value.microsecond // 1000
 
@@ -155,12 +166,9 @@ def deserialize_key(kt: KeyType, data: bytes | memoryview) -> object:
         return EPOCH_DATE + dt.timedelta(days=_I32.unpack(data)[0])
     if name == "time":
         ms = _I32.unpack(data)[0]
-        if not 0 <= ms < 86_400_000:
+        if not 0 <= ms < MILLIS_PER_DAY:
             raise _bad(kt, data, "time of day out of range")
-        h, rem = divmod(ms, 3_600_000)
-        m, rem = divmod(rem, 60_000)
-        sec, ms = divmod(rem, 1000)
-        return dt.time(h, m, sec, ms * 1000)
+        return time_of_millis(ms)
     if name in ("timestamp", "timestamp_ltz"):
         millis, nanos = _timestamp_key_parts(kt, data)
         if nanos % 1000:

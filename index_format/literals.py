@@ -11,7 +11,9 @@ import math
 import numpy as np
 
 from index_format.errors import BindError
-from index_format.keys import EPOCH, EPOCH_DATE, EPOCH_UTC, INT_BOUNDS, INT_STRUCTS, UTC
+from index_format.keys import (
+    EPOCH, EPOCH_DATE, EPOCH_UTC, INT_BOUNDS, INT_STRUCTS, MILLIS_PER_DAY, UTC, time_of_millis,
+)
 from index_format.types import KeyType
 
 
@@ -180,12 +182,9 @@ def _coerce_time(kt: KeyType, value: object) -> dt.time:
         except ValueError:
             raise _bind(kt, value, "expected HH:MM:SS[.fff]") from None
     elif isinstance(value, int) and not isinstance(value, bool):
-        if not 0 <= value < 86_400_000:
+        if not 0 <= value < MILLIS_PER_DAY:
             raise _bind(kt, value, "milliseconds of day out of range")
-        h, rem = divmod(value, 3_600_000)
-        m, rem = divmod(rem, 60_000)
-        s, ms = divmod(rem, 1000)
-        return dt.time(h, m, s, ms * 1000)
+        return time_of_millis(value)
     else:
         raise _bind(kt, value, "expected a time")
     if out.tzinfo is not None:

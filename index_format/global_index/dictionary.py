@@ -36,11 +36,6 @@ def encode_entry(key: bytes, offset: int, length: int) -> bytes:
     return varint(len(key)) + key + varint(offset) + varint(length)
 
 
-def encode_body(entries: list[bytes]) -> bytes:
-    """Block body: varint entry count then the entries (spec §2.5)."""
-    return varint(len(entries)) + b"".join(entries)
-
-
 _VL_STEPS = np.array([1 << (7 * j) for j in range(1, 10)], dtype=np.uint64)
 
 

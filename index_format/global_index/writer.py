@@ -1,6 +1,7 @@
 """Vectorized bitmap-index writer: keys + local row ids → one or more Java-identical files (spec §2.8, §2.9, §5.2).
 
-Imports numpy/pyarrow/pyroaring and index_format format modules; never the reader or storage internals.
+Imports numpy/pyarrow/pyroaring and index_format format modules; never the reader. Returns bytes
+(write_index_bytes) or writes through the Storage port (write_index_files); never opens files itself.
 """
 from __future__ import annotations
 
@@ -250,11 +251,12 @@ def write_index_bytes(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
 def write_index_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.Array | np.ndarray | Sequence[int],
                       kt: KeyType, options: IndexOptions | Mapping[str, object] | None = None, *,
                       records_per_file: int,
-                      new_path: Callable[[], str], storage: Storage | None = None) -> list[WrittenFile]:
+                      new_path: Callable[[], str], storage: Storage) -> list[WrittenFile]:
     """Global sort (nulls first, then key, row id) cut into files of `records_per_file` records (spec §5.2).
 
     `records_per_file` is floor(1.2 × sorted-index.records-per-range); one key may span two files.
-    Files are written with `storage.write_atomic`; without storage `new_path()` must be a local path.
+    Each file is written with `storage.write_atomic(new_path(), data)`; WrittenFile.path is that path
+    as given. To get bytes without storage, use write_index_bytes.
     """
     if records_per_file < 1:
         raise WriterInputError("records_per_file must be ≥ 1")
@@ -272,10 +274,6 @@ def write_index_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
         data, first, last, count = _encode(kt, enc, null_part, s.rows[a:b], s.rep[a:b], s.rid[a:b],
                                            block_size, codec, level)
         path = new_path()
-        if storage is not None:
-            storage.write_atomic(path, data)
-        else:
-            with open(path, "wb") as fh:
-                fh.write(data)
+        storage.write_atomic(path, data)
         out.append(_written(kt, path, data, end - start, first, last, len(null_part) > 0, count))
     return out

@@ -1,12 +1,14 @@
 """Answer a bound predicate over every index file of the columns it names (spec §4, §5.3–§5.5, §6).
 
-Per column: group files by row range, prune with FileMeta, check the fallback budget per range, OR the
-file answers, shift by the range start, OR the ranges; then combine columns with three-valued logic.
-Imports evaluate/bind/tree/keys; the reader only through IndexFileRef.open. Never the writer.
+Per leaf and row range: prune files with FileMeta, check the fallback budget, OR the per-file answers of
+evaluate.matching_rows shifted by the range start, then apply the operator table's complement and null
+rules; OR the ranges; combine columns with three-valued logic; coverage comes from index_format.ranges.
+Imports evaluate/operators/tree/visitors/keys/ranges; the reader only through IndexFileRef.open. Never the writer.
 """
 from __future__ import annotations
 
 import functools
+import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -14,12 +16,12 @@ from typing import TYPE_CHECKING, Any
 
 from pyroaring import BitMap64
 
-from index_format import keys
-from index_format.errors import UnknownColumnError
+from index_format import keys, ranges
+from index_format.errors import QueryTimeoutError, UnknownColumnError
 from index_format.global_index.filemeta import FileMeta
 from index_format.options import IndexOptions
-from index_format.predicate.evaluate import UNSUPPORTED, Unsupported, matching_rows, positive_op
-from index_format.predicate.operators import OPERATORS
+from index_format.predicate.evaluate import UNSUPPORTED, Unsupported, matching_rows
+from index_format.predicate.operators import NONE, OPERATORS, VALUES
 from index_format.predicate.tree import FALSE, TRUE, UNKNOWN, And, BoundLeaf, Node, Not, Or
 from index_format.predicate.visitors import referenced_columns, rewrite_not
 from index_format.types import KeyType
@@ -90,25 +92,28 @@ _Value = _Result | Unsupported
 
 
 def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool = False,
-             with_unknown: bool = True, deleted: BitMap64 | None = None) -> Answer:
+             with_unknown: bool = True, deleted: BitMap64 | None = None,
+             deadline: float | None = None) -> Answer:
     """Evaluate a bound tree (bind.bind) over the indexed columns.
 
     NOT is pushed down first, so ANDs are never under a NOT and dropping an unsupported AND child
     gives a superset (spec §5.3 step 5). Rows outside a column's coverage count as UNKNOWN for it.
-    `deleted` (global ids, e.g. deletion vectors) is removed from the result.
+    `deleted` (global ids, e.g. deletion vectors) is removed from the result. `deadline` is a
+    time.monotonic() value checked before each row range and each file is evaluated.
 
     Raises:
         UnknownColumnError: the tree names a column missing from `columns`.
+        QueryTimeoutError: `deadline` passed before the answer was complete.
     """
     tree = rewrite_not(bound)
     used = sorted(referenced_columns(tree)) or sorted(columns)
     for name in used:
         if name not in columns:
             raise UnknownColumnError(name, list(columns))
-    run = _Run(columns, used, explain)
+    run = _Run(columns, used, explain, deadline)
     value = run.eval(tree, with_unknown)
-    covered = _intersect_all([_merge(_ranges(columns[c])) for c in used]) if used else []
-    uncovered = _subtract(_merge(r for c in used for r in _ranges(columns[c])), covered)
+    covered = ranges.intersect(*(_ranges(columns[c]) for c in used))
+    uncovered = ranges.subtract([r for c in used for r in _ranges(columns[c])], covered)
     info = run.summary()
     if isinstance(value, Unsupported):
         return Answer(BitMap64(), BitMap64(), False, False, covered, info, uncovered)
@@ -121,9 +126,11 @@ def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool =
 class _Run:
     """State of one evaluate() call: opened readers, per-range null rows, explain counters."""
 
-    def __init__(self, columns: Mapping[str, ColumnIndex], used: list[str], explain: bool) -> None:
+    def __init__(self, columns: Mapping[str, ColumnIndex], used: list[str], explain: bool,
+                 deadline: float | None = None) -> None:
         self.columns = columns
         self.explain = explain
+        self.deadline = deadline
         self.readers: dict[tuple[str, int], IndexReader] = {}
         self.stats_before: dict[tuple[str, int], tuple[int, ...]] = {}
         self.nulls: dict[tuple[str, int, int], BitMap64] = {}
@@ -206,61 +213,76 @@ class _Run:
 
     def range_answer(self, leaf: BoundLeaf, ci: ColumnIndex, start: int, end: int,
                      refs: list[IndexFileRef], need_u: bool, detail: list[dict[str, object]]) -> _Value:
-        op = leaf.op
-        whole = self.range_rows(ci, start, end, refs)
-        if op in ("is_null", "is_not_null"):
-            # Only files with nulls are read (spec §4); IS NOT NULL is the range minus them (spec §5.4).
-            with_nulls = sum(1 for r in refs if r.meta.has_nulls)
-            self.counters["files_considered"] += len(refs)
-            self.counters["files_pruned"] += len(refs) - with_nulls
-            detail.append({"range": [start, end], "files": len(refs), "candidates": with_nulls})
-            null_rows = self.range_nulls(ci, start, end, refs)
-            return _Result(null_rows if op == "is_null" else whole - null_rows, BitMap64())
-        if leaf.null_in_list and op == "not_in" and not need_u:
-            return _Result(BitMap64(), None)  # spec §5.5: NOT IN (…, NULL) is empty; no file is read
+        """One leaf over one row range: the positive operator's matches from the candidate files, then the
+        operator table's complement rule (range − nulls − matches, spec §5.4) and null rules (spec §5.5)."""
+        self.check_deadline()
+        op = OPERATORS[leaf.op]
+        if leaf.null_in_list and op.complement and not need_u:
+            return _Result(BitMap64(), None)  # spec §5.5: NOT IN (…, NULL) is never TRUE; no file is read
         candidates = [r for r in refs if file_may_match(leaf, r.meta, positive=True)]
         self.counters["files_considered"] += len(refs)
         self.counters["files_pruned"] += len(refs) - len(candidates)
         entry: dict[str, object] = {"range": [start, end], "files": len(refs), "candidates": len(candidates)}
         detail.append(entry)
-        if candidates and OPERATORS[op].budgeted:
-            size = sum(r.file_size for r in candidates)
-            budget = ci.fallback_scan_max_size
-            ok = budget > 0 and size <= budget  # spec §6: strictly greater, or ≤ 0, declines
-            decision = {"column": ci.column, "range": [start, end], "selected_bytes": size,
-                        "budget": budget, "decision": "scan" if ok else "unsupported"}
-            self.budget.append(decision)
-            entry["budget"] = decision
-            if not ok:
-                self.unsupported.append(f"fallback scan of {size} bytes over budget {budget} (spec §6)")
-                return UNSUPPORTED
-            self.fallback_scan = True
+        if candidates and op.budgeted and not self.within_budget(ci, start, end, candidates, entry):
+            return UNSUPPORTED
+        matches = self.positive_matches(leaf, ci, start, end, refs, candidates)
+        if leaf.null_in_list:  # spec §5.5: a NULL in the list makes every row that is not a match UNKNOWN
+            unknown = self.range_rows(ci, start, end, refs) - matches if need_u else None
+            return _Result(BitMap64() if op.complement else matches, unknown)
+        need_nulls = op.complement or (need_u and op.nulls_unknown)
+        nulls = self.range_nulls(ci, start, end, refs) if need_nulls else BitMap64()
+        t = matches
+        if op.complement:
+            t = self.range_rows(ci, start, end, refs) - nulls
+            if matches is not nulls:
+                t -= matches
+        return _Result(t, (nulls if op.nulls_unknown else BitMap64()) if need_u else None)
+
+    def positive_matches(self, leaf: BoundLeaf, ci: ColumnIndex, start: int, end: int,
+                         refs: list[IndexFileRef], candidates: list[IndexFileRef]) -> BitMap64:
+        """Global rows of one range where the leaf's positive operator is TRUE: the OR of the per-file
+        answers (evaluate.matching_rows) of the candidate files, shifted by the range start."""
+        positive = OPERATORS[OPERATORS[leaf.op].positive]
+        if positive.shape == NONE:  # IS NULL: the range's null rows, read once and cached per range
+            return self.range_nulls(ci, start, end, refs)
+        narrow = positive.shape == VALUES  # an IN list: only the literals inside each file's key bounds
         matches = BitMap64()
         for ref in candidates:
-            values = _values_in_bounds(leaf, ref.meta) if positive_op(op) == "in" else None
-            reader = self.reader(ci.column, ref)
-            matches |= matching_rows(leaf, reader, values).shift(start)
-        nulls = self.range_nulls(ci, start, end, refs) if (need_u or op in ("ne", "not_in")) else None
-        if leaf.null_in_list:  # spec §5.5: a NULL in the list makes every non-matching row UNKNOWN
-            unknown = whole - matches if need_u else None
-            return _Result(matches, unknown) if op == "in" else _Result(BitMap64(), unknown)
-        if op in ("ne", "not_in"):
-            assert nulls is not None
-            return _Result(whole - nulls - matches, nulls)  # Java range rule, spec §5.4
-        return _Result(matches, nulls)
+            values = _values_in_bounds(leaf, ref.meta) if narrow else None
+            matches |= matching_rows(leaf, self.reader(ci.column, ref), values).shift(start)
+        return matches
+
+    def within_budget(self, ci: ColumnIndex, start: int, end: int, candidates: list[IndexFileRef],
+                      entry: dict[str, object]) -> bool:
+        """spec §6: may the candidate files of one range be scanned? Records the decision for explain."""
+        size = sum(r.file_size for r in candidates)
+        budget = ci.fallback_scan_max_size
+        ok = budget > 0 and size <= budget  # spec §6: strictly greater, or ≤ 0, declines
+        decision = {"column": ci.column, "range": [start, end], "selected_bytes": size,
+                    "budget": budget, "decision": "scan" if ok else "unsupported"}
+        self.budget.append(decision)
+        entry["budget"] = decision
+        if ok:
+            self.fallback_scan = True
+        else:
+            self.unsupported.append(f"fallback scan of {size} bytes over budget {budget} (spec §6)")
+        return ok
+
+    def check_deadline(self) -> None:
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            raise QueryTimeoutError()
 
     def column_rows(self, ci: ColumnIndex) -> BitMap64:
         """Every row id the column's index covers (the universe NOT and complements work in)."""
         if not ci.sparse:
-            return _bitmap(_merge(_ranges(ci)))
+            return ranges.to_bitmap(_ranges(ci))
         return BitMap64.union(*(self.range_rows(ci, s, e, refs) for (s, e), refs in _groups(ci.files)))
 
     def range_rows(self, ci: ColumnIndex, start: int, end: int, refs: list[IndexFileRef]) -> BitMap64:
         """Rows of one row range: all of [start, end], or for sparse ids what its files hold."""
         if not ci.sparse:
-            whole = BitMap64()
-            whole.add_range(start, end + 1)
-            return whole
+            return ranges.to_bitmap([(start, end)])
         key = (ci.column, start, end)
         if key not in self.present:
             out = BitMap64()
@@ -281,6 +303,7 @@ class _Run:
         return self.nulls[key]
 
     def reader(self, column: str, ref: IndexFileRef) -> IndexReader:
+        self.check_deadline()
         key = (column, id(ref))
         if key not in self.readers:
             reader = ref.open()
@@ -329,13 +352,15 @@ def file_may_match(leaf: BoundLeaf, meta: FileMeta, *, positive: bool = False) -
     `positive=True` asks for the positive form of a complement (`ne` → `eq`, `not_in` → `in`), which is
     what the Java range rule (spec §5.4) subtracts.
     """
-    op = positive_op(leaf.op) if positive else leaf.op
+    if leaf.op not in OPERATORS:
+        return True  # a bind-time constant: decided without reading files
+    op = OPERATORS[leaf.op].positive if positive else leaf.op
     if op == "is_null":
         return meta.has_nulls
     if meta.only_nulls:
         return False
-    if op in ("is_not_null", "ne", "not_in"):
-        return True
+    if OPERATORS[op].complement:
+        return True  # any non-null row may differ from the literals
     kt = leaf.kt
     first = None if meta.first_key is None else keys.sort_key(kt, meta.first_key)
     last = None if meta.last_key is None else keys.sort_key(kt, meta.last_key)
@@ -407,57 +432,5 @@ def _groups(files: Iterable[IndexFileRef]) -> list[tuple[tuple[int, int], list[I
     return sorted(groups.items())
 
 
-def _ranges(ci: ColumnIndex) -> list[tuple[int, int]]:
+def _ranges(ci: ColumnIndex) -> list[ranges.Range]:
     return [(r.range_start, r.range_end) for r in ci.files]
-
-
-def _merge(ranges: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for start, end in sorted(ranges):
-        if out and start <= out[-1][1] + 1:
-            out[-1] = (out[-1][0], max(out[-1][1], end))
-        else:
-            out.append((start, end))
-    return out
-
-
-def _intersect(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out, i, j = [], 0, 0
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if lo <= hi:
-            out.append((lo, hi))
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
-
-
-def _intersect_all(lists: list[list[tuple[int, int]]]) -> list[tuple[int, int]]:
-    out = lists[0]
-    for other in lists[1:]:
-        out = _intersect(out, other)
-    return out
-
-
-def _subtract(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    out: list[tuple[int, int]] = []
-    for start, end in a:
-        cur = start
-        for bs, be in b:
-            if be < cur or bs > end:
-                continue
-            if bs > cur:
-                out.append((cur, bs - 1))
-            cur = max(cur, be + 1)
-        if cur <= end:
-            out.append((cur, end))
-    return out
-
-
-def _bitmap(ranges: list[tuple[int, int]]) -> BitMap64:
-    out = BitMap64()
-    for start, end in ranges:
-        out.add_range(start, end + 1)
-    return out

@@ -36,10 +36,16 @@ class Operator:
     strings_only: bool     # non-string column → UNSUPPORTED (spec §6)
     null_rule: str         # what a NULL literal does (spec §5.5)
     path: str              # how one file answers it (spec §6)
+    nulls_unknown: bool = True  # null rows are UNKNOWN (every comparison); IS [NOT] NULL decides them
 
     @property
     def fields(self) -> tuple[str, ...]:
         return FIELDS[self.shape]
+
+    @property
+    def positive(self) -> str:
+        """The operator whose matches a complement subtracts (`ne` → `eq`, spec §5.4); itself otherwise."""
+        return self.negation if self.complement and self.negation is not None else self.name
 
 
 _OPS = (
@@ -65,9 +71,9 @@ _OPS = (
     Operator("not_between", "NOT BETWEEN … AND …", RANGE, "between", False, True, False,
              "NULL bound → unsupported; null rows excluded", "logical scan of every key"),
     Operator("is_null", "IS NULL", NONE, "is_not_null", False, False, False,
-             "—", "null bitmap"),
+             "—", "null bitmap", nulls_unknown=False),
     Operator("is_not_null", "IS NOT NULL", NONE, "is_null", True, False, False,
-             "—", "range minus null bitmap"),
+             "—", "range minus null bitmap", nulls_unknown=False),
     Operator("starts_with", "starts_with(x, 'p') / LIKE 'p%'", VALUE, None, False, False, True,
              "NULL literal → unsupported; '' → all non-null rows", "block-index prefix search"),
     Operator("ends_with", "ends_with(x, 's') / LIKE '%s'", VALUE, None, False, True, True,

@@ -5,7 +5,7 @@ Imports only the operator table and KeyType; never the reader or writer.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -280,13 +280,3 @@ def _frozen_setattr(self: _Binary, name: str, value: object) -> None:
 
 
 _Binary.__setattr__ = _frozen_setattr  # type: ignore[method-assign,assignment]
-
-
-def and_all(nodes: Iterable[Node]) -> Node:
-    """And over any number of nodes (TRUE when empty)."""
-    return And(*nodes)
-
-
-def or_all(nodes: Iterable[Node]) -> Node:
-    """Or over any number of nodes (FALSE when empty)."""
-    return Or(*nodes)

@@ -22,6 +22,7 @@ from index_format.storage import Storage
 from service.api.deps import Services
 from service.api.engine import QueryEngine
 from service.api.errors import install_error_handlers
+from service.api.executor import QueryExecutor
 from service.api.jobs import JobRunner
 from service.api.metrics import Metrics
 from service.api.routes import indexes, jobs, ops, query, tables
@@ -77,7 +78,7 @@ def build_services(settings: Settings) -> Services:
     runner = JobRunner(catalog, storage, settings, on_finished=engine.invalidate)
     metrics.watch_jobs(runner.state_counts)
     return Services(settings=settings, storage=storage, catalog=catalog, engine=engine, jobs=runner,
-                    metrics=metrics)
+                    metrics=metrics, queries=QueryExecutor(settings.query_threads, settings.query_timeout_s))
 
 
 def _include_dashboard(app: FastAPI) -> None:
@@ -105,6 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
+            services.queries.close()
             services.jobs.close()
 
     app = FastAPI(

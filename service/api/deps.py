@@ -15,6 +15,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from index_format.storage import Storage
 from service.api.engine import QueryEngine
 from service.api.errors import UnauthorizedError
+from service.api.executor import QueryExecutor
 from service.api.jobs import JobRunner
 from service.api.metrics import Metrics
 from service.api.settings import Settings
@@ -35,6 +36,7 @@ class Services:
     engine: QueryEngine
     jobs: JobRunner
     metrics: Metrics
+    queries: QueryExecutor
 
 
 async def get_services(request: Request) -> Services:

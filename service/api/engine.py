@@ -1,4 +1,5 @@
-"""Query engine: resolve a table's current snapshots, bind, evaluate with predicate.combine, cache readers.
+"""Query engine: resolve a table's current snapshots, answer predicates with predicate.combine (which also
+computes coverage), merge value counts and stats across index files, and cache readers and decoded blocks.
 
 Imports index_format and service.catalog only (never fastapi, service.build_job or pyspark); all file
 access goes through Storage and the index_format reader.
@@ -9,7 +10,7 @@ import heapq
 import itertools
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
@@ -18,6 +19,7 @@ import numpy as np
 from pyroaring import BitMap64
 
 from index_format import errors as fmt
+from index_format import ranges
 from index_format.global_index.filemeta import parse_meta
 from index_format.keys import sort_key
 from index_format.options import parse_options
@@ -87,9 +89,10 @@ class TableView:
     retired: BitMap64 | None = None
     retired_ranges: tuple[tuple[int, int], ...] = ()   # the same ids as inclusive [first, last] ranges
 
-    def uncovered(self, covered: list[list[int]]) -> list[list[int]]:
-        """Inclusive ranges of live row ids outside `covered` (retired ids hold no row to cover)."""
-        return complement_ranges([*covered, *(list(r) for r in self.retired_ranges)], self.total_rows)
+    def uncovered(self, covered: Iterable[Sequence[int]]) -> list[list[int]]:
+        """Inclusive [first, last] ranges of live row ids outside `covered` (retired ids hold no row to cover)."""
+        gone = ranges.complement([*covered, *self.retired_ranges], self.total_rows)
+        return [list(r) for r in gone]
 
 
 @dataclass(frozen=True)
@@ -98,35 +101,6 @@ class QueryOutcome:
     view: TableView
     used: dict[str, int]                 # column -> snapshot id
     uncovered: list[list[int]]           # inclusive [first, last] row ranges not covered
-
-
-def complement_ranges(covered: list[list[int]], total_rows: int) -> list[list[int]]:
-    """Inclusive ranges of [0, total_rows) not inside the inclusive `covered` ranges."""
-    out: list[list[int]] = []
-    nxt = 0
-    for start, end in sorted(covered):
-        if start > nxt:
-            out.append([nxt, min(start, total_rows) - 1])
-        nxt = max(nxt, end + 1)
-    if nxt < total_rows:
-        out.append([nxt, total_rows - 1])
-    return [r for r in out if r[0] <= r[1]]
-
-
-def intersect_ranges(a: list[list[int]], b: list[list[int]]) -> list[list[int]]:
-    """Intersection of two sorted lists of inclusive ranges."""
-    out: list[list[int]] = []
-    i = j = 0
-    a, b = sorted(a), sorted(b)
-    while i < len(a) and j < len(b):
-        lo, hi = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
-        if lo <= hi:
-            out.append([lo, hi])
-        if a[i][1] < b[j][1]:
-            i += 1
-        else:
-            j += 1
-    return out
 
 
 class QueryEngine:
@@ -193,17 +167,11 @@ class QueryEngine:
         # Ids from a table's own row-id column may have gaps: complements must not return them.
         sparse = t.row_id_column is not None
         columns = {s.column: self._column_view(s, sparse) for s in self.catalog.list_indexes(table)}
-        retired: BitMap64 | None = None
-        ranges: tuple[tuple[int, int], ...] = ()
+        gone: tuple[tuple[int, int], ...] = ()
         if not sparse:  # with a row_id_column, ids are values: a retired file frees no id range
-            gone = [f for f in self.catalog.retired_files(table) if f.row_count]
-            if gone:
-                retired = BitMap64()
-                for f in gone:
-                    retired.add_range(f.first_row_id, f.end_row_id)
-                ranges = tuple((f.first_row_id, f.end_row_id - 1) for f in gone)
-        return TableView(table=t, columns=columns, data_files=files, total_rows=total, retired=retired,
-                         retired_ranges=ranges)
+            gone = tuple(ranges.merge((f.first_row_id, f.end_row_id - 1) for f in self.catalog.retired_files(table)))
+        return TableView(table=t, columns=columns, data_files=files, total_rows=total,
+                         retired=ranges.to_bitmap(gone) if gone else None, retired_ranges=gone)
 
     def _column_view(self, snap: Snapshot, sparse: bool) -> ColumnView:
         kt = parse_type(snap.key_type)
@@ -244,28 +212,25 @@ class QueryEngine:
             return _parse_where_cached(where)
         return from_json(dict(predicate or {}))
 
-    def query(self, table: str, node: Any, *, explain: bool = False) -> QueryOutcome:
+    def query(self, table: str, node: Any, *, explain: bool = False,
+              deadline: float | None = None) -> QueryOutcome:
         """Rows where `node` is TRUE across all files and ranges of each column's current snapshot.
 
+        `deadline` (time.monotonic() seconds, None = no limit) is checked by combine between reads.
         Raises:
             TableNotFoundError; UnknownColumnError listing the indexed columns; BindError for a literal
-            the column type cannot hold; IndexFormatError naming the file and block.
+            the column type cannot hold; IndexFormatError naming the file and block;
+            QueryTimeoutError once `deadline` has passed.
         """
         view = self.view(table)
         types = {name: cv.kt for name, cv in view.columns.items()}
         bound = bind(node, types)
         used_cols = sorted(referenced_columns(node) & set(view.columns))
         answer = evaluate(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
-                          with_unknown=False, deleted=view.retired)
-        covered: list[list[int]] | None = None
-        for c in used_cols:
-            ranges = [list(r) for r in view.columns[c].snapshot.covered_ranges]
-            covered = ranges if covered is None else intersect_ranges(covered, ranges)
-        if covered is None:
-            # A constant predicate (TRUE, NOT TRUE …) names no column: combine answers it over the
-            # ranges every index covers, so those are what the answer covers, not the whole table.
-            covered = [list(r) for r in answer.coverage_ranges]
-        uncovered = view.uncovered(covered)
+                          with_unknown=False, deleted=view.retired, deadline=deadline)
+        # combine's coverage: the ranges indexed for every column used (for a constant predicate, which
+        # names no column, the ranges every index covers).
+        uncovered = view.uncovered(answer.coverage_ranges)
         used = {c: view.columns[c].snapshot.id for c in used_cols}
         return QueryOutcome(answer=answer, view=view, used=used, uncovered=uncovered)
 
@@ -303,12 +268,9 @@ class QueryEngine:
     @staticmethod
     def _dead_rows(ref: IndexFileRef, retired: tuple[tuple[int, int], ...]) -> BitMap64 | None:
         """Retired ids inside the file's range, as the file's local ids (row id − range_start)."""
-        dead = BitMap64()
-        for a, b in retired:
-            lo, hi = max(a, ref.range_start), min(b, ref.range_end)
-            if lo <= hi:
-                dead.add_range(lo - ref.range_start, hi - ref.range_start + 1)
-        return dead if dead else None
+        start = ref.range_start
+        dead = ranges.intersect(retired, [(start, ref.range_end)])
+        return ranges.to_bitmap((lo - start, hi - start) for lo, hi in dead) if dead else None
 
     def _file_value_counts(self, kt: KeyType, ref: IndexFileRef, prefix: str | None,
                            retired: tuple[tuple[int, int], ...]) -> Iterator[tuple[object, int]]:
@@ -322,7 +284,7 @@ class QueryEngine:
         for value, offset, length in reader.entries():
             if prefix and not str(value).startswith(prefix):
                 continue
-            rows = len(reader.bitmap_at(offset, length) - dead)
+            rows = reader.bitmap_at(offset, length).difference_cardinality(dead)
             if rows:
                 items.append((value, rows))
         items.sort(key=lambda vn: sort_key(kt, vn[0]))
@@ -378,7 +340,7 @@ class QueryEngine:
         for ref in cv.index.files:
             dead = self._dead_rows(ref, retired) if retired else None
             null_rows = ref.open().null_rows()
-            nulls += len(null_rows - dead if dead is not None else null_rows)
+            nulls += null_rows.difference_cardinality(dead) if dead is not None else len(null_rows)
         if len(cv.index.files) == 1 and not retired:
             distinct = int(cv.index.files[0].open().value_count)
         else:  # the same key in several files (row ranges) counts once

@@ -16,6 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from index_format import errors as fmt
 from service.catalog import errors as cat
+from service.catalog.errors import LocationNotAllowedError  # 403 (issue: Tables); raised by the catalog
 
 if TYPE_CHECKING:
     from service.api.metrics import Metrics
@@ -25,10 +26,6 @@ log = logging.getLogger("bgix.api")
 
 class UnauthorizedError(fmt.BgixError):
     """Missing or wrong bearer token."""
-
-
-class LocationNotAllowedError(fmt.PathNotAllowedError):
-    """A table location outside the warehouse and allowed roots (403, issue: Tables)."""
 
 
 class UnknownTableColumnError(fmt.UnknownColumnError):
@@ -46,6 +43,14 @@ class InvalidCursorError(fmt.BgixError):
 
 class SnapshotChangedError(fmt.BgixError):
     """A paging cursor taken on a snapshot that is no longer current."""
+
+
+class QueryBudgetError(fmt.QueryTimeoutError):
+    """A query ran past BGIX_QUERY_TIMEOUT_S (503); the message names the budget and the setting."""
+
+    def __init__(self, budget_s: float) -> None:
+        super().__init__(budget_s)
+        self.args = (f"query exceeded its {budget_s:g} s time budget (BGIX_QUERY_TIMEOUT_S)",)
 
 
 # Most specific classes first: the first isinstance match wins.
@@ -69,6 +74,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (SnapshotChangedError, 409, "conflict"),
     (fmt.IndexFormatError, 500, "corrupt_index_file"),
     (fmt.StorageUnavailableError, 503, "storage_unavailable"),
+    (fmt.QueryTimeoutError, 503, "query_timeout"),
 )
 
 
@@ -83,12 +89,14 @@ def classify(exc: BaseException) -> tuple[int, str]:
 def _details(exc: BaseException) -> dict[str, object]:
     """Structured fields the client needs to rebuild the same exception class."""
     details: dict[str, object] = {"type": type(exc).__name__}
-    if isinstance(exc, LocationNotAllowedError):
+    if isinstance(exc, QueryBudgetError):
+        details["type"] = "QueryTimeoutError"
+    elif isinstance(exc, LocationNotAllowedError):
         details["type"] = "PathNotAllowedError"
     elif isinstance(exc, UnknownTableColumnError):
         details["type"] = "UnknownColumnError"
     for attr in ("path", "block", "offset", "reason", "position", "column", "known", "job_id",
-                 "table", "index_column"):
+                 "table", "index_column", "budget_s"):
         value = getattr(exc, attr, None)
         if value is not None:
             details[attr] = value

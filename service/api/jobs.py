@@ -21,14 +21,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from index_format.errors import InvalidOptionError
-from index_format.options import parse_options
 from index_format.storage import Storage
 from service.api.errors import UnknownTableColumnError
 from service.api.settings import Settings
-from service.catalog import Catalog, layout, parse_partitions, select_files
-from service.catalog.errors import BuildInProgressError
-from service.catalog.model import JobRecord, Table, now
+from service.catalog import Catalog
+from service.catalog.jobspec import JobSpec
+from service.catalog.liveness import job_process_alive, process_alive
+from service.catalog.model import JobRecord, now
 
 log = logging.getLogger("bgix.jobs")
 _LOG_TAIL = 2000
@@ -44,21 +43,7 @@ class _Tracked:
     pid: int
     log_path: Path | None
     cancelled: bool = False
-
-
-def _process_alive(pid: int, job_id: str) -> bool:
-    """The pid exists and (where /proc tells) is the build job of `job_id`, not a reused pid."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return False
-    cmdline = Path(f"/proc/{pid}/cmdline")
-    try:
-        return job_id.encode() in cmdline.read_bytes() or b"build_job" in cmdline.read_bytes()
-    except OSError:
-        return True
+    pid_start: int | None = None            # adopted jobs: the recorded start time of `pid`
 
 
 class JobRunner:
@@ -113,9 +98,10 @@ class JobRunner:
         for job in self.catalog.list_jobs():
             if not job.active:
                 continue
-            if job.pid is not None and _process_alive(job.pid, job.id):
+            if job.pid is not None and job_process_alive(job):
                 with self._lock:
-                    self._tracked[job.id] = _Tracked(job.id, job.table, job.column, None, job.pid, None)
+                    self._tracked[job.id] = _Tracked(job.id, job.table, job.column, None, job.pid, None,
+                                                     pid_start=job.pid_start)
                 continue
             self._mark_failed(job.id, "build process is gone (service restarted while the job ran)")
 
@@ -123,68 +109,37 @@ class JobRunner:
     def start(self, table: str, column: str, index_type: str, partitions: Any, options: Any) -> JobRecord:
         """Validate, record and spawn a build job.
 
+        Everything the job could only fail on is refused here (400), before a process is spawned.
         Raises:
-            TableNotFoundError; UnknownTableColumnError; InvalidOptionError (column name, spec §7.1
-            options, a read-only codec, partitions the table does not have);
-            BuildInProgressError naming the running job.
-        """
-        t = self._check_column(table, column)
-        opts = parse_options(options)
-        opts.writable_compression()  # lzo is read-only (spec §7.1): refuse now, not in the job
-        parts = parse_partitions(partitions) or None
-        select_files([], t, parts or [])  # unknown partition keys / unpartitioned table → 400 now
-        with self._lock:
-            # The catalog's record decides: a tracked process whose record already says succeeded is
-            # only exiting. Tracked jobs cover the moment before the process writes its record.
-            active = {j.id for j in self.catalog.active_jobs(table, column)}
-            running = [t.job_id for t in self._tracked.values()
-                       if t.table == table and t.column == column and t.job_id in active]
-            running += sorted(active - set(running))
-            if running:
-                err = BuildInProgressError(
-                    f"index {table}.{column} is already being built by job {running[0]}")
-                err.job_id = running[0]  # type: ignore[attr-defined]
-                raise err
-            job_id = uuid.uuid4().hex
-            spec = {
-                "job_id": job_id, "warehouse": self.storage.root,
-                "storage_options": dict(self.settings.storage_options),
-                "allowed_roots": list(self.storage.allowed_roots),
-                "table": table, "index_column": column, "index_type": index_type,
-                "partitions": parts, "options": opts.to_dict(),
-                "spark_master": self.settings.spark_master, "engine": self.settings.build_engine,
-            }
-            # The record keeps the spec minus credentials.
-            public_spec = {k: v for k, v in spec.items() if k != "storage_options"}
-            self.catalog.put_job(JobRecord(id=job_id, table=table, column=column, spec=public_spec))
-            try:
-                tracked = self._spawn(job_id, table, column, spec)
-            except BaseException as exc:
-                # A queued record without a process would block this index with 409 until a restart.
-                self._mark_failed(job_id, f"could not start the build process: {type(exc).__name__}: {exc}")
-                (self._spec_dir / f"{job_id}.json").unlink(missing_ok=True)
-                raise
-            self._tracked[job_id] = tracked
-        # The job process records its own pid and state when it starts (service.build_job.main);
-        # writing the pid here too would race with that read-modify-write.
-        return self.catalog.get_job(job_id)
-
-    def _check_column(self, table: str, column: str) -> Table:
-        """Reject a column the job could only fail on, before a process is spawned (400, not a failed job).
-
-        Raises:
-            TableNotFoundError; InvalidOptionError (not a plain single column name, or a partition
-            column); UnknownTableColumnError listing the columns of the table's data files.
+            TableNotFoundError; InvalidOptionError (from JobSpec: column name, index type, spec §7.1
+            options, a read-only codec, partitions the table does not have); UnknownTableColumnError
+            listing the columns of the table's data files; BuildInProgressError naming the running job.
         """
         t = self.catalog.get_table(table)
-        layout.check_name("column", column)  # spec §7.2: one column; its name also names a directory
-        if column in t.partition_columns:
-            raise InvalidOptionError(f"column {column!r} is a partition column of {table!r}; its value "
-                                     "lives in the directory names, not in the data files")
+        spec = JobSpec(
+            job_id=uuid.uuid4().hex, warehouse=self.storage.root, table=table, index_column=column,
+            index_type=index_type, options=options, partitions=partitions,
+            storage_options=dict(self.settings.storage_options), allowed_roots=list(self.storage.allowed_roots),
+            spark_master=self.settings.spark_master, engine=self.settings.build_engine,
+        )
+        spec.check_table(t)
         known = self.catalog.source_columns(table)
         if known is not None and column not in known:
             raise UnknownTableColumnError(table, column, known)
-        return t
+        with self._lock:  # one check-then-record at a time, so two requests cannot both pass
+            self.catalog.check_no_active_build(table, column)
+            self.catalog.put_job(JobRecord(id=spec.job_id, table=table, column=column, spec=spec.public_dict()))
+            try:
+                tracked = self._spawn(spec)
+            except BaseException as exc:
+                # A queued record without a process would block this index with 409 until a restart.
+                self._mark_failed(spec.job_id, f"could not start the build process: {type(exc).__name__}: {exc}")
+                (self._spec_dir / f"{spec.job_id}.json").unlink(missing_ok=True)
+                raise
+            self._tracked[spec.job_id] = tracked
+        # The job process records its own pid and state when it starts (service.build_job.main);
+        # writing the pid here too would race with that read-modify-write.
+        return self.catalog.get_job(spec.job_id)
 
     def cancel(self, job_id: str) -> JobRecord:
         """Terminate a queued/running job and mark it cancelled; finished jobs are returned unchanged."""
@@ -197,7 +152,7 @@ class JobRunner:
                 tracked.cancelled = True
         if tracked is not None:
             self._signal(tracked, signal.SIGTERM)
-        elif job.pid is not None and _process_alive(job.pid, job.id):
+        elif job.pid is not None and job_process_alive(job):
             try:
                 os.killpg(job.pid, signal.SIGTERM)
             except OSError:
@@ -212,9 +167,10 @@ class JobRunner:
         return counts
 
     # ---- internals --------------------------------------------------------------------------
-    def _spawn(self, job_id: str, table: str, column: str, spec: dict[str, Any]) -> _Tracked:
+    def _spawn(self, spec: JobSpec) -> _Tracked:
+        job_id, table, column = spec.job_id, spec.table, spec.index_column
         spec_path = self._spec_dir / f"{job_id}.json"
-        spec_path.write_text(json.dumps(spec))
+        spec_path.write_text(json.dumps(spec.to_dict()))
         os.chmod(spec_path, 0o600)  # may hold storage credentials
         log_path = self._spec_dir / f"{job_id}.log"
         env = dict(os.environ)
@@ -251,7 +207,7 @@ class JobRunner:
                 rc = t.proc.poll()
                 if rc is None:
                     continue
-            elif _process_alive(t.pid, t.job_id):
+            elif process_alive(t.pid, t.pid_start):
                 continue
             else:
                 rc = None

@@ -42,6 +42,12 @@ class Settings(BaseSettings):
         1.0, ge=0, description="How long a resolved current-snapshot pointer is reused."
     )
     job_poll_seconds: float = Field(0.2, gt=0, description="Build-job watcher poll interval.")
+    query_timeout_s: float = Field(
+        30.0, gt=0, description="Time budget of one query in seconds; a query over it gets 503 query_timeout."
+    )
+    query_threads: int = Field(
+        8, ge=1, description="Threads that evaluate queries (off the event loop); more queries wait for one."
+    )
 
     @field_validator("allowed_roots", mode="before")
     @classmethod

@@ -1,28 +1,8 @@
 """The build job (Paimon's create_global_index for bitmap indexes): job spec → plan → build → one commit.
 
 Run as `python -m service.build_job.main --spec SPEC.json` (or spark-submit). Imports index_format,
-service.catalog and service.build_job; never service.api. Reads its configuration from the spec only.
-
-Job spec (JSON object):
-  job_id            str, required; the job record `<warehouse>/jobs/<job_id>.json` (created if missing)
-  warehouse         str, required; catalog root (local dir or s3://bucket/prefix)
-  storage_options   dict, optional; fsspec options, e.g. {"client_kwargs": {"endpoint_url": ...}, "key": ..}
-  allowed_roots     [str], optional; extra roots data files may live under (table locations)
-  table             str, required; a table registered in the catalog
-  index_column      str, required; one column
-  index_type        str, default "bitmap"; anything else is rejected
-  partitions        str "dt=2026-06-18,hh=0;dt=2026-06-19,hh=1" or [{..}], optional
-  options           dict or "k=v,k=v", optional; index_format.options keys plus `rebuild`
-  spark_master      str, default "local[*]" (e.g. "spark://127.0.0.1:7077")
-  spark_conf        dict, optional; extra Spark settings for a new session
-  engine            "spark" (default) or "local" (same plan and worker code, in-process, no Spark)
-  scan              Spark engine only: "direct" (default): one Spark task per row range (capped by
-                    max-parallelism) whose Python worker reads its file slices with pyarrow through
-                    Storage; "spark": Spark scans the files (Parquet: _metadata.file_path/row_index,
-                    or the row_id_column) and streams (key, row id) batches into mapInArrow
-  test_hooks        dict, optional, tests only: {"fail_after_files": n} makes a worker raise after
-                    writing n index files; {"sleep_per_batch": s} slows every batch down;
-                    {"skip_active_check": true} lets two jobs race to the commit (CAS tests)
+service.catalog and service.build_job; never service.api. Reads its configuration from the spec only:
+the JSON of service.catalog.jobspec.JobSpec (the service writes it; its docstring lists the fields).
 Exit status 0 when the job succeeded (or had nothing to do), 1 when it failed; the job record holds
 state, progress, error and snapshot_id either way.
 """
@@ -35,69 +15,31 @@ import os
 import signal
 import sys
 import traceback
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from index_format.errors import BgixError, InvalidOptionError
-from index_format.options import parse_options
+from index_format.errors import BgixError
 from index_format.storage import Storage
 from service.build_job.engines import (
     local_key_type, run_local, run_spark, run_spark_direct, spark_frame, spark_key_type, spark_session,
 )
-from service.build_job.plan import check_column, check_index_type, make_plan, next_snapshot
+from service.build_job.plan import BuildPlan, make_plan, next_snapshot
 from service.build_job.progress import Progress
-from service.build_job.rowids import parse_partitions
 from service.catalog.catalog import Catalog
 from service.catalog.errors import JobNotFoundError
+from service.catalog.jobspec import JobSpec
+from service.catalog.liveness import process_start
 from service.catalog.model import JobRecord, Snapshot, now
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("bgix.build_job")
-ENGINES = ("spark", "local")
-SCANS = ("direct", "spark")
 
 
 class JobCancelled(BgixError):
     """The job process received SIGTERM/SIGINT (the service's cancel)."""
-
-
-@dataclass(frozen=True)
-class JobSpec:
-    job_id: str
-    warehouse: str
-    table: str
-    index_column: str
-    index_type: str = "bitmap"
-    storage_options: dict[str, Any] = field(default_factory=dict)
-    allowed_roots: list[str] = field(default_factory=list)
-    partitions: Any = None
-    options: Any = None
-    spark_master: str = "local[*]"
-    spark_conf: dict[str, str] = field(default_factory=dict)
-    engine: str = "spark"
-    scan: str = "direct"
-    test_hooks: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> JobSpec:
-        missing = [k for k in ("job_id", "warehouse", "table", "index_column") if not d.get(k)]
-        if missing:
-            raise InvalidOptionError(f"job spec lacks {missing}")
-        known = set(cls.__dataclass_fields__)
-        unknown = set(d) - known
-        if unknown:  # newer services may add keys; the job must not fail on them
-            log.warning("job spec: ignoring unknown keys %s", sorted(unknown))
-        spec = cls(**{k: v for k, v in d.items() if v is not None and k in known})
-        if spec.engine not in ENGINES:
-            raise InvalidOptionError(f"engine {spec.engine!r} is not one of {list(ENGINES)}")
-        if spec.scan not in SCANS:
-            raise InvalidOptionError(f"scan {spec.scan!r} is not one of {list(SCANS)}")
-        return spec
-
-    def to_dict(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
 def open_catalog(spec: JobSpec) -> Catalog:
@@ -108,18 +50,22 @@ def _start_record(catalog: Catalog, spec: JobSpec) -> JobRecord:
     try:
         job = catalog.get_job(spec.job_id)
     except JobNotFoundError:
-        job = JobRecord(id=spec.job_id, table=spec.table, column=spec.index_column, spec=spec.to_dict())
-    return catalog.put_job(job.with_(state="running", started_at=now(), pid=os.getpid(), error=None))
+        job = JobRecord(id=spec.job_id, table=spec.table, column=spec.index_column, spec=spec.public_dict())
+    pid = os.getpid()
+    return catalog.put_job(job.with_(state="running", started_at=now(), pid=pid, pid_start=process_start(pid),
+                                     error=None))
 
 
-def run_job(spec: JobSpec | dict[str, Any], spark: SparkSession | None = None) -> Snapshot | None:
+def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None) -> Snapshot | None:
     """Run one build to its commit; updates the job record (running → succeeded/failed/cancelled).
 
+    `spec` is a JobSpec or its JSON form (JobSpec.from_dict).
     Returns the committed snapshot (or the unchanged current one when there was nothing to do).
     Raises the failure after recording it: BgixError subclasses (InvalidOptionError, RowIdError,
     CommitConflictError, BuildInProgressError, …) or anything a worker raised.
     """
-    spec = spec if isinstance(spec, JobSpec) else JobSpec.from_dict(spec)
+    if not isinstance(spec, JobSpec):
+        spec = parse_spec(spec)
     catalog = open_catalog(spec)
     _start_record(catalog, spec)
     try:
@@ -144,18 +90,17 @@ def _cleanup_quietly(catalog: Catalog, spec: JobSpec) -> None:
 
 
 def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snapshot | None:
-    index_type = check_index_type(spec.index_type)
-    options = parse_options(spec.options)
-    options.writable_compression()
+    options = spec.options
     table = catalog.get_table(spec.table)
-    column = check_column(table, spec.index_column)
+    spec.check_table(table)
+    column = spec.index_column
     if not spec.test_hooks.get("skip_active_check"):
         catalog.check_no_active_build(table.name, column, except_job=spec.job_id)
     catalog.reap_dead_jobs(table.name, column)
     removed = catalog.collect_garbage(table.name, column, keep_job=spec.job_id)
     if removed:
         log.info("removed %d unreferenced index file(s)", len(removed))
-    plan = make_plan(catalog, table, column, options, parse_partitions(spec.partitions))
+    plan = make_plan(catalog, table, column, options, spec.partitions)
     log.info("job %s: %d file(s) to read, %d range(s), %d row(s)", spec.job_id, len(plan.files),
              len(plan.ranges), plan.rows)
     progress = Progress(catalog, spec.job_id, plan.range_rows)
@@ -182,31 +127,44 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snaps
         written = run_spark(spark, plan, df, ctx, progress, job_group=f"bgix-{spec.job_id}")
     log.info("job %s: %d index file(s) written", spec.job_id, written.num_rows)
     key_type = kt.spelling if kt else (plan.previous.key_type if plan.previous else "string")
-    snap = next_snapshot(plan, key_type, written, catalog.storage, spec.job_id, index_type)
+    snap = next_snapshot(plan, key_type, written, catalog.storage, spec.job_id, spec.index_type)
     committed = catalog.commit(table.name, column, plan.previous.id if plan.previous else None, snap)
     progress.finished = True
     progress.flush(force=True)
     return committed
 
 
-def _commit_staleness(catalog: Catalog, plan: Any) -> Snapshot | None:
+def _commit_staleness(catalog: Catalog, plan: BuildPlan) -> Snapshot | None:
     """Nothing new to index: commit only if the staleness verdict changed."""
     prev = plan.previous
     if prev is None:
         return None
     if prev.stale == bool(plan.stale_files) and prev.stale_files == plan.stale_files:
         return prev
-    from dataclasses import replace
     updated = replace(prev, stale=bool(plan.stale_files), stale_files=plan.stale_files)
     return catalog.commit(prev.table, prev.column, prev.id, updated)
 
 
-def _record_bad_spec(raw: dict[str, Any], exc: BgixError) -> None:
+def parse_spec(raw: Mapping[str, Any]) -> JobSpec:
+    """JobSpec.from_dict; an invalid spec is recorded in its job record (when it names one), then raised.
+
+    Raises:
+        InvalidOptionError: as JobSpec.
+    """
+    try:
+        return JobSpec.from_dict(raw)
+    except BgixError as exc:
+        _record_bad_spec(raw, exc)
+        raise
+
+
+def _record_bad_spec(raw: Mapping[str, Any], exc: BgixError) -> None:
     """Best effort: put the spec error into the job record, if the spec says where that is."""
     try:
         catalog = Catalog(Storage(raw["warehouse"], raw.get("allowed_roots") or (), raw.get("storage_options")))
+        public = {k: v for k, v in raw.items() if k != "storage_options"}
         job = JobRecord(id=raw["job_id"], table=str(raw.get("table")), column=str(raw.get("index_column")),
-                        spec=raw)
+                        spec=public)
         try:
             job = catalog.get_job(raw["job_id"])
         except JobNotFoundError:
@@ -229,9 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     with open(args.spec, encoding="utf-8") as fh:  # the spec file is the job's argument, not warehouse data
         raw = json.load(fh)
     try:
-        spec = JobSpec.from_dict(raw)
+        spec = parse_spec(raw)
     except BgixError as exc:
-        _record_bad_spec(raw, exc)
         log.error("invalid job spec: %s", exc)
         return 1
     try:

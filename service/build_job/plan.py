@@ -11,51 +11,16 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from index_format.errors import InvalidOptionError
 from index_format.options import IndexOptions
 from index_format.storage import Storage
 from service.build_job.rowids import (
     RowRange, check_row_id_column, ranges_of_ids, select_files, uncovered_ranges,
 )
-from service.build_job.worker import WorkerContext
+from service.build_job.worker import FileSlice, WorkerContext
 from service.catalog.catalog import Catalog, merge_ranges
 from service.catalog.errors import RowIdError
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, SourceFile, Table
 from service.catalog.scan import read_columns
-
-INDEX_TYPES = ("bitmap",)
-
-
-def check_index_type(index_type: str) -> str:
-    """Lower-cased, trimmed index type (spec §7.2). Raises InvalidOptionError for anything but bitmap."""
-    t = (index_type or "").strip().lower()
-    if t not in INDEX_TYPES:
-        raise InvalidOptionError(f"index_type {index_type!r} is not supported; bgix builds only 'bitmap' indexes")
-    return t
-
-
-def check_column(table: Table, column: str) -> str:
-    """One column name (spec §7.2: bitmap indexes are single-column)."""
-    if "," in column:
-        raise InvalidOptionError(f"index_column {column!r}: bitmap indexes take exactly one column")
-    column = column.strip()
-    if not column:
-        raise InvalidOptionError("index_column is required")
-    if column in table.partition_columns:
-        raise InvalidOptionError(f"column {column!r} is a partition column of {table.name!r}; "
-                                 "its value lives in the path, not in the data files")
-    return column
-
-
-@dataclass(frozen=True)
-class FileSlice:
-    """Rows [start, stop) (positions in the file) of one data file; row id = first_row_id + position."""
-
-    path: str
-    size: int
-    first_row_id: int
-    start: int
-    stop: int
 
 
 @dataclass

@@ -1,7 +1,8 @@
 """Stable row ids and the row ranges not yet covered by an index (spec §5.1, §5.2).
 
 A row's id is `first_row_id of its file + its position in the file` (the catalog's row-id map), or
-the value of the table's `row_id_column`. Imports pyarrow/numpy and service.catalog; never Spark.
+the value of the table's `row_id_column`. Imports pyarrow/numpy, index_format.ranges and service.catalog;
+never Spark.
 """
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from index_format import ranges
 from service.catalog.errors import RowIdError
 from service.catalog.model import DataFile
 from service.catalog.partitions import parse_partitions, select_files
@@ -34,40 +36,21 @@ class RowRange:
         return self.end - self.start + 1
 
 
-def _subtract(start: int, end: int, covered: Sequence[Sequence[int]]) -> list[tuple[int, int]]:
-    """Inclusive [start, end] minus inclusive covered ranges (sorted, merged)."""
-    out, cur = [], start
-    for a, b in covered:
-        if b < cur or a > end:
-            continue
-        if a > cur:
-            out.append((cur, a - 1))
-        cur = max(cur, b + 1)
-        if cur > end:
-            break
-    if cur <= end:
-        out.append((cur, end))
-    return out
-
-
 def uncovered_ranges(files: Sequence[DataFile], covered: Sequence[Sequence[int]],
                      records_per_range: int) -> list[RowRange]:
     """Position-based ids: the rows of `files` not in `covered`, as contiguous per-partition segments cut
     into ranges of at most `records_per_range` rows (spec §5.2: contiguous, merged, per partition)."""
+    covered = ranges.merge(covered)
     pieces: list[tuple[int, int, dict[str, str]]] = []
     for f in sorted(files, key=lambda f: f.first_row_id):
         if f.row_count == 0:
             continue
-        for a, b in _subtract(f.first_row_id, f.end_row_id - 1, covered):
+        for a, b in ranges.subtract([(f.first_row_id, f.end_row_id - 1)], covered):
             if pieces and pieces[-1][1] + 1 == a and pieces[-1][2] == f.partition:
                 pieces[-1] = (pieces[-1][0], b, f.partition)
             else:
                 pieces.append((a, b, f.partition))
-    out = []
-    for a, b, part in pieces:
-        for s in range(a, b + 1, records_per_range):
-            out.append(RowRange(s, min(s + records_per_range - 1, b), part))
-    return out
+    return [RowRange(s, e, part) for a, b, part in pieces for s, e in ranges.chunks([(a, b)], records_per_range)]
 
 
 def check_row_id_column(ids: pa.ChunkedArray | pa.Array, column: str) -> np.ndarray:

@@ -9,7 +9,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,9 +21,6 @@ from index_format.global_index.writer import write_index_files
 from service.build_job.rowids import position_ids
 from service.catalog.errors import RowIdError
 from service.catalog.scan import read_slice
-
-if TYPE_CHECKING:
-    from service.build_job.plan import FileSlice
 
 # What a task returns to the driver: one row per written index file (metadata only, never row data).
 RESULT_SCHEMA = pa.schema([
@@ -37,6 +34,18 @@ RangeDone = Callable[[int, int], None]   # (range index, rows written for it by 
 
 class InjectedFailure(RuntimeError):
     """Raised by the `fail_after_files` test hook to simulate a worker crash mid-job."""
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """A worker's unit of input: rows [start, stop) (positions in the file) of one data file;
+    row id = first_row_id + position. The plan cuts them (BuildPlan.tasks); slice_batches reads them."""
+
+    path: str
+    size: int
+    first_row_id: int
+    start: int
+    stop: int
 
 
 @dataclass(frozen=True)

@@ -8,22 +8,24 @@ snapshot, never a mix.
 from __future__ import annotations
 
 import json
-import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from index_format.errors import InvalidOptionError
-from index_format.storage import Storage
+from index_format import ranges as row_ranges
+from index_format.errors import InvalidOptionError, PathNotAllowedError
+from index_format.storage import Storage, is_absolute_location, is_under
 from service.catalog import layout
 from service.catalog.errors import (
     BuildInProgressError,
     CommitConflictError,
     IndexNotFoundError,
     JobNotFoundError,
+    LocationNotAllowedError,
     TableExistsError,
     TableNotFoundError,
 )
+from service.catalog.liveness import job_process_alive
 from service.catalog.model import FORMATS, DataFile, JobRecord, Snapshot, Table, now
 from service.catalog.scan import count_rows, file_stat, list_data_files, parse_partition, read_schema
 
@@ -52,17 +54,39 @@ class Catalog:
         Raises:
             TableExistsError: a different definition is registered under the name.
             InvalidOptionError: unknown format or bad name.
+            PathNotAllowedError, LocationNotAllowedError: see check_location.
         """
         layout.check_name("table", t.name)
         if t.format not in FORMATS:
             raise InvalidOptionError(f"table format {t.format!r} is not one of {list(FORMATS)}")
-        t = replace(t, location=self.storage.resolve(t.location))
+        t = replace(t, location=self.check_location(t.location))
         if self.storage.write_if_absent(layout.table_json(t.name), _dumps(t.to_dict())):
             return t
         existing = self.get_table(t.name)
         if existing.same_definition(t):
             return existing
         raise TableExistsError(f"table {t.name!r} already exists with a different definition")
+
+    def check_location(self, location: str) -> str:
+        """The resolved table location: an absolute path or fsspec URL under the storage roots, outside
+        the catalog's own directories (drop_table and drop_index delete those; source data never).
+
+        Raises:
+            PathNotAllowedError: a relative path.
+            LocationNotAllowedError: outside the roots, or inside the warehouse's tables/ or jobs/.
+        """
+        if not is_absolute_location(location):
+            raise PathNotAllowedError(f"location {location!r} must be an absolute path or an fsspec URL")
+        try:
+            resolved = self.storage.resolve(location)
+            managed = [self.storage.resolve(d) for d in (layout.tables_dir(), layout.jobs_dir())]
+        except PathNotAllowedError as exc:
+            raise LocationNotAllowedError(str(exc)) from exc
+        for d in managed:
+            if is_under(resolved, d.rstrip("/")):
+                raise LocationNotAllowedError(
+                    f"location {location!r} lies inside the catalog directory {d!r} of the warehouse")
+        return resolved
 
     def get_table(self, name: str) -> Table:
         doc = self._read_json(layout.table_json(name))
@@ -286,22 +310,28 @@ class Catalog:
     def read_progress(self, job_id: str) -> dict[str, Any]:
         return dict(self.get_job(job_id).progress)
 
-    def active_jobs(self, table: str, column: str) -> list[JobRecord]:
-        """Queued/running jobs of (table, column) whose process is alive (or not yet started)."""
+    def active_jobs(self, table: str, column: str | None = None) -> list[JobRecord]:
+        """Queued/running jobs of (table, column), or of any column when None, whose process is alive or
+        has not recorded itself yet (a queued record the service is starting): the one definition of
+        "a build is running"."""
         return [j for j in self.list_jobs()
-                if j.table == table and j.column == column and j.active and _alive(j.pid)]
+                if j.table == table and (column is None or j.column == column) and j.active
+                and (j.pid is None or job_process_alive(j))]
 
     def reap_dead_jobs(self, table: str, column: str) -> list[str]:
         """Mark queued/running jobs whose process is gone (killed, crashed host process) as failed."""
         dead = [j for j in self.list_jobs()
-                if j.table == table and j.column == column and j.active and j.pid is not None and not _alive(j.pid)]
+                if j.table == table and j.column == column and j.active and j.pid is not None
+                and not job_process_alive(j)]
         for j in dead:
             self.put_job(j.with_(state="failed", finished_at=now(),
                                  error=j.error or f"job process {j.pid} exited without finishing"))
         return [j.id for j in dead]
 
-    def check_no_active_build(self, table: str, column: str, *, except_job: str | None = None) -> None:
-        """Raises BuildInProgressError if another live job builds the same index.
+    def check_no_active_build(self, table: str, column: str | None = None, *,
+                              except_job: str | None = None) -> None:
+        """Raises BuildInProgressError (naming the job) if another live job builds the same index, or with
+        `column` None any index of the table.
 
         From inside a job (`except_job` = its own id) only running jobs that started earlier count, so of
         two jobs started together exactly one goes ahead; from the service any queued/running job counts.
@@ -312,29 +342,13 @@ class Catalog:
             mine = (me.started_at or now(), me.id)
             others = [j for j in others if j.state == "running" and (j.started_at or 0.0, j.id) < mine]
         if others:
-            raise BuildInProgressError(
-                f"index {table}.{column} is being built by job(s) {[j.id for j in others]}")
+            what = f"index {table}.{column}" if column is not None else f"table {table!r}"
+            more = f" (and {[j.id for j in others[1:]]})" if len(others) > 1 else ""
+            raise BuildInProgressError(f"{what} is already being built by job {others[0].id}{more}",
+                                       job_id=others[0].id)
 
 
-def _alive(pid: int | None) -> bool:
-    # Job processes run on the service host; a pid that no longer exists means the job died.
-    if pid is None:
-        return True
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def merge_ranges(ranges: Iterable[Iterable[int]]) -> list[list[int]]:
-    """Merge inclusive [start, end] ranges that overlap or touch (spec §5.2)."""
-    out: list[list[int]] = []
-    for a, b in sorted((int(a), int(b)) for a, b in ranges):
-        if out and a <= out[-1][1] + 1:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
+def merge_ranges(ranges: Iterable[Sequence[int]]) -> list[list[int]]:
+    """Merge inclusive [start, end] ranges that overlap or touch (spec §5.2), in the snapshot's JSON form
+    (`[start, end]` lists; the algebra is index_format.ranges)."""
+    return [list(r) for r in row_ranges.merge(ranges)]

@@ -1,10 +1,10 @@
 """Catalog errors: missing/duplicate tables, indexes and jobs, lost commit races.
 
-All derive from index_format.errors.BgixError; imports nothing else from the package.
+All derive from index_format.errors.BgixError; imports nothing but index_format.errors.
 """
 from __future__ import annotations
 
-from index_format.errors import BgixError
+from index_format.errors import BgixError, PathNotAllowedError
 
 
 class CatalogError(BgixError):
@@ -28,7 +28,11 @@ class JobNotFoundError(CatalogError):
 
 
 class BuildInProgressError(CatalogError):
-    """Another build of the same (table, column) index is queued or running."""
+    """Another build of the same (table, column) index is queued or running; `job_id` names it."""
+
+    def __init__(self, message: str, job_id: str | None = None) -> None:
+        super().__init__(message)
+        self.job_id = job_id
 
 
 class CommitConflictError(CatalogError):
@@ -38,11 +42,16 @@ class CommitConflictError(CatalogError):
     """
 
 
+class LocationNotAllowedError(PathNotAllowedError, CatalogError):
+    """A table location outside the allowed roots, or inside the warehouse's own catalog directories."""
+
+
 class RowIdError(CatalogError):
     """Row ids cannot be derived for this table (bad row_id_column values, unsupported format)."""
 
 
 __all__ = [
     "CatalogError", "TableNotFoundError", "TableExistsError", "IndexNotFoundError",
-    "JobNotFoundError", "BuildInProgressError", "CommitConflictError", "RowIdError",
+    "JobNotFoundError", "BuildInProgressError", "CommitConflictError", "LocationNotAllowedError",
+    "RowIdError",
 ]

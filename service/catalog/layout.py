@@ -1,6 +1,6 @@
 """Where each catalog object lives under a warehouse root (paths relative to the Storage root).
 
-Pure string functions; imports nothing but the standard library.
+Pure string functions (no I/O); imports only index_format.errors, for the name check's InvalidOptionError.
 """
 from __future__ import annotations
 

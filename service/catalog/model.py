@@ -184,6 +184,7 @@ class JobRecord:
     started_at: float | None = None
     finished_at: float | None = None
     pid: int | None = None
+    pid_start: int | None = None     # start time of `pid` (liveness.process_start): tells a reused pid apart
     spec: dict[str, Any] = field(default_factory=dict)
 
     @property

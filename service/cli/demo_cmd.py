@@ -1,6 +1,7 @@
 """`bgix demo`: sample table -> `bgix serve` -> create_global_index through the HTTP API (Spark) -> example queries.
 
 Talks to the service only over HTTP (httpx), like any user would; imports no fastapi or pyspark itself.
+BGIX_* variables are read through service.api.settings.Settings (pydantic only), like the service reads them.
 """
 from __future__ import annotations
 
@@ -15,7 +16,9 @@ import time
 from pathlib import Path
 
 import httpx
+from pydantic import ValidationError
 
+from service.api.settings import Settings
 from service.sample_data import is_current, write_events
 
 TABLE = "events"
@@ -34,10 +37,20 @@ EXAMPLE_QUERIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 READY_TIMEOUT_S = 60.0
 BUILD_TIMEOUT_S = 1800.0
+DEMO_SPARK_MASTER = "local[2]"   # the demo's default when BGIX_SPARK_MASTER is unset (the service's is local[*])
+
+
+def _settings() -> Settings:
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise SystemExit(f"bgix demo: invalid BGIX_* environment: {exc}") from exc
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--warehouse", default=os.environ.get("BGIX_WAREHOUSE", "./warehouse"),
+    settings = _settings()
+    parser.set_defaults(settings=settings)
+    parser.add_argument("--warehouse", default=settings.warehouse,
                         help="local warehouse directory (default: $BGIX_WAREHOUSE or ./warehouse)")
     parser.add_argument("--rows", type=int, default=None, help="rows in the sample table (default 2,000,000)")
     parser.add_argument("--files", type=int, default=8, help="Parquet files in the sample table (default 8)")
@@ -46,9 +59,10 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="comma-separated columns to index (default status,country,tenant; add ts for a time range)")
     parser.add_argument("--host", default="127.0.0.1", help="address the service binds (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="port; a free one is picked if it is taken (default 8000)")
-    parser.add_argument("--engine", choices=("spark", "local"), default=os.environ.get("BGIX_BUILD_ENGINE", "spark"),
+    parser.add_argument("--engine", choices=("spark", "local"), default=settings.build_engine,
                         help="build engine the service uses (default spark, local mode)")
-    parser.add_argument("--spark-master", default=os.environ.get("BGIX_SPARK_MASTER", "local[2]"))
+    spark_master = settings.spark_master if "spark_master" in settings.model_fields_set else DEMO_SPARK_MASTER
+    parser.add_argument("--spark-master", default=spark_master)
     parser.add_argument("--no-serve", action="store_true", help="exit after the example queries")
 
 
@@ -74,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     url = f"http://{args.host}:{port}"
     server = _start_server(args, warehouse, port)
     try:
-        with httpx.Client(base_url=url, timeout=60.0, headers=_auth_headers()) as http:
+        with httpx.Client(base_url=url, timeout=60.0, headers=_auth_headers(getattr(args, "settings", None) or _settings())) as http:
             _wait_ready(http, server)
             print(f"[2/4] service up at {url} (warehouse {warehouse})", flush=True)
             _register(http, source, replace=regenerated)
@@ -102,8 +116,8 @@ def _java_available() -> bool:
     return shutil.which("java") is not None or bool(home and (Path(home) / "bin" / "java").exists())
 
 
-def _auth_headers() -> dict[str, str]:
-    token = os.environ.get("BGIX_TOKEN")
+def _auth_headers(settings: Settings) -> dict[str, str]:
+    token = settings.token.get_secret_value() if settings.token is not None else ""
     return {"Authorization": f"Bearer {token}"} if token else {}
 
 

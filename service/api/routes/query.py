@@ -1,6 +1,11 @@
-"""Predicate queries: count, row ids, runs, portable Roaring bytes, or matches per data file."""
+"""Predicate queries: count, row ids, runs, portable Roaring bytes, or matches per data file.
+
+The route only waits: evaluation and result shaping run on the app's query threads under the
+BGIX_QUERY_TIMEOUT_S budget (service.api.executor), so a slow query never stalls the event loop.
+"""
 from __future__ import annotations
 
+from functools import partial
 from typing import Annotated
 
 from fastapi import APIRouter, Header
@@ -8,7 +13,7 @@ from fastapi.encoders import jsonable_encoder
 from fastapi.responses import JSONResponse, Response
 
 from service.api import schemas
-from service.api.deps import ReadServicesDep
+from service.api.deps import ReadServicesDep, Services
 from service.api.results import (
     Cursor, file_matches, file_matches_by_value, page_ids, page_runs, query_fingerprint,
 )
@@ -29,15 +34,19 @@ _ROARING_RESPONSE: dict[int | str, dict[str, object]] = {
 async def query(name: TableName, body: schemas.QueryRequest, services: ReadServicesDep,
                 accept: Annotated[str | None, Header(include_in_schema=False)] = None) -> Response:
     """Rows where the predicate is TRUE (SQL three-valued logic) across every file and row range of each
-    referenced column's current snapshot."""
-    # Runs on the event loop: the work is CPU-bound under the GIL, so a thread-pool hop would only add
-    # latency (it costs about as much as a whole point query).
+    referenced column's current snapshot. Over the time budget (BGIX_QUERY_TIMEOUT_S): 503 query_timeout."""
+    return await services.queries.run(partial(_answer, services, name, body, accept))
+
+
+def _answer(services: Services, name: str, body: schemas.QueryRequest, accept: str | None,
+            deadline: float) -> Response:
+    """The whole query, on a query thread: parse, evaluate (stops at `deadline`), shape the result."""
     engine = services.engine
     result = body.result
     if accept and schemas.ROARING_MEDIA_TYPE in accept and result == "row_ids":
         result = "roaring"
     node = engine.parse(body.where, body.predicate)
-    outcome = engine.query(name, node, explain=body.explain)
+    outcome = engine.query(name, node, explain=body.explain, deadline=deadline)
     answer = outcome.answer
     rows = answer.rows
     count = len(rows)

@@ -1,17 +1,13 @@
 """Tables: register, list, show, forget; the row-id map of a table's data files."""
 from __future__ import annotations
 
-import os
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
-from index_format.errors import PathNotAllowedError
 from service.api import schemas
-from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
-from service.api.errors import LocationNotAllowedError
+from service.api.deps import BearerDep, ReadAuth, ServicesDep, WriteAuth, check_token
 from service.api.presenters import data_file_public, table_public
-from service.catalog import layout
 from service.catalog.errors import BuildInProgressError
 from service.catalog.model import Table
 
@@ -23,34 +19,16 @@ ERRORS: dict[int | str, dict[str, object]] = {
 
 @router.put("/{name}", response_model=schemas.TablePublic, dependencies=[WriteAuth], responses=ERRORS)
 def register_table(name: TableName, body: schemas.TableCreate, services: ServicesDep) -> schemas.TablePublic:
-    """Register a table (idempotent for the same definition). A location outside the roots → 403."""
+    """Register a table (idempotent for the same definition).
+
+    The catalog checks the location: relative → 400; outside the roots or inside the warehouse's
+    tables/ or jobs/ directories → 403.
+    """
     table = Table(name=name, location=body.location, format=body.format,
                   partition_columns=list(body.partition_columns), row_id_column=body.row_id_column)
-    _check_location(services, body.location)
     stored = services.catalog.put_table(table)
     services.engine.invalidate(name)
     return table_public(stored)
-
-
-def _check_location(services: Services, location: str) -> None:
-    """An absolute path or fsspec URL under the allowed roots, outside the catalog's own directories.
-
-    Raises:
-        PathNotAllowedError (400): a relative path (issue: "an absolute path or an fsspec URL").
-        LocationNotAllowedError (403): outside the roots, or inside the warehouse's tables/ or jobs/
-        directories, which DELETE and drop_global_index remove (source data must never be touched).
-    """
-    if "://" not in location and not os.path.isabs(location):
-        raise PathNotAllowedError(f"location {location!r} must be an absolute path or an fsspec URL")
-    try:
-        resolved = services.storage.resolve(location)
-        managed = [services.storage.resolve(d) for d in (layout.tables_dir(), layout.jobs_dir())]
-    except PathNotAllowedError as exc:
-        raise LocationNotAllowedError(str(exc)) from exc
-    for d in managed:
-        if resolved == d or resolved.startswith(d.rstrip("/") + "/"):
-            raise LocationNotAllowedError(
-                f"location {location!r} lies inside the catalog directory {d!r} of the warehouse")
 
 
 @router.get("", response_model=schemas.TablesPublic, dependencies=[ReadAuth], responses=ERRORS)

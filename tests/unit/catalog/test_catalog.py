@@ -202,3 +202,31 @@ def test_concurrent_refresh_never_hands_out_ids_twice(catalog: Catalog, tmp_path
     got = {Path(f.path).name: (f.first_row_id, f.row_count) for f in files}
     assert got == {"part-00000.parquet": (0, 100), raced[0].name: (100, 20), late.name: (120, 30)}
     assert catalog.data_files("t") == other.data_files("t")
+
+
+def test_active_build_check_names_the_job_per_index_or_per_table(catalog: Catalog) -> None:
+    catalog.put_job(JobRecord(id="queued1", table="t", column="s"))  # queued: no process recorded yet
+    catalog.put_job(JobRecord(id="other", table="u", column="s", state="running", pid=os.getpid()))
+    with pytest.raises(BuildInProgressError, match="index t.s is already being built by job queued1") as err:
+        catalog.check_no_active_build("t", "s")
+    assert err.value.job_id == "queued1"
+    with pytest.raises(BuildInProgressError, match="table 't' is already being built by job queued1"):
+        catalog.check_no_active_build("t")
+    catalog.check_no_active_build("t", "n")
+    assert [j.id for j in catalog.active_jobs("t")] == ["queued1"]
+    catalog.update_job("queued1", state="failed")
+    catalog.check_no_active_build("t")
+
+
+def test_table_location_rules(catalog: Catalog, tmp_path: Path) -> None:
+    from index_format.errors import PathNotAllowedError
+    from service.catalog.errors import LocationNotAllowedError
+    with pytest.raises(PathNotAllowedError, match="absolute path") as rel:
+        catalog.put_table(Table("t", "data/t"))
+    assert not isinstance(rel.value, LocationNotAllowedError)  # relative: a bad argument, not a refusal
+    for bad in ("/etc", str(tmp_path / "wh" / "tables" / "x"), str(tmp_path / "wh" / "jobs"), "s3://b/x"):
+        with pytest.raises(LocationNotAllowedError):
+            catalog.put_table(Table("t", bad))
+    assert catalog.check_location(str(tmp_path / "data")) == str(tmp_path / "data")
+    assert catalog.check_location(str(tmp_path / "wh" / "tablesx")) == str(tmp_path / "wh" / "tablesx")
+    assert catalog.list_tables() == []

@@ -336,3 +336,21 @@ def test_relative_to_root() -> None:
     assert Storage("s3://bucket/wh", ["s3://other/x"]).join("s3://other/x", "y") == "s3://other/x/y"
     with pytest.raises(PathNotAllowedError):
         Storage("s3://bucket/wh", ["s3://other/x"]).relative("s3://other/x/y")
+
+
+def test_open_file_reads_one_local_file_with_an_optional_recorded_size(tmp_path: Path) -> None:
+    from index_format.storage import SizedSource, open_file
+    p = tmp_path / "f.bin"
+    p.write_bytes(b"0123456789")
+    src = open_file(str(p))
+    assert isinstance(src, RangeSource) and src.size == 10 and src.read(2, 3) == b"234"
+    short = open_file(str(p), size=4)
+    assert short.read(0, 4) == b"0123"
+    with pytest.raises(TruncatedFileError):
+        short.read(2, 4)
+    with pytest.raises(FileNotFoundError):
+        open_file(str(tmp_path / "missing.bin"))
+    sized = SizedSource(BytesSource(b"abcdef", "mem"), 3)
+    assert sized.read(0, 3) == b"abc" and sized.name == "mem"
+    with pytest.raises(TruncatedFileError):
+        sized.read(1, 3)

@@ -5,11 +5,13 @@ from __future__ import annotations
 import csv
 import math
 import struct
+import time
 from pathlib import Path
 
 import pytest
 from pyroaring import BitMap64
 
+from index_format.errors import BgixError, QueryTimeoutError
 from index_format.global_index.filemeta import FileMeta, parse_meta
 from index_format.predicate.bind import bind
 from index_format.predicate.combine import ColumnIndex, IndexFileRef, evaluate, file_may_match
@@ -169,6 +171,26 @@ def test_explain_counts_pruning_and_reads() -> None:
 def test_deleted_rows_are_removed() -> None:
     answer = ask("x IS NOT NULL", X, deleted=BitMap64([1, 102]))
     assert answer.rows == where(XROWS, lambda v: True) - BitMap64([1, 102])
+
+
+def test_deadline_raises_query_timeout_before_reading_files() -> None:
+    opened: list[str] = []
+
+    def counting(ref: IndexFileRef) -> IndexFileRef:
+        def open_() -> object:
+            opened.append(ref.path)
+            return ref.open()
+        return IndexFileRef(ref.path, ref.range_start, ref.range_end, ref.meta, ref.file_size,
+                            open_)  # type: ignore[arg-type]
+
+    x = ColumnIndex("x", INT, [counting(r) for r in X.files])
+    with pytest.raises(QueryTimeoutError, match="time budget") as err:
+        ask("x = 2", x, deadline=time.monotonic() - 1)
+    assert err.value.budget_s is None and opened == []
+    assert isinstance(err.value, BgixError)
+    assert "2.5 s" in str(QueryTimeoutError(2.5)) and QueryTimeoutError(2.5).budget_s == 2.5
+    answer = ask("x = 2", x, deadline=time.monotonic() + 60)
+    assert answer.rows == where(XROWS, lambda v: v == 2) and opened
 
 
 def test_true_predicate_uses_all_given_columns() -> None:

@@ -1,11 +1,18 @@
-"""evaluate_file: one bound leaf on one file, local row ids, expected rows from plain Python sets."""
+"""One bound leaf on one file, expected rows from plain Python sets.
+
+`matching_rows` (the per-file evaluator) gives the positive form's local rows; the leaf's full answer
+(complement and null rules from the operator table) is checked through combine.evaluate on a column made
+of that one file, whose row range is exactly the file's rows.
+"""
 from __future__ import annotations
 
 import pytest
 from pyroaring import BitMap64
 
 from index_format.predicate.bind import bind
-from index_format.predicate.evaluate import UNSUPPORTED, FileAnswer, evaluate_file, matching_rows
+from index_format.global_index.filemeta import parse_meta
+from index_format.predicate.combine import ColumnIndex, IndexFileRef, evaluate
+from index_format.predicate.evaluate import UNSUPPORTED, matching_rows
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import BoundLeaf
 from index_format.global_index.reader import IndexReader, open_index
@@ -22,6 +29,15 @@ NUMS = [5, None, -3, 5, 0, 2147483647, -2147483648, None, 7]
 def reader_of(values: list[object], kt: object) -> IndexReader:
     data, _ = write_index_bytes(values, list(range(len(values))), kt)  # type: ignore[arg-type]
     return open_index(BytesSource(data), kt)  # type: ignore[arg-type]
+
+
+def answer(node: BoundLeaf, values: list[object]) -> tuple[BitMap64, BitMap64] | object:
+    """(TRUE rows, UNKNOWN rows) of `node` over one file holding `values` at ids 0…n−1, or UNSUPPORTED."""
+    data, written = write_index_bytes(values, list(range(len(values))), node.kt)
+    ref = IndexFileRef("f", 0, len(values) - 1, parse_meta(node.kt, written.meta), len(data),
+                       lambda: open_index(BytesSource(data), node.kt))
+    got = evaluate(node, {node.column: ColumnIndex(node.column, node.kt, [ref])})
+    return (got.rows, got.unknown) if got.supported else UNSUPPORTED
 
 
 def leaf(text: str, column: str, kt: object) -> BoundLeaf:
@@ -61,15 +77,25 @@ NULLS_S = BitMap64(i for i, v in enumerate(WORDS) if v is None)
     ("s LIKE ''", lambda v: v == ""),
 ])
 def test_string_leaves(text: str, test: object) -> None:
-    answer = evaluate_file(leaf(text, "s", S), reader_of(WORDS, S))
-    assert answer == FileAnswer(rows(WORDS, test), NULLS_S)
+    assert answer(leaf(text, "s", S), WORDS) == (rows(WORDS, test), NULLS_S)
+
+
+@pytest.mark.parametrize(("text", "positive"), [
+    ("s = 'apple'", lambda v: v == "apple"),
+    ("s <> 'apple'", lambda v: v == "apple"),
+    ("s NOT IN ('apple', 'zzz')", lambda v: v == "apple"),
+    ("s IS NOT NULL", None),
+    ("s LIKE 'a_b'", lambda v: len(v) == 3 and v[0] == "a" and v[2] == "b"),
+])
+def test_matching_rows_answers_the_positive_form(text: str, positive: object) -> None:
+    expected = NULLS_S if positive is None else rows(WORDS, positive)
+    assert matching_rows(leaf(text, "s", S), reader_of(WORDS, S)) == expected
 
 
 def test_is_null() -> None:
-    r = reader_of(WORDS, S)
-    assert evaluate_file(leaf("s IS NULL", "s", S), r) == FileAnswer(NULLS_S, BitMap64())
+    assert answer(leaf("s IS NULL", "s", S), WORDS) == (NULLS_S, BitMap64())
     non_null = BitMap64(i for i, v in enumerate(WORDS) if v is not None)
-    assert evaluate_file(leaf("s IS NOT NULL", "s", S), r) == FileAnswer(non_null, BitMap64())
+    assert answer(leaf("s IS NOT NULL", "s", S), WORDS) == (non_null, BitMap64())
 
 
 @pytest.mark.parametrize(("text", "test"), [
@@ -83,24 +109,24 @@ def test_is_null() -> None:
 ])
 def test_int_leaves(text: str, test: object) -> None:
     nulls = BitMap64(i for i, v in enumerate(NUMS) if v is None)
-    assert evaluate_file(leaf(text, "n", INT), reader_of(NUMS, INT)) == FileAnswer(rows(NUMS, test), nulls)
+    assert answer(leaf(text, "n", INT), NUMS) == (rows(NUMS, test), nulls)
 
 
 def test_null_in_list_makes_non_matches_unknown() -> None:
-    r = reader_of(NUMS, INT)
     everything = BitMap64(range(len(NUMS)))
     fives = rows(NUMS, lambda v: v == 5)
-    assert evaluate_file(leaf("n IN (5, NULL)", "n", INT), r) == FileAnswer(fives, everything - fives)
-    assert evaluate_file(leaf("n NOT IN (5, NULL)", "n", INT), r) == FileAnswer(BitMap64(), everything - fives)
+    assert answer(leaf("n IN (5, NULL)", "n", INT), NUMS) == (fives, everything - fives)
+    assert answer(leaf("n NOT IN (5, NULL)", "n", INT), NUMS) == (BitMap64(), everything - fives)
 
 
 def test_constants_and_unsupported() -> None:
-    r = reader_of(NUMS, INT)
     everything = BitMap64(range(len(NUMS)))
-    assert evaluate_file(leaf("n = NULL", "n", INT), r) == FileAnswer(BitMap64(), everything)
-    assert evaluate_file(leaf("n < NULL", "n", INT), r) is UNSUPPORTED
-    assert evaluate_file(leaf("starts_with(n, '1')", "n", INT), r) is UNSUPPORTED
+    assert answer(leaf("n = NULL", "n", INT), NUMS) == (BitMap64(), everything)
+    assert answer(leaf("n < NULL", "n", INT), NUMS) is UNSUPPORTED
+    assert answer(leaf("starts_with(n, '1')", "n", INT), NUMS) is UNSUPPORTED
     assert repr(UNSUPPORTED) == "UNSUPPORTED"
+    with pytest.raises(ValueError, match="no per-file evaluation"):
+        matching_rows(leaf("n = NULL", "n", INT), reader_of(NUMS, INT))
 
 
 def test_in_list_narrowed_to_given_values() -> None:

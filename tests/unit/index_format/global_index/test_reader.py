@@ -270,7 +270,7 @@ def _expected(keys: list, rids: list, pred) -> set[int]:
 @pytest.mark.parametrize("chunk", [None, 2048])
 def test_bulk_paths_match_plain_python_on_every_bitmap_shape(chunk, monkeypatch) -> None:
     if chunk is not None:  # many small decode chunks instead of one
-        monkeypatch.setattr("index_format.global_index.reader._BULK_CHUNK", chunk)
+        monkeypatch.setattr("index_format.global_index.gather._BULK_CHUNK", chunk)
     from index_format import bitmaps
     accepted: list[int] = []
     real = bitmaps.decode_array_bitmaps

@@ -17,6 +17,7 @@ from index_format import open_index, parse_meta, parse_type
 from index_format.errors import InvalidOptionError
 from index_format.options import IndexOptions
 from index_format.global_index.writer import WriterInputError, manifest_meta, write_index_bytes, write_index_files
+from index_format.storage import Storage
 
 
 def _truth(keys: list, rids: list) -> tuple[dict, set]:
@@ -45,10 +46,10 @@ def test_blocks_respect_the_size_rule(block_size: int) -> None:
     r = open_index(BytesSource(data), parse_type("string"))
     blocks = r.block_info()
     for i, (_, _, length) in enumerate(blocks):
-        n_entries = len(r._block(i))
+        n_entries = len(r.blocks.block(i))
         # spec §2.8: an uncompressed body exceeds the limit only when it holds a single entry
         assert length <= block_size or n_entries == 1
-    assert written.value_count == 300 == sum(len(r._block(i)) for i in range(len(blocks)))
+    assert written.value_count == 300 == sum(len(r.blocks.block(i)) for i in range(len(blocks)))
 
 
 def test_input_forms_agree() -> None:
@@ -106,7 +107,8 @@ def test_rotation_like_pypaimon(tmp_path: Path) -> None:
     rids = list(range(10))
     names = iter(range(100))
     files = write_index_files(keys, rids, parse_type("string"), IndexOptions(records_per_range=3),
-                              records_per_file=3, new_path=lambda: str(tmp_path / f"f{next(names)}.index"))
+                              records_per_file=3, new_path=lambda: str(tmp_path / f"f{next(names)}.index"),
+                              storage=Storage(str(tmp_path)))
     assert [f.row_count for f in files] == [3, 3, 3, 1]
     first = parse_meta(parse_type("string"), files[0].meta)
     assert first.only_nulls and first.has_nulls
@@ -280,7 +282,6 @@ def test_matches_literal_spec_writer(block_size: int) -> None:
 
 
 def test_rotation_through_storage(tmp_path: Path) -> None:
-    from index_format.storage import Storage
     storage = Storage(str(tmp_path))
     keys = [i % 7 for i in range(100)]
     names = iter(range(100))

@@ -1,0 +1,110 @@
+"""Local file system operations behind Storage: listing, atomic replace, exclusive create, delete.
+
+Paths are already resolved and root-checked by the caller; imports only the standard library.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+
+__all__ = ["create_exclusive", "delete", "list_dir", "replace_atomic"]
+
+
+def list_dir(full: str, recursive: bool) -> list[str]:
+    """Entries directly inside `full` (or every file below it), sorted; [] if it is no directory."""
+    if not os.path.isdir(full):
+        return []
+    if not recursive:
+        return sorted(os.path.join(full, n) for n in os.listdir(full))
+    out = []
+    for dirpath, _dirs, files in os.walk(full):
+        out.extend(os.path.join(dirpath, f) for f in files)
+    return sorted(out)
+
+
+def replace_atomic(full: str, data: bytes) -> None:
+    """Temp file in the same directory, fsync, os.replace: readers see old or new, never a mix."""
+    tmp = _write_temp(full, data)
+    try:
+        os.replace(tmp, full)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    _fsync_dir(os.path.dirname(full))
+
+
+def create_exclusive(full: str, data: bytes) -> bool:
+    """Create `full` with `data` unless it exists; True if we created it.
+
+    The complete temp file is hard-linked into place (os.link fails atomically if the name exists).
+    """
+    tmp = _write_temp(full, data)
+    try:
+        try:
+            os.link(tmp, full)
+        except FileExistsError:
+            return False
+        except OSError:
+            # No hard links on this file system: O_EXCL still decides the race atomically, but a
+            # reader may see the file before its bytes are complete.
+            try:
+                fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+            except FileExistsError:
+                return False
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+        _fsync_dir(os.path.dirname(full))
+        return True
+    finally:
+        _unlink_quietly(tmp)
+
+
+def delete(full: str, recursive: bool) -> None:
+    """Remove a file, or a directory tree with recursive=True; a missing path is ignored.
+
+    Raises:
+        IsADirectoryError: `full` is a directory and recursive is False.
+    """
+    try:
+        if os.path.isdir(full) and not os.path.islink(full):
+            if not recursive:
+                raise IsADirectoryError(f"{full!r} is a directory; pass recursive=True")
+            shutil.rmtree(full)
+        else:
+            os.remove(full)
+    except FileNotFoundError:
+        pass
+
+
+def _write_temp(full: str, data: bytes) -> str:
+    directory = os.path.dirname(full)
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return tmp
+
+
+def _fsync_dir(directory: str) -> None:
+    # Makes the rename durable; not supported everywhere, and never worth failing a write for.
+    with contextlib.suppress(OSError):
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _unlink_quietly(path: str) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)

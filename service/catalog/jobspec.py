@@ -1,0 +1,149 @@
+"""The build-job spec: what one create_global_index job builds, validated once, and its JSON form.
+
+The service builds it (service.api.jobs) and writes `to_dict()` to the job's spec file; the job process
+(service.build_job.main) parses it back with `from_dict()`. Imports index_format.options/errors and
+service.catalog only (both the API and the build job import it; they never import each other).
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
+from typing import Any
+
+from index_format.errors import InvalidOptionError
+from index_format.options import IndexOptions, parse_options
+from service.catalog import layout
+from service.catalog.model import Table
+from service.catalog.partitions import parse_partitions, select_files
+
+log = logging.getLogger("bgix.jobspec")
+INDEX_TYPES = ("bitmap",)
+ENGINES = ("spark", "local")
+SCANS = ("direct", "spark")
+_REQUIRED = ("job_id", "warehouse", "table", "index_column")
+_SECRETS = ("storage_options",)   # passed to the job in its spec file, never kept in job records
+
+
+def check_index_type(index_type: str) -> str:
+    """Lower-cased, trimmed index type (spec §7.2). Raises InvalidOptionError for anything but bitmap."""
+    t = (index_type or "").strip().lower()
+    if t not in INDEX_TYPES:
+        raise InvalidOptionError(f"index_type {index_type!r} is not supported; bgix builds only 'bitmap' indexes")
+    return t
+
+
+def check_column_name(column: str) -> str:
+    """One plain column name (spec §7.2: bitmap indexes are single-column; the name also names a directory).
+
+    Raises:
+        InvalidOptionError: several columns, or a name that is not a plain token.
+    """
+    if "," in column:
+        raise InvalidOptionError(f"index_column {column!r}: bitmap indexes take exactly one column")
+    return layout.check_name("column", column)
+
+
+@dataclass(frozen=True)
+class JobSpec:
+    """One build job, validated on construction (so a spec that exists is one the job can start on).
+
+    Fields as in the spec JSON:
+      job_id, warehouse, table, index_column   required; the job's record is <warehouse>/jobs/<job_id>.json
+                       (the job creates it when the service did not)
+      index_type       "bitmap" (anything else is refused)
+      options          IndexOptions; given as a dict or Paimon's "k=v,k=v" (spec §7.1, plus `rebuild`)
+      partitions       [{column: value}]; given as Paimon's "dt=1,hh=0;dt=2,hh=1" or a list of objects
+      storage_options  fsspec options of the warehouse (credentials: kept out of job records)
+      allowed_roots    extra roots data files may live under (table locations)
+      spark_master, spark_conf   the Spark session of a new job ("local[*]" by default)
+      engine           "spark" or "local" (same plan and worker code, in-process, no Spark)
+      scan             Spark engine only: "direct" (default): one Spark task per row range (capped by
+                       max-parallelism) whose Python worker reads its file slices with pyarrow through
+                       Storage; "spark": Spark scans the files (Parquet: _metadata.file_path/row_index, or
+                       the row_id_column) and streams (key, row id) batches into mapInArrow
+      test_hooks       tests only: {"fail_after_files": n} makes a worker raise after writing n index
+                       files; {"sleep_per_batch": s} slows every batch down; {"skip_active_check": true}
+                       lets two jobs race to the commit (CAS tests)
+
+    Raises (on construction):
+        InvalidOptionError: a required field is missing, or any field is invalid.
+    """
+
+    job_id: str
+    warehouse: str
+    table: str
+    index_column: str
+    index_type: str = "bitmap"
+    options: IndexOptions = field(default_factory=IndexOptions)
+    partitions: list[dict[str, str]] = field(default_factory=list)
+    storage_options: dict[str, Any] = field(default_factory=dict)
+    allowed_roots: list[str] = field(default_factory=list)
+    spark_master: str = "local[*]"
+    spark_conf: dict[str, str] = field(default_factory=dict)
+    engine: str = "spark"
+    scan: str = "direct"
+    test_hooks: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        missing = [k for k in _REQUIRED if not getattr(self, k)]
+        if missing:
+            raise InvalidOptionError(f"job spec lacks {missing}")
+        layout.check_name("job", self.job_id)
+        options = parse_options(self.options)
+        options.writable_compression()  # lzo is read-only (spec §7.1): refuse now, not mid-build
+        normalized = {
+            "index_type": check_index_type(self.index_type),
+            "index_column": check_column_name(self.index_column),
+            "options": options,
+            "partitions": parse_partitions(self.partitions),
+            "storage_options": dict(self.storage_options or {}),
+            "allowed_roots": list(self.allowed_roots or ()),
+            "spark_conf": dict(self.spark_conf or {}),
+            "test_hooks": dict(self.test_hooks or {}),
+        }
+        for name, value in normalized.items():
+            object.__setattr__(self, name, value)
+        if self.engine not in ENGINES:
+            raise InvalidOptionError(f"engine {self.engine!r} is not one of {list(ENGINES)}")
+        if self.scan not in SCANS:
+            raise InvalidOptionError(f"scan {self.scan!r} is not one of {list(SCANS)}")
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> JobSpec:
+        """Parse the spec JSON (as written by `to_dict()`, or by hand); null values take defaults.
+
+        Unknown keys are ignored with a warning: a newer service may add keys the job need not fail on.
+        Raises:
+            InvalidOptionError: as the constructor.
+        """
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            log.warning("job spec: ignoring unknown keys %s", sorted(unknown))
+        values: dict[str, Any] = {k: "" for k in _REQUIRED}  # a missing one is reported by the constructor
+        values.update((k, v) for k, v in data.items() if k in known and v is not None)
+        return cls(**values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The spec JSON the job process reads (with credentials: write it to a private file only)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["options"] = self.options.to_dict()
+        out["partitions"] = [dict(p) for p in self.partitions]
+        return out
+
+    def public_dict(self) -> dict[str, Any]:
+        """`to_dict()` without credentials: what a job record keeps."""
+        return {k: v for k, v in self.to_dict().items() if k not in _SECRETS}
+
+    def check_table(self, table: Table) -> None:
+        """The checks that need the table's definition: the column holds data, the partitions exist.
+
+        Raises:
+            InvalidOptionError: a partition column is indexed (its value lives in the directory names),
+                or `partitions` names keys the table is not partitioned by.
+        """
+        if self.index_column in table.partition_columns:
+            raise InvalidOptionError(f"column {self.index_column!r} is a partition column of {table.name!r}; "
+                                     "its value lives in the directory names, not in the data files")
+        select_files([], table, self.partitions)

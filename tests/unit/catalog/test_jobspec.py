@@ -1,0 +1,58 @@
+"""The build-job spec: validated once on construction, and its JSON form parses back to the same spec."""
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from index_format.errors import InvalidOptionError
+from index_format.options import IndexOptions
+from service.catalog.jobspec import JobSpec
+from service.catalog.model import Table
+
+BASE = {"job_id": "j1", "warehouse": "/wh", "table": "t", "index_column": "s"}
+
+
+def test_round_trip_through_json_keeps_the_validated_values() -> None:
+    spec = JobSpec.from_dict({**BASE, "index_type": " Bitmap ", "partitions": "dt=1,hh=0;dt=2,hh=1",
+                              "options": "sorted-index.records-per-range=5,bitmap-index.compression=zstd",
+                              "storage_options": {"key": "secret"}, "engine": "local"})
+    assert spec.index_type == "bitmap" and spec.engine == "local"
+    assert spec.partitions == [{"dt": "1", "hh": "0"}, {"dt": "2", "hh": "1"}]
+    assert spec.options == IndexOptions(records_per_range=5, compression="zstd")
+    back = JobSpec.from_dict(json.loads(json.dumps(spec.to_dict())))
+    assert back == spec
+    assert "storage_options" not in spec.public_dict() and spec.public_dict()["index_column"] == "s"
+
+
+def test_nulls_take_defaults_and_unknown_keys_are_ignored() -> None:
+    spec = JobSpec.from_dict({**BASE, "partitions": None, "options": None, "from_a_newer_service": 1})
+    assert spec.partitions == [] and spec.options == IndexOptions() and spec.engine == "spark"
+
+
+@pytest.mark.parametrize(("change", "match"), [
+    ({"table": None}, "lacks"),
+    ({"index_type": "btree"}, "bitmap"),
+    ({"index_column": "a,b"}, "exactly one column"),
+    ({"index_column": "../x"}, "invalid column name"),
+    ({"options": {"no-such-option": "1"}}, "no-such-option"),
+    ({"options": "bitmap-index.compression=lzo"}, "lzo"),
+    ({"partitions": "dt"}, "not key=value"),
+    ({"engine": "flink"}, "engine"),
+    ({"scan": "fast"}, "scan"),
+    ({"job_id": "a/b"}, "invalid job name"),
+])
+def test_invalid_specs_are_refused_on_construction(change: dict[str, object], match: str) -> None:
+    with pytest.raises(InvalidOptionError, match=match):
+        JobSpec.from_dict({**BASE, **change})
+
+
+def test_checks_against_the_table() -> None:
+    parted = Table("t", "/x", partition_columns=["dt"])
+    JobSpec.from_dict({**BASE, "partitions": "dt=1"}).check_table(parted)
+    with pytest.raises(InvalidOptionError, match="partition column"):
+        JobSpec.from_dict({**BASE, "index_column": "dt"}).check_table(parted)
+    with pytest.raises(InvalidOptionError, match="not partition columns"):
+        JobSpec.from_dict({**BASE, "partitions": "hh=1"}).check_table(parted)
+    with pytest.raises(InvalidOptionError, match="not partitioned"):
+        JobSpec.from_dict({**BASE, "partitions": "dt=1"}).check_table(Table("t", "/x"))
