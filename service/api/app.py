@@ -1,4 +1,4 @@
-"""The FastAPI app factory: settings → storage, catalog, engine, job runner; routers, error handlers,
+"""The FastAPI app factory: settings → storage, catalog, query service and pool, job runner; routers, error handlers,
 metrics middleware, lifespan. `python -m service.api.app --export-openapi PATH` writes the OpenAPI document.
 
 Nothing is created at import time. Must not import service.build_job or pyspark.
@@ -20,7 +20,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from index_format.storage import Storage
 from service.api.deps import Services
-from service.api.engine import QueryEngine
+from service.api.query_service import QueryService
 from service.api.errors import install_error_handlers
 from service.api.executor import QueryExecutor
 from service.api.jobs import JobRunner
@@ -73,12 +73,12 @@ def build_services(settings: Settings) -> Services:
     storage = Storage(settings.warehouse, settings.effective_allowed_roots(), settings.storage_options)
     catalog = Catalog(storage)
     metrics = Metrics()
-    engine = QueryEngine(catalog, storage, metrics, cache_bytes=settings.cache_bytes,
+    query_service = QueryService(catalog, storage, metrics, cache_bytes=settings.cache_bytes,
                          snapshot_ttl=settings.snapshot_ttl_seconds)
-    runner = JobRunner(catalog, storage, settings, on_finished=engine.invalidate)
+    runner = JobRunner(catalog, storage, settings, on_finished=query_service.invalidate)
     metrics.watch_jobs(runner.state_counts)
-    return Services(settings=settings, storage=storage, catalog=catalog, engine=engine, jobs=runner,
-                    metrics=metrics, queries=QueryExecutor(settings.query_threads, settings.query_timeout_s))
+    return Services(settings=settings, storage=storage, catalog=catalog, query_service=query_service, jobs=runner,
+                    metrics=metrics, query_pool=QueryExecutor(settings.query_threads, settings.query_timeout_s))
 
 
 def _include_dashboard(app: FastAPI) -> None:
@@ -106,7 +106,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
-            services.queries.close()
+            services.query_pool.close()
             services.jobs.close()
 
     app = FastAPI(

@@ -1,4 +1,4 @@
-"""Annotated dependencies: the per-app services bundle, catalog, engine, job runner and bearer auth.
+"""Annotated dependencies: the per-app services bundle, catalog, query service, query pool, job runner and bearer auth.
 
 Handlers declare what they need in their signature; auth is a dependency, not code in handlers.
 Must not import service.build_job or pyspark.
@@ -13,7 +13,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from index_format.storage import Storage
-from service.api.engine import QueryEngine
+from service.api.query_service import QueryService
 from service.api.errors import UnauthorizedError
 from service.api.executor import QueryExecutor
 from service.api.jobs import JobRunner
@@ -33,10 +33,10 @@ class Services:
     settings: Settings
     storage: Storage
     catalog: Catalog
-    engine: QueryEngine
+    query_service: QueryService
     jobs: JobRunner
     metrics: Metrics
-    queries: QueryExecutor
+    query_pool: QueryExecutor
 
 
 async def get_services(request: Request) -> Services:

@@ -1,7 +1,7 @@
 """Request and response models of the HTTP API (v1), one model per direction.
 
 Pydantic only: the Python client imports this module, so it must not import fastapi, starlette,
-pyspark, the catalog or the engine.
+pyspark, the catalog or the query service.
 """
 from __future__ import annotations
 

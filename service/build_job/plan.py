@@ -11,13 +11,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from index_format import ranges as row_ranges
 from index_format.options import IndexOptions
 from index_format.storage import Storage
 from service.build_job.rowids import (
     RowRange, check_row_id_column, ranges_of_ids, select_files, uncovered_ranges,
 )
 from service.build_job.worker import FileSlice, WorkerContext
-from service.catalog.catalog import Catalog, merge_ranges
+from service.catalog.catalog import Catalog
 from service.catalog.errors import RowIdError
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, SourceFile, Table
 from service.catalog.scan import read_columns
@@ -89,7 +90,7 @@ def make_plan(catalog: Catalog, table: Table, column: str, options: IndexOptions
     base = None if options.rebuild else previous
     selected = select_files(live, table, partitions)
     covered_paths = {s.path for s in base.source_files} if base else set()
-    covered = merge_ranges(base.covered_ranges) if base else []
+    covered = row_ranges.merge(base.covered_ranges) if base else []
     if table.row_id_column:
         todo = [f for f in selected if f.path not in covered_paths and f.row_count > 0]
         ranges, rows = _ranges_from_column(catalog.storage, table, todo, covered, options.records_per_range)
@@ -103,7 +104,7 @@ def make_plan(catalog: Catalog, table: Table, column: str, options: IndexOptions
                      stale_files_of(base, live))
 
 
-def _ranges_from_column(storage: Storage, table: Table, files: list[DataFile], covered: list[list[int]],
+def _ranges_from_column(storage: Storage, table: Table, files: list[DataFile], covered: list[row_ranges.Range],
                         records_per_range: int) -> tuple[list[RowRange], list[int]]:
     col = table.row_id_column
     assert col is not None
@@ -135,7 +136,8 @@ def next_snapshot(plan: BuildPlan, key_type: str, written: pa.Table, storage: St
             row_count=row["row_count"], file_size=row["file_size"], meta_hex=bytes(row["meta"]).hex(),
             partition=dict(part_of.get((row["range_start"], row["range_end"]), {}))))
     entries.sort(key=lambda e: (e.range_start, e.path))
-    covered = merge_ranges([*(base.covered_ranges if base else []), *([r.start, r.end] for r in plan.ranges)])
+    covered = [list(r) for r in row_ranges.merge([*(base.covered_ranges if base else []),
+                                                  *((r.start, r.end) for r in plan.ranges)])]
     # Keyed by (path, first_row_id): a rewritten file keeps its old entry next to the new one, so the
     # index stays marked stale until a rebuild drops the old ids.
     sources = {(s.path, s.first_row_id): s for s in (base.source_files if base else [])}

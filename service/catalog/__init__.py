@@ -1,7 +1,7 @@
 """Catalog of tables, row-id maps, versioned index snapshots and job records; re-exports only."""
 from __future__ import annotations
 
-from service.catalog.catalog import Catalog, merge_ranges
+from service.catalog.catalog import Catalog
 from service.catalog.errors import (
     BuildInProgressError,
     CatalogError,
@@ -16,7 +16,7 @@ from service.catalog.model import DataFile, IndexFileEntry, JobRecord, Snapshot,
 from service.catalog.partitions import parse_partitions, select_files
 
 __all__ = [
-    "Catalog", "merge_ranges", "BuildInProgressError", "CatalogError", "CommitConflictError",
+    "Catalog", "BuildInProgressError", "CatalogError", "CommitConflictError",
     "IndexNotFoundError", "JobNotFoundError", "RowIdError", "TableExistsError", "TableNotFoundError",
     "DataFile", "IndexFileEntry", "JobRecord", "Snapshot", "SourceFile", "Table", "parse_partitions",
     "select_files",

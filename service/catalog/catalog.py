@@ -8,11 +8,9 @@ snapshot, never a mix.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
-from index_format import ranges as row_ranges
 from index_format.errors import InvalidOptionError, PathNotAllowedError
 from index_format.storage import Storage, is_absolute_location, is_under
 from service.catalog import layout
@@ -347,8 +345,3 @@ class Catalog:
             raise BuildInProgressError(f"{what} is already being built by job {others[0].id}{more}",
                                        job_id=others[0].id)
 
-
-def merge_ranges(ranges: Iterable[Sequence[int]]) -> list[list[int]]:
-    """Merge inclusive [start, end] ranges that overlap or touch (spec §5.2), in the snapshot's JSON form
-    (`[start, end]` lists; the algebra is index_format.ranges)."""
-    return [list(r) for r in row_ranges.merge(ranges)]

@@ -6,11 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import uuid
 
 from index_format.errors import BgixError
-from index_format.storage import Storage
+from index_format.storage import Storage, is_absolute_location
 from service.catalog.catalog import Catalog
 from service.catalog.model import FORMATS, Table
 
@@ -52,6 +53,9 @@ def run(args: argparse.Namespace) -> int:
     from service.build_job.main import run_job  # after argument parsing: keeps `--help` light
 
     options = _storage_options(args.storage_option)
+    if args.location and not is_absolute_location(args.location):
+        # a path typed in a shell means "from here"; the catalog itself accepts only absolute locations
+        args.location = os.path.abspath(args.location)
     roots = list(args.allowed_root)
     if args.location and args.location not in roots:
         roots.append(args.location)

@@ -143,7 +143,7 @@ def test_cache_bytes_gauge_reports_the_reader_cache(tmp_path: Path) -> None:
         job = client.post("/v1/create_global_index", json={"table": "t", "index_column": "age"}).json()
         assert wait_job(client, job["job_id"])["state"] == "succeeded"
         assert client.post("/v1/tables/t/query", json={"where": "age > 3"}).status_code == 200
-        held = client.app.state.services.engine.readers.bytes
+        held = client.app.state.services.query_service.readers.bytes
         assert held > 0
         line = next(x for x in client.get("/metrics").text.splitlines() if x.startswith("bgix_cache_bytes "))
         assert float(line.split()[1]) == pytest.approx(held)

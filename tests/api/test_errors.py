@@ -109,7 +109,7 @@ def test_second_build_of_same_index_is_409_naming_the_job(small) -> None:
 
 def test_storage_unavailable_is_503(small, monkeypatch) -> None:
     client, _, _ = small
-    engine = client.app.state.services.engine
+    engine = client.app.state.services.query_service
 
     def down(table: str) -> None:
         raise StorageUnavailableError("object store did not answer")
@@ -121,7 +121,7 @@ def test_storage_unavailable_is_503(small, monkeypatch) -> None:
 
 def test_unexpected_exception_is_500_internal_without_details(small, monkeypatch) -> None:
     client, _, _ = small
-    engine = client.app.state.services.engine
+    engine = client.app.state.services.query_service
 
     def boom(table: str) -> None:
         raise RuntimeError("secret internals")

@@ -154,6 +154,19 @@ def test_invalid_spec_is_recorded_in_the_job_record(tmp_path: Path) -> None:
     assert job.state == "failed" and "table" in (job.error or "")
 
 
+def test_bgix_build_takes_a_location_relative_to_the_working_directory(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    gen = make_parquet_table(tmp_path, rows_per_file=(300,))
+    monkeypatch.chdir(tmp_path)
+    assert bgix_main(["build", "--warehouse", "wh", "--table", "t", "--location", gen.location.name,
+                      "--column", "n", "--engine", "local"]) == 0
+    assert json.loads(capsys.readouterr().out)["rows_covered"] == 300
+    cat = Catalog(Storage(str(tmp_path / "wh"), [str(tmp_path)]))
+    assert cat.get_table("t").location == str(gen.location)
+    snap = cat.current_snapshot("t", "n")
+    assert assert_index_matches(cat, snap, oracle_table(gen.files, ["n"]), "n") > 5
+
+
 def test_bgix_build_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     gen = make_parquet_table(tmp_path, rows_per_file=(500, 800),
                              partitions=[{"dt": "2026-06-18"}, {"dt": "2026-06-19"}])

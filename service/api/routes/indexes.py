@@ -38,7 +38,7 @@ def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> 
     # A running build would commit into the dropped index and bring it back.
     services.catalog.check_no_active_build(body.table, body.index_column)
     services.catalog.drop_index(body.table, body.index_column)
-    services.engine.forget_table(body.table)
+    services.query_service.forget_table(body.table)
     return schemas.Dropped(table=body.table, index_column=body.index_column)
 
 
@@ -46,12 +46,12 @@ def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> 
             dependencies=[ReadAuth], responses=ERRORS)
 def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPublic:
     """Per indexed column: snapshot, files, bytes, covered/uncovered ranges, distinct values, null rows."""
-    view = services.engine.view(name)
+    view = services.query_service.view(name)
     live = {(f.path, f.size, f.mtime, f.first_row_id) for f in view.data_files}
     out = []
     for column, cv in sorted(view.columns.items()):
         snap = cv.snapshot
-        stats = services.engine.index_stats(cv, view.retired_ranges)
+        stats = services.query_service.index_stats(cv, view.retired_ranges)
         changed = any((s.path, s.size, s.mtime, s.first_row_id) not in live for s in snap.source_files)
         out.append(schemas.IndexPublic(
             column=column, index_type=snap.index_type, key_type=snap.key_type, snapshot_id=snap.id,
@@ -91,7 +91,7 @@ def list_values(
 ) -> schemas.ValuesPublic:
     """Distinct values with their row counts, from bitmap cardinalities (no row ids materialized);
     the same value in several files or row ranges of the snapshot is summed."""
-    cv, counts = services.engine.value_counts(name, column, prefix, order)
+    cv, counts = services.query_service.value_counts(name, column, prefix, order)
     key = f"{order}|{prefix}"
     offset = 0
     if cursor is not None:

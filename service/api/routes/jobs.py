@@ -25,7 +25,7 @@ def get_job(job_id: JobId, services: ServicesDep) -> schemas.JobPublic:
     """State and progress of one job."""
     job = services.catalog.get_job(job_id)
     if job.state == "succeeded":
-        services.engine.note_snapshot(job.table, job.column, job.snapshot_id)
+        services.query_service.note_snapshot(job.table, job.column, job.snapshot_id)
     return job_public(job)
 
 

@@ -35,18 +35,18 @@ async def query(name: TableName, body: schemas.QueryRequest, services: ReadServi
                 accept: Annotated[str | None, Header(include_in_schema=False)] = None) -> Response:
     """Rows where the predicate is TRUE (SQL three-valued logic) across every file and row range of each
     referenced column's current snapshot. Over the time budget (BGIX_QUERY_TIMEOUT_S): 503 query_timeout."""
-    return await services.queries.run(partial(_answer, services, name, body, accept))
+    return await services.query_pool.run(partial(_answer, services, name, body, accept))
 
 
 def _answer(services: Services, name: str, body: schemas.QueryRequest, accept: str | None,
             deadline: float) -> Response:
     """The whole query, on a query thread: parse, evaluate (stops at `deadline`), shape the result."""
-    engine = services.engine
+    qs = services.query_service
     result = body.result
     if accept and schemas.ROARING_MEDIA_TYPE in accept and result == "row_ids":
         result = "roaring"
-    node = engine.parse(body.where, body.predicate)
-    outcome = engine.query(name, node, explain=body.explain, deadline=deadline)
+    node = qs.parse(body.where, body.predicate)
+    outcome = qs.query(name, node, explain=body.explain, deadline=deadline)
     answer = outcome.answer
     rows = answer.rows
     count = len(rows)
@@ -83,7 +83,7 @@ def _answer(services: Services, name: str, body: schemas.QueryRequest, accept: s
             payload["files"] = file_matches(rows, view.data_files, ids)
         else:  # ids are values of the row-id column: only the files' own ids tell where they are
             payload["files"] = file_matches_by_value(
-                rows, view.data_files, ids, lambda f: engine.file_row_ids(view.table, f))
+                rows, view.data_files, ids, lambda f: qs.file_row_ids(view.table, f))
     if last is not None:
         payload["next_cursor"] = Cursor(last, outcome.used, fingerprint).encode()
     if body.explain:

@@ -8,7 +8,6 @@ from fastapi import APIRouter, Path, Query
 from service.api import schemas
 from service.api.deps import BearerDep, ReadAuth, ServicesDep, WriteAuth, check_token
 from service.api.presenters import data_file_public, table_public
-from service.catalog.errors import BuildInProgressError
 from service.catalog.model import Table
 
 router = APIRouter(prefix="/v1/tables", tags=["tables"])
@@ -27,7 +26,7 @@ def register_table(name: TableName, body: schemas.TableCreate, services: Service
     table = Table(name=name, location=body.location, format=body.format,
                   partition_columns=list(body.partition_columns), row_id_column=body.row_id_column)
     stored = services.catalog.put_table(table)
-    services.engine.invalidate(name)
+    services.query_service.invalidate(name)
     return table_public(stored)
 
 
@@ -47,12 +46,9 @@ def get_table(name: TableName, services: ServicesDep) -> schemas.TablePublic:
 @router.delete("/{name}", response_model=schemas.Dropped, dependencies=[WriteAuth], responses=ERRORS)
 def drop_table(name: TableName, services: ServicesDep) -> schemas.Dropped:
     """Forget the table and its indexes; the source data is never touched. 409 while a build runs."""
-    building = [j.id for j in services.catalog.list_jobs()
-                if j.table == name and j.active and services.catalog.active_jobs(name, j.column)]
-    if building:
-        raise BuildInProgressError(f"table {name!r} has a running build job: {building[0]}")
+    services.catalog.check_no_active_build(name)
     services.catalog.drop_table(name)
-    services.engine.forget_table(name)
+    services.query_service.forget_table(name)
     return schemas.Dropped(table=name)
 
 
@@ -67,7 +63,7 @@ def list_files(name: TableName, services: ServicesDep, credentials: BearerDep,
         # A rescan persists a new row-id map version: a mutation, so it needs the token like PUT.
         check_token(services, credentials)
         services.catalog.refresh_data_files(name)
-        services.engine.invalidate(name)
+        services.query_service.invalidate(name)
     files = sorted(services.catalog.data_files(name), key=lambda f: f.first_row_id)
     total = max((f.first_row_id + f.row_count for f in files), default=0)
     return schemas.FilesPublic(table=name, files=[data_file_public(f) for f in files], total_rows=total)

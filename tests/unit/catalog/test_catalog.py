@@ -14,7 +14,7 @@ import pytest
 from index_format.storage import Storage
 from service.catalog import (
     Catalog, CommitConflictError, IndexFileEntry, IndexNotFoundError, JobNotFoundError, JobRecord,
-    Snapshot, Table, TableExistsError, TableNotFoundError, BuildInProgressError, merge_ranges,
+    Snapshot, Table, TableExistsError, TableNotFoundError, BuildInProgressError,
 )
 from tests.factories import append_file, make_parquet_table
 
@@ -174,10 +174,6 @@ def test_garbage_collection_keeps_referenced_and_live_job_files(catalog: Catalog
     assert not st.exists(ref)
     with pytest.raises(IndexNotFoundError):
         catalog.drop_index("t", "s")
-
-
-def test_merge_ranges() -> None:
-    assert merge_ranges([[5, 9], [0, 4], [20, 30], [25, 26]]) == [[0, 9], [20, 30]]
 
 
 def test_concurrent_refresh_never_hands_out_ids_twice(catalog: Catalog, tmp_path: Path,

@@ -1,4 +1,4 @@
-"""Query engine: resolve a table's current snapshots, answer predicates with predicate.combine (which also
+"""The query service: resolve a table's current snapshots, answer predicates with predicate.combine (which also
 computes coverage), merge value counts and stats across index files, and cache readers and decoded blocks.
 
 Imports index_format and service.catalog only (never fastapi, service.build_job or pyspark); all file
@@ -103,7 +103,7 @@ class QueryOutcome:
     uncovered: list[list[int]]           # inclusive [first, last] row ranges not covered
 
 
-class QueryEngine:
+class QueryService:
     """Answers predicates and value look-ups against the current snapshots of a table."""
 
     def __init__(self, catalog: Catalog, storage: Storage, metrics: Metrics, *,
