@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 class Unsupported:
-    """The index declines to answer (type, NULL bound or budget); the engine must scan instead."""
+    """The index declines to answer (type, NULL bound or budget); the caller must scan instead."""
 
     _instance: Unsupported | None = None
 
