@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -121,9 +122,10 @@ def _build(args: argparse.Namespace) -> int:
     import numpy as np
     import pyarrow.parquet as pq
 
-    from index_format.options import IndexOptions
-    from index_format.types import from_arrow, parse_type
     from index_format.global_index.writer import write_index_bytes
+    from index_format.options import IndexOptions
+    from index_format.storage import Storage
+    from index_format.types import from_arrow, parse_type
 
     columns = [args.column] + ([args.row_id_column] if args.row_id_column else [])
     names = pq.read_schema(args.input).names
@@ -147,8 +149,8 @@ def _build(args: argparse.Namespace) -> int:
     opts = IndexOptions(dictionary_block_size=args.block_size, compression=args.compression,
                         compression_level=args.level)
     data, written = write_index_bytes(keys, row_ids, kt, opts)
-    with open(args.output, "wb") as fh:
-        fh.write(data)
+    out = os.path.abspath(args.output)
+    Storage(os.path.dirname(out)).write_atomic(out, data)  # never leaves a half-written index behind
     print(f"wrote {args.output}: {written.file_size} bytes, {written.value_count} values")
     print(f"row_count {written.row_count}")
     print(f"meta {written.meta.hex()}")
