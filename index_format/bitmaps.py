@@ -232,13 +232,6 @@ def union(maps: Sequence[BitMap64]) -> BitMap64:
     return BitMap64.union(*maps)
 
 
-def shift(bm: BitMap64, offset: int) -> BitMap64:
-    """Move local row ids to global ones (spec §5.1)."""
-    if offset == 0:
-        return bm
-    return BitMap64(bm.to_array().astype(np.uint64) + np.uint64(offset)) if len(bm) else BitMap64()
-
-
 _COOKIE_NO_RUNS = 12346   # portable 32-bit format without run containers (spec §1)
 _MAX_ARRAY = 4096         # larger containers are bitmap containers
 

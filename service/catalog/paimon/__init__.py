@@ -1,0 +1,35 @@
+"""Read-side adapter for Paimon tables (pypaimon is imported only inside this package); re-exports only.
+
+errors · location (`<warehouse>/<db>.db/<table>`) · table (open, pin a snapshot, Storage) · key_types ·
+description (fields, options, data files) · index_entries (bitmap global index files) ·
+deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads).
+"""
+from __future__ import annotations
+
+from service.catalog.paimon.deletions import DeletionVectorRef, deleted_row_ids, list_deletion_vectors
+from service.catalog.paimon.description import (
+    PaimonDataFile,
+    PaimonField,
+    PaimonTableDescription,
+    RowRangeGroup,
+    describe_table,
+)
+from service.catalog.paimon.errors import (
+    NotAPaimonTableError,
+    PaimonColumnNotFoundError,
+    PaimonSnapshotNotFoundError,
+    RowTrackingDisabledError,
+)
+from service.catalog.paimon.index_entries import BitmapIndexEntry, list_bitmap_index_entries
+from service.catalog.paimon.key_types import key_type_of_spelling
+from service.catalog.paimon.location import PaimonLocation, parse_location, to_storage_path
+from service.catalog.paimon.rows import ROW_ID, plan_splits, read_rows
+from service.catalog.paimon.table import PaimonTable, open_paimon_table, table_storage
+
+__all__ = [
+    "ROW_ID", "BitmapIndexEntry", "DeletionVectorRef", "NotAPaimonTableError", "PaimonColumnNotFoundError",
+    "PaimonDataFile", "PaimonField", "PaimonLocation", "PaimonSnapshotNotFoundError", "PaimonTable",
+    "PaimonTableDescription", "RowRangeGroup", "RowTrackingDisabledError", "deleted_row_ids",
+    "describe_table", "key_type_of_spelling", "list_bitmap_index_entries", "list_deletion_vectors",
+    "open_paimon_table", "parse_location", "plan_splits", "read_rows", "table_storage", "to_storage_path",
+]

@@ -1,0 +1,58 @@
+"""Plan a Paimon table's splits and read `[columns…, _ROW_ID]` as Arrow through pypaimon's read builder.
+
+The build job's input (one split per Spark task: DataSplit objects pickle) and the tests' oracle.
+pypaimon applies the snapshot's deletion vectors and merges data-evolution files, so deleted rows
+are absent and every row carries its current values.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+import pyarrow as pa
+from pypaimon.schema.data_types import PyarrowFieldParser
+from pypaimon.table.special_fields import SpecialFields
+
+from service.catalog.paimon.errors import PaimonColumnNotFoundError
+from service.catalog.paimon.table import PaimonTable
+
+if TYPE_CHECKING:
+    from pypaimon.read.split import Split
+
+__all__ = ["ROW_ID", "plan_splits", "read_rows"]
+
+ROW_ID: str = SpecialFields.ROW_ID.name  # '_ROW_ID'
+
+
+def plan_splits(table: PaimonTable) -> list[Split]:
+    """The snapshot's splits as pypaimon plans them for a read ([] when the table has no snapshot)."""
+    if table.snapshot is None:
+        return []
+    return list(table.table.new_read_builder().new_scan().plan().splits())
+
+
+def read_rows(table: PaimonTable, columns: Sequence[str], splits: Sequence[Split] | None = None) -> pa.Table:
+    """Live rows of `columns` plus `_ROW_ID` (int64), of all splits or only `splits` (e.g. one task's).
+
+    Row order is pypaimon's; sort by `_ROW_ID` when order matters.
+
+    Raises:
+        PaimonColumnNotFoundError: a column the pinned schema does not have.
+    """
+    names = list(table.table.field_names)
+    for c in columns:
+        if c not in names and c != ROW_ID:
+            raise PaimonColumnNotFoundError(c, names, table.location.identifier)
+    projection = list(dict.fromkeys([*columns, ROW_ID]))
+    builder = table.table.new_read_builder().with_projection(projection)
+    if table.snapshot is None:
+        return _empty(table, projection)
+    chosen = list(builder.new_scan().plan().splits()) if splits is None else list(splits)
+    result = builder.new_read().to_arrow(chosen) if chosen else None
+    return _empty(table, projection) if result is None else result
+
+
+def _empty(table: PaimonTable, projection: list[str]) -> pa.Table:
+    fields = {f.name: f for f in table.table.fields}
+    arrow = [PyarrowFieldParser.from_paimon_field(fields[n]) for n in projection if n != ROW_ID]
+    return pa.schema([*arrow, pa.field(ROW_ID, pa.int64(), nullable=False)]).empty_table()
