@@ -65,6 +65,8 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (fmt.UnsupportedTypeError, 400, "unsupported_type"),
     (fmt.PathNotAllowedError, 400, "path_not_allowed"),
     (InvalidCursorError, 400, "invalid_cursor"),
+    (cat.InvalidTableError, 400, "invalid_table"),       # before TableNotFoundError: a bad location
+    (cat.UnsupportedOperationError, 400, "unsupported_operation"),
     (cat.TableNotFoundError, 404, "not_found"),
     (cat.IndexNotFoundError, 404, "not_found"),
     (cat.JobNotFoundError, 404, "not_found"),
@@ -96,7 +98,7 @@ def _details(exc: BaseException) -> dict[str, object]:
     elif isinstance(exc, UnknownTableColumnError):
         details["type"] = "UnknownColumnError"
     for attr in ("path", "block", "offset", "reason", "position", "column", "known", "job_id",
-                 "table", "index_column", "budget_s"):
+                 "table", "index_column", "budget_s", "option", "location"):
         value = getattr(exc, attr, None)
         if value is not None:
             details[attr] = value

@@ -5,9 +5,13 @@ Pure conversions; must not import fastapi, pyspark or touch storage.
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from service.api import schemas
 from service.catalog.model import DataFile, JobRecord, Table
+
+if TYPE_CHECKING:
+    from service.catalog.paimon import PaimonView
 
 
 def iso(ts: float | None) -> str | None:
@@ -17,11 +21,30 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat()
 
 
-def table_public(t: Table) -> schemas.TablePublic:
-    return schemas.TablePublic(
+def table_public(t: Table, paimon: PaimonView | None = None) -> schemas.TablePublic:
+    """`paimon` (Paimon tables) adds the served snapshot; other tables' responses stay as they were."""
+    out = schemas.TablePublic(
         name=t.name, location=t.location, format=t.format,
         partition_columns=list(t.partition_columns), row_id_column=t.row_id_column,
         created_at=iso(t.created_at))
+    if paimon is not None:
+        out.paimon = paimon_public(paimon)
+    return out
+
+
+def paimon_public(v: PaimonView) -> schemas.PaimonTablePublic:
+    d = v.description
+    return schemas.PaimonTablePublic(
+        snapshot_id=v.snapshot_id,
+        fields=[schemas.PaimonFieldPublic(id=f.field_id, name=f.name, type=f.paimon_type,
+                                          key_type=None if f.key_type is None else f.key_type.spelling)
+                for f in d.fields],
+        partition_keys=list(d.partition_keys), row_count=d.row_count, deleted_rows=len(v.deleted),
+        options=dict(d.options),
+        indexes=[schemas.PaimonIndexPublic(column=i.column, field_id=i.field_id, key_type=i.key_type,
+                                           files=i.files, rows=i.rows, bytes=i.bytes,
+                                           row_ranges=[list(r) for r in i.row_ranges])
+                 for i in v.indexes])
 
 
 def job_public(j: JobRecord) -> schemas.JobPublic:

@@ -11,9 +11,9 @@ import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from pyroaring import BitMap64
@@ -37,6 +37,10 @@ from service.catalog import Catalog, layout
 from service.catalog.errors import IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
 from service.catalog.scan import read_columns
+from service.catalog.view_source import load_view_source, source_version
+
+if TYPE_CHECKING:
+    from service.catalog.paimon import PaimonView
 
 # A parsed predicate is immutable and independent of the catalog, so repeated texts skip sqlglot.
 _PARSE_CACHE = 4096
@@ -84,13 +88,18 @@ class TableView:
     data_files: list[DataFile]
     total_rows: int
     loaded_at: float = field(default_factory=time.monotonic)
-    # Ids of data files removed or rewritten since they got their ids: they name no row any more, so a
-    # (stale) index must not return them. None when there are none.
+    # Ids that name no row any more (data files removed or rewritten since they got their ids; rows a
+    # Paimon deletion vector removes): an index must not return them. None when there are none.
     retired: BitMap64 | None = None
-    retired_ranges: tuple[tuple[int, int], ...] = ()   # the same ids as inclusive [first, last] ranges
+    retired_ranges: tuple[tuple[int, int], ...] = ()   # retired files' ids as inclusive [first, last] ranges
+    live_ranges: tuple[tuple[int, int], ...] | None = None   # ids holding rows; None: all below total_rows
+    version: int | None = None        # the source's cheap change token (Paimon snapshot id), if any
+    paimon: PaimonView | None = None
 
     def uncovered(self, covered: Iterable[Sequence[int]]) -> list[list[int]]:
         """Inclusive [first, last] ranges of live row ids outside `covered` (retired ids hold no row to cover)."""
+        if self.live_ranges is not None:
+            return [list(r) for r in ranges.subtract(self.live_ranges, [tuple(r) for r in covered])]
         gone = ranges.complement([*covered, *self.retired_ranges], self.total_rows)
         return [list(r) for r in gone]
 
@@ -144,8 +153,12 @@ class QueryService:
                 del self._views[table]
 
     def forget_table(self, table: str) -> None:
-        """Drop cached snapshots and readers of a table whose indexes were dropped."""
+        """Drop cached snapshots, rankings, stats and readers of a table whose indexes were dropped."""
         self.invalidate(table)
+        with self._lock:
+            for memo in (self._rankings, self._stats):
+                for key in [k for k in memo if k[0] == table]:
+                    del memo[key]
         self.readers.discard_prefix(self.storage.resolve(layout.indexes_dir(table)).rstrip("/") + "/")
 
     def view(self, table: str) -> TableView:
@@ -155,23 +168,21 @@ class QueryService:
             cached = self._views.get(table)
         if cached is not None and now - cached.loaded_at < self.snapshot_ttl:
             return cached
-        view = self._load_view(table)
+        if cached is not None and cached.version is not None \
+                and source_version(cached.table) == cached.version:
+            view = replace(cached, loaded_at=now)   # unchanged: rebuilding would only cost
+        else:
+            view = self._load_view(table)
         with self._lock:
             self._views[table] = view
         return view
 
     def _load_view(self, table: str) -> TableView:
-        t = self.catalog.get_table(table)
-        files = sorted(self.catalog.data_files(table), key=lambda f: f.first_row_id)
-        total = max((f.first_row_id + f.row_count for f in files), default=0)
-        # Ids from a table's own row-id column may have gaps: complements must not return them.
-        sparse = t.row_id_column is not None
-        columns = {s.column: self._column_view(s, sparse) for s in self.catalog.list_indexes(table)}
-        gone: tuple[tuple[int, int], ...] = ()
-        if not sparse:  # with a row_id_column, ids are values: a retired file frees no id range
-            gone = tuple(ranges.merge((f.first_row_id, f.end_row_id - 1) for f in self.catalog.retired_files(table)))
-        return TableView(table=t, columns=columns, data_files=files, total_rows=total,
-                         retired=ranges.to_bitmap(gone) if gone else None, retired_ranges=gone)
+        src = load_view_source(self.catalog, table)
+        columns = {c: self._column_view(s, src.sparse) for c, s in src.columns.items()}
+        return TableView(table=src.table, columns=columns, data_files=src.data_files, total_rows=src.total_rows,
+                         retired=src.gone, retired_ranges=src.retired_ranges, live_ranges=src.live_ranges,
+                         version=src.version, paimon=src.paimon)
 
     def _column_view(self, snap: Snapshot, sparse: bool) -> ColumnView:
         kt = parse_type(snap.key_type)
@@ -266,18 +277,19 @@ class QueryService:
         return cv
 
     @staticmethod
-    def _dead_rows(ref: IndexFileRef, retired: tuple[tuple[int, int], ...]) -> BitMap64 | None:
-        """Retired ids inside the file's range, as the file's local ids (row id − range_start)."""
-        start = ref.range_start
-        dead = ranges.intersect(retired, [(start, ref.range_end)])
-        return ranges.to_bitmap((lo - start, hi - start) for lo, hi in dead) if dead else None
+    def _dead_rows(ref: IndexFileRef, retired: BitMap64 | None) -> BitMap64 | None:
+        """Retired or deleted ids inside the file's range, as the file's local ids (row id − range_start)."""
+        if not retired:
+            return None
+        dead = retired & ranges.to_bitmap([(ref.range_start, ref.range_end)])
+        return dead.shift(-ref.range_start) if dead else None
 
     def _file_value_counts(self, kt: KeyType, ref: IndexFileRef, prefix: str | None,
-                           retired: tuple[tuple[int, int], ...]) -> Iterator[tuple[object, int]]:
+                           retired: BitMap64 | None) -> Iterator[tuple[object, int]]:
         """(value, rows) of one file in logical order. Only when some of the file's ids were retired
-        (a stale index) are bitmaps read, to leave those rows out; otherwise cardinalities suffice."""
+        or deleted are bitmaps read, to leave those rows out; otherwise cardinalities suffice."""
         reader = ref.open()
-        dead = self._dead_rows(ref, retired) if retired else None
+        dead = self._dead_rows(ref, retired)
         if dead is None:
             return reader.value_counts(prefix)
         items = []
@@ -302,9 +314,9 @@ class QueryService:
         kt = cv.kt
         if prefix is not None and kt.name != "string":
             raise fmt.BindError(f"prefix look-up needs a string column; {column!r} is {kt.spelling}")
-        retired = view.retired_ranges
+        retired = view.retired_ranges   # with cv.snapshot.id (the Paimon snapshot id), keys the ranking
         streams = [
-            ((sort_key(kt, v), v, n) for v, n in self._file_value_counts(kt, ref, prefix, retired))
+            ((sort_key(kt, v), v, n) for v, n in self._file_value_counts(kt, ref, prefix, view.retired))
             for ref in cv.index.files
         ]
         merged = heapq.merge(*streams, key=lambda t: t[0])
@@ -328,9 +340,10 @@ class QueryService:
                     self._rankings.pop(next(iter(self._rankings)))
         return cv, iter(ranked)
 
-    def index_stats(self, cv: ColumnView, retired: tuple[tuple[int, int], ...] = ()) -> dict[str, int]:
-        """Distinct values and null rows of a column's snapshot, without rows of retired data files
-        (cached per snapshot id and retired set)."""
+    def index_stats(self, cv: ColumnView, view: TableView) -> dict[str, int]:
+        """Distinct values and null rows of a column's snapshot, without rows of retired data files or
+        deleted rows (cached per snapshot id and retired set; a Paimon snapshot id fixes its deletions)."""
+        retired = view.retired_ranges
         key = (cv.snapshot.table, cv.snapshot.column, cv.snapshot.id, retired)
         with self._lock:
             cached = self._stats.get(key)
@@ -338,10 +351,10 @@ class QueryService:
             return cached
         nulls = 0
         for ref in cv.index.files:
-            dead = self._dead_rows(ref, retired) if retired else None
+            dead = self._dead_rows(ref, view.retired)
             null_rows = ref.open().null_rows()
             nulls += null_rows.difference_cardinality(dead) if dead is not None else len(null_rows)
-        if len(cv.index.files) == 1 and not retired:
+        if len(cv.index.files) == 1 and not view.retired:
             distinct = int(cv.index.files[0].open().value_count)
         else:  # the same key in several files (row ranges) counts once
             _, counts = self.value_counts(cv.snapshot.table, cv.snapshot.column, None, "value")

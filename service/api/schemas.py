@@ -37,11 +37,41 @@ class ErrorEnvelope(BaseModel):
 # ---- tables -------------------------------------------------------------------------------------
 class TableCreate(_Model):
     location: str = Field(min_length=1, max_length=4096,
-                          description="Absolute path or fsspec URL of the table's data files.")
-    # Row ids of csv/json/orc rows are positions in the order pyarrow reads the file (issue 3).
-    format: Literal["parquet", "orc", "csv", "json"] = "parquet"
+                          description="Absolute path or fsspec URL of the table's data files; for format "
+                                      "'paimon' the table directory <warehouse>/<db>.db/<table>.")
+    # Row ids of csv/json/orc rows are positions in the order pyarrow reads the file (issue 3);
+    # a Paimon table's are its _ROW_IDs (it needs row-tracking.enabled=true).
+    format: Literal["parquet", "orc", "csv", "json", "paimon"] = "parquet"
     partition_columns: list[str] = Field(default_factory=list)
     row_id_column: str | None = Field(None, description="Column holding stable row ids, if any.")
+
+
+class PaimonFieldPublic(BaseModel):
+    id: int = Field(description="Paimon field id (what index manifests name).")
+    name: str
+    type: str = Field(description="Paimon type, e.g. 'VARCHAR(20)' or 'INT NOT NULL'.")
+    key_type: str | None = Field(None, description="Bitmap key type; null when the type cannot be indexed.")
+
+
+class PaimonIndexPublic(BaseModel):
+    column: str
+    field_id: int
+    key_type: str | None = None
+    files: int
+    rows: int
+    bytes: int
+    row_ranges: list[list[int]] = Field(description="Merged inclusive [first, last] _ROW_ID ranges indexed.")
+
+
+class PaimonTablePublic(BaseModel):
+    snapshot_id: int | None = Field(description="The Paimon snapshot served (null before the first commit).")
+    fields: list[PaimonFieldPublic]
+    partition_keys: list[str]
+    row_count: int = Field(description="_ROW_IDs the data files hold, deleted rows included.")
+    deleted_rows: int = 0
+    options: dict[str, str] = Field(default_factory=dict)
+    indexes: list[PaimonIndexPublic] = Field(
+        default_factory=list, description="Every bitmap global index in the snapshot, whoever built it.")
 
 
 class TablePublic(BaseModel):
@@ -51,6 +81,7 @@ class TablePublic(BaseModel):
     partition_columns: list[str]
     row_id_column: str | None
     created_at: str | None = None
+    paimon: PaimonTablePublic | None = Field(None, description="Paimon tables only: the served snapshot.")
 
 
 class TablesPublic(BaseModel):

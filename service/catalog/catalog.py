@@ -22,9 +22,10 @@ from service.catalog.errors import (
     LocationNotAllowedError,
     TableExistsError,
     TableNotFoundError,
+    UnsupportedOperationError,
 )
 from service.catalog.liveness import job_process_alive
-from service.catalog.model import FORMATS, DataFile, JobRecord, Snapshot, Table, now
+from service.catalog.model import FORMATS, PAIMON, DataFile, JobRecord, Snapshot, Table, now
 from service.catalog.scan import count_rows, file_stat, list_data_files, parse_partition, read_schema
 
 
@@ -53,11 +54,14 @@ class Catalog:
             TableExistsError: a different definition is registered under the name.
             InvalidOptionError: unknown format or bad name.
             PathNotAllowedError, LocationNotAllowedError: see check_location.
+            InvalidTableError: a 'paimon' table whose location is not a row-tracking Paimon table.
         """
         layout.check_name("table", t.name)
         if t.format not in FORMATS:
             raise InvalidOptionError(f"table format {t.format!r} is not one of {list(FORMATS)}")
         t = replace(t, location=self.check_location(t.location))
+        if t.format == PAIMON:
+            self._check_paimon(t)
         if self.storage.write_if_absent(layout.table_json(t.name), _dumps(t.to_dict())):
             return t
         existing = self.get_table(t.name)
@@ -85,6 +89,16 @@ class Catalog:
                 raise LocationNotAllowedError(
                     f"location {location!r} lies inside the catalog directory {d!r} of the warehouse")
         return resolved
+
+    @staticmethod
+    def _check_paimon(t: Table) -> None:
+        """A Paimon table brings its own row ids (`_ROW_ID`) and partitions; the location must open as one."""
+        if t.row_id_column is not None or t.partition_columns:
+            raise InvalidOptionError(
+                "a Paimon table takes its row ids (_ROW_ID) and partition keys from Paimon: "
+                "give neither row_id_column nor partition_columns")
+        from service.catalog.paimon import open_paimon_table  # loads pypaimon only when needed
+        open_paimon_table(t.location)
 
     def get_table(self, name: str) -> Table:
         doc = self._read_json(layout.table_json(name))
@@ -147,6 +161,8 @@ class Catalog:
         out the same ids twice: the loser re-reads the winner's map and merges again.
         """
         t = self.get_table(table)
+        if t.format == PAIMON:  # Paimon assigns the ids (_ROW_ID); a bgix row-id map would contradict them
+            raise UnsupportedOperationError(f"table {table!r} is a Paimon table: its data files come from Paimon")
         for _ in range(attempts):
             version, doc = self._files_doc(table)
             live, new_doc = self._merge_scan(t, doc)

@@ -50,8 +50,17 @@ class RowIdError(CatalogError):
     """Row ids cannot be derived for this table (bad row_id_column values, unsupported format)."""
 
 
+class InvalidTableError(CatalogError):
+    """The location holds no table bgix can serve as registered (e.g. not a Paimon table, or one
+    without row tracking): the request is wrong, not the service."""
+
+
+class UnsupportedOperationError(CatalogError):
+    """The operation is not (yet) available for this kind of table."""
+
+
 __all__ = [
     "CatalogError", "TableNotFoundError", "TableExistsError", "IndexNotFoundError",
     "JobNotFoundError", "BuildInProgressError", "CommitConflictError", "LocationNotAllowedError",
-    "RowIdError",
+    "RowIdError", "InvalidTableError", "UnsupportedOperationError",
 ]

@@ -8,7 +8,8 @@ import time
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Literal
 
-FORMATS = ("parquet", "orc", "csv", "json")
+FORMATS = ("parquet", "orc", "csv", "json", "paimon")
+PAIMON = "paimon"  # a Paimon table directory: row ids, data files and indexes come from Paimon
 JOB_STATES = ("queued", "running", "succeeded", "failed", "cancelled")
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 

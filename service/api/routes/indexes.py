@@ -15,6 +15,7 @@ from service.api.deps import ReadAuth, ServicesDep, WriteAuth
 from service.api.errors import InvalidCursorError, SnapshotChangedError
 from service.api.presenters import iso
 from service.api.routes.tables import ERRORS, TableName
+from service.catalog.view_source import check_bgix_managed
 
 router = APIRouter(tags=["indexes"])
 ColumnName = Annotated[str, Path(min_length=1, max_length=256, description="Indexed column")]
@@ -23,7 +24,9 @@ ColumnName = Annotated[str, Path(min_length=1, max_length=256, description="Inde
 @router.post("/v1/create_global_index", status_code=202, response_model=schemas.JobCreated,
              dependencies=[WriteAuth], responses=ERRORS)
 def create_global_index(body: schemas.CreateIndexRequest, services: ServicesDep) -> JSONResponse:
-    """Start a build job for one column (spec §7.2); 409 names the job already building it."""
+    """Start a build job for one column (spec §7.2); 409 names the job already building it.
+    Paimon tables: 400 unsupported_operation (building their indexes is not supported yet)."""
+    check_bgix_managed(services.catalog.get_table(body.table))
     job = services.jobs.start(body.table, body.index_column, body.index_type, body.partitions,
                               body.options)
     return JSONResponse(schemas.JobCreated(job_id=job.id).model_dump(), status_code=202,
@@ -34,7 +37,7 @@ def create_global_index(body: schemas.CreateIndexRequest, services: ServicesDep)
              responses=ERRORS)
 def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> schemas.Dropped:
     """Remove an index (all snapshots and files of the column); the source data is untouched."""
-    services.catalog.get_table(body.table)
+    check_bgix_managed(services.catalog.get_table(body.table))
     # A running build would commit into the dropped index and bring it back.
     services.catalog.check_no_active_build(body.table, body.index_column)
     services.catalog.drop_index(body.table, body.index_column)
@@ -51,7 +54,7 @@ def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPubli
     out = []
     for column, cv in sorted(view.columns.items()):
         snap = cv.snapshot
-        stats = services.query_service.index_stats(cv, view.retired_ranges)
+        stats = services.query_service.index_stats(cv, view)
         changed = any((s.path, s.size, s.mtime, s.first_row_id) not in live for s in snap.source_files)
         out.append(schemas.IndexPublic(
             column=column, index_type=snap.index_type, key_type=snap.key_type, snapshot_id=snap.id,

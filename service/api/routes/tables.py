@@ -6,9 +6,10 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from service.api import schemas
-from service.api.deps import BearerDep, ReadAuth, ServicesDep, WriteAuth, check_token
+from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
 from service.api.presenters import data_file_public, table_public
 from service.catalog.model import Table
+from service.catalog.view_source import is_paimon, refresh_source
 
 router = APIRouter(prefix="/v1/tables", tags=["tables"])
 TableName = Annotated[str, Path(pattern=schemas.TABLE_NAME_PATTERN, description="Table name")]
@@ -16,31 +17,41 @@ ERRORS: dict[int | str, dict[str, object]] = {
     code: {"model": schemas.ErrorEnvelope} for code in (400, 401, 403, 404, 409, 422, 500, 503)}
 
 
-@router.put("/{name}", response_model=schemas.TablePublic, dependencies=[WriteAuth], responses=ERRORS)
+@router.put("/{name}", response_model=schemas.TablePublic, dependencies=[WriteAuth], responses=ERRORS,
+            response_model_exclude_unset=True)
 def register_table(name: TableName, body: schemas.TableCreate, services: ServicesDep) -> schemas.TablePublic:
     """Register a table (idempotent for the same definition).
 
     The catalog checks the location: relative → 400; outside the roots or inside the warehouse's
-    tables/ or jobs/ directories → 403.
+    tables/ or jobs/ directories → 403. Format 'paimon': the location must be a Paimon table directory
+    with row-tracking.enabled=true, else 400 invalid_table.
     """
     table = Table(name=name, location=body.location, format=body.format,
                   partition_columns=list(body.partition_columns), row_id_column=body.row_id_column)
     stored = services.catalog.put_table(table)
     services.query_service.invalidate(name)
-    return table_public(stored)
+    return _shown(services, stored)
 
 
-@router.get("", response_model=schemas.TablesPublic, dependencies=[ReadAuth], responses=ERRORS)
+def _shown(services: Services, t: Table) -> schemas.TablePublic:
+    """A table's definition; a Paimon table's also shows the snapshot served (fields, indexes)."""
+    return table_public(t, services.query_service.view(t.name).paimon if is_paimon(t) else None)
+
+
+@router.get("", response_model=schemas.TablesPublic, dependencies=[ReadAuth], responses=ERRORS,
+            response_model_exclude_unset=True)
 def list_tables(services: ServicesDep) -> schemas.TablesPublic:
     """All registered tables."""
     tables = [table_public(t) for t in services.catalog.list_tables()]
     return schemas.TablesPublic(tables=tables, count=len(tables))
 
 
-@router.get("/{name}", response_model=schemas.TablePublic, dependencies=[ReadAuth], responses=ERRORS)
+@router.get("/{name}", response_model=schemas.TablePublic, dependencies=[ReadAuth], responses=ERRORS,
+            response_model_exclude_unset=True)
 def get_table(name: TableName, services: ServicesDep) -> schemas.TablePublic:
-    """One table's definition."""
-    return table_public(services.catalog.get_table(name))
+    """One table's definition; for a Paimon table also its current snapshot: fields with their ids and
+    types, partition keys, row count and every bitmap global index in it."""
+    return _shown(services, services.catalog.get_table(name))
 
 
 @router.delete("/{name}", response_model=schemas.Dropped, dependencies=[WriteAuth], responses=ERRORS)
@@ -58,12 +69,14 @@ def list_files(name: TableName, services: ServicesDep, credentials: BearerDep,
                refresh: Annotated[bool, Query(description="Rescan the location first (writes the "
                                                           "row-id map: needs the write token)")] = False,
                ) -> schemas.FilesPublic:
-    """The row-id map: each data file with its first row id and row count."""
+    """The row-id map: each data file with its first row id and row count (a Paimon table's data files
+    with their first _ROW_ID, as its current snapshot lists them)."""
     if refresh:
         # A rescan persists a new row-id map version: a mutation, so it needs the token like PUT.
         check_token(services, credentials)
-        services.catalog.refresh_data_files(name)
+        refresh_source(services.catalog, services.catalog.get_table(name))
         services.query_service.invalidate(name)
-    files = sorted(services.catalog.data_files(name), key=lambda f: f.first_row_id)
+    view = services.query_service.view(name)
+    files = sorted(view.data_files, key=lambda f: f.first_row_id)
     total = max((f.first_row_id + f.row_count for f in files), default=0)
     return schemas.FilesPublic(table=name, files=[data_file_public(f) for f in files], total_rows=total)

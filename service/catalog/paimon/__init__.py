@@ -2,7 +2,7 @@
 
 errors · location (`<warehouse>/<db>.db/<table>`) · table (open, pin a snapshot, Storage) · key_types ·
 description (fields, options, data files) · index_entries (bitmap global index files) ·
-deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads).
+deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads) · view (what the query side serves).
 """
 from __future__ import annotations
 
@@ -25,11 +25,13 @@ from service.catalog.paimon.key_types import key_type_of_spelling
 from service.catalog.paimon.location import PaimonLocation, parse_location, to_storage_path
 from service.catalog.paimon.rows import ROW_ID, plan_splits, read_rows
 from service.catalog.paimon.table import PaimonTable, open_paimon_table, table_storage
+from service.catalog.paimon.view import PaimonIndexSummary, PaimonView, latest_snapshot_id, load_paimon_view
 
 __all__ = [
     "ROW_ID", "BitmapIndexEntry", "DeletionVectorRef", "NotAPaimonTableError", "PaimonColumnNotFoundError",
-    "PaimonDataFile", "PaimonField", "PaimonLocation", "PaimonSnapshotNotFoundError", "PaimonTable",
-    "PaimonTableDescription", "RowRangeGroup", "RowTrackingDisabledError", "deleted_row_ids",
-    "describe_table", "key_type_of_spelling", "list_bitmap_index_entries", "list_deletion_vectors",
-    "open_paimon_table", "parse_location", "plan_splits", "read_rows", "table_storage", "to_storage_path",
+    "PaimonDataFile", "PaimonField", "PaimonIndexSummary", "PaimonLocation", "PaimonSnapshotNotFoundError",
+    "PaimonTable", "PaimonTableDescription", "PaimonView", "RowRangeGroup", "RowTrackingDisabledError",
+    "deleted_row_ids", "describe_table", "key_type_of_spelling", "latest_snapshot_id",
+    "list_bitmap_index_entries", "list_deletion_vectors", "load_paimon_view", "open_paimon_table",
+    "parse_location", "plan_splits", "read_rows", "table_storage", "to_storage_path",
 ]

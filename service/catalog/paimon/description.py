@@ -56,6 +56,7 @@ class PaimonDataFile:
     row_count: int
     write_cols: tuple[str, ...] | None
     max_sequence_number: int
+    file_size: int = 0
 
     @property
     def last_row_id(self) -> int:
@@ -160,7 +161,7 @@ def _data_files(table: PaimonTable) -> list[PaimonDataFile]:
                 path=str(f.external_path or f.file_path), file_name=str(f.file_name), partition=partition,
                 bucket=int(split.bucket), first_row_id=int(f.first_row_id), row_count=int(f.row_count),
                 write_cols=None if f.write_cols is None else tuple(f.write_cols),
-                max_sequence_number=int(f.max_sequence_number)))
+                max_sequence_number=int(f.max_sequence_number), file_size=int(f.file_size or 0)))
     return out
 
 

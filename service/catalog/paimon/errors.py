@@ -7,7 +7,7 @@ problem surfaces like any other catalog problem. Imports only the errors modules
 from __future__ import annotations
 
 from index_format.errors import UnknownColumnError
-from service.catalog.errors import RowIdError, TableNotFoundError
+from service.catalog.errors import InvalidTableError, RowIdError, TableNotFoundError
 
 __all__ = ["NotAPaimonTableError", "PaimonColumnNotFoundError", "PaimonSnapshotNotFoundError",
            "RowTrackingDisabledError"]
@@ -15,7 +15,7 @@ __all__ = ["NotAPaimonTableError", "PaimonColumnNotFoundError", "PaimonSnapshotN
 ROW_TRACKING_OPTION = "row-tracking.enabled"
 
 
-class NotAPaimonTableError(TableNotFoundError):
+class NotAPaimonTableError(InvalidTableError, TableNotFoundError):
     """The location is not `<warehouse>/<db>.db/<table>` or holds no Paimon schema there.
 
     `location` is the path as the caller gave it.
@@ -35,7 +35,7 @@ class PaimonSnapshotNotFoundError(TableNotFoundError):
         self.snapshot_id = snapshot_id
 
 
-class RowTrackingDisabledError(RowIdError):
+class RowTrackingDisabledError(InvalidTableError, RowIdError):
     """A Paimon table without `row-tracking.enabled=true`: it has no `_ROW_ID`s to answer in.
 
     Row tracking can only be set when a table is created, so the fix is a new table.

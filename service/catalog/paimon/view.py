@@ -1,0 +1,112 @@
+"""A Paimon table at its latest snapshot in the shapes the query side already serves: per indexed column a
+catalog Snapshot of the table's bitmap global index files (whoever wrote them), the data files as a
+row-id map, the live row ranges and the deleted `_ROW_ID`s.
+
+Built from this package's description, index entries and deletion vectors; imports no pypaimon itself.
+"""
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pyroaring import BitMap64
+
+from index_format import ranges
+from index_format.storage import Storage
+from service.catalog.model import DataFile, IndexFileEntry, Snapshot, now
+from service.catalog.paimon.deletions import deleted_row_ids
+from service.catalog.paimon.description import PaimonTableDescription, describe_table
+from service.catalog.paimon.index_entries import BitmapIndexEntry, list_bitmap_index_entries
+from service.catalog.paimon.table import open_paimon_table
+
+__all__ = ["PaimonIndexSummary", "PaimonView", "latest_snapshot_id", "load_paimon_view"]
+
+
+@dataclass(frozen=True, slots=True)
+class PaimonIndexSummary:
+    """One column's bitmap global index in the snapshot: files, rows and merged row ranges they cover."""
+
+    column: str
+    field_id: int
+    key_type: str | None      # None: bgix cannot read keys of this column's type
+    files: int
+    rows: int
+    bytes: int
+    row_ranges: tuple[tuple[int, int], ...]
+
+
+@dataclass(frozen=True)
+class PaimonView:
+    """What the query side needs of a Paimon table at `snapshot_id` (None: no snapshot yet)."""
+
+    description: PaimonTableDescription
+    snapshot_id: int | None
+    created_at: float | None                  # the snapshot's commit time, epoch seconds
+    columns: dict[str, Snapshot]              # readable indexes; Snapshot.id is the Paimon snapshot id
+    indexes: tuple[PaimonIndexSummary, ...]   # every bitmap global index, readable or not
+    data_files: list[DataFile]                # ascending first_row_id
+    row_ranges: tuple[tuple[int, int], ...]   # inclusive `_ROW_ID` ranges the data files hold
+    total_rows: int                           # one past the highest `_ROW_ID`
+    deleted: BitMap64                         # `_ROW_ID`s the deletion vectors remove
+
+
+def latest_snapshot_id(location: str) -> int | None:
+    """The table's latest snapshot id (None before the first commit): cheap, for freshness checks.
+
+    Raises:
+        NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
+    """
+    return open_paimon_table(location).snapshot_id
+
+
+def load_paimon_view(name: str, location: str, storage: Storage) -> PaimonView:
+    """Describe the table at its latest snapshot; index and deletion-vector files are read through
+    `storage`, so they must lie under its roots.
+
+    Raises:
+        NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
+        IndexFormatError: a corrupt deletion vector. PathNotAllowedError: a file outside the roots.
+    """
+    table = open_paimon_table(location)
+    desc = describe_table(table)
+    sid = table.snapshot_id
+    created = None if table.snapshot is None else float(table.snapshot.time_millis) / 1000.0
+    entries = list_bitmap_index_entries(table) if table.snapshot is not None else {}
+    columns = {}
+    for column, items in entries.items():
+        readable = [e for e in items if e.key_type is not None and e.index_meta is not None]
+        if readable:
+            columns[column] = _snapshot(name, column, sid or 0, created, readable)
+    files = [DataFile(path=f.path, size=f.file_size, mtime=0.0, row_count=f.row_count,
+                      first_row_id=f.first_row_id, partition={k: str(v) for k, v in f.partition.items()})
+             for f in desc.data_files]
+    live = tuple(ranges.merge((g.row_range_start, g.row_range_end) for g in desc.row_ranges))
+    return PaimonView(
+        description=desc, snapshot_id=sid, created_at=created, columns=columns,
+        indexes=tuple(_summary(c, items) for c, items in entries.items()),
+        data_files=sorted(files, key=lambda f: f.first_row_id), row_ranges=live,
+        total_rows=max((e + 1 for _, e in live), default=0),
+        deleted=deleted_row_ids(table, storage) if desc.deletion_vectors else BitMap64())
+
+
+def _snapshot(table: str, column: str, sid: int, created: float | None,
+              items: Sequence[BitmapIndexEntry]) -> Snapshot:
+    kt = items[0].key_type
+    assert kt is not None
+    files = [IndexFileEntry(path=e.path, range_start=e.row_range_start, range_end=e.row_range_end,
+                            row_count=e.row_count, file_size=e.file_size,
+                            meta_hex=(e.index_meta or b"").hex(),
+                            partition={k: str(v) for k, v in e.partition.items()})
+             for e in items]
+    covered = ranges.merge((e.row_range_start, e.row_range_end) for e in items)
+    return Snapshot(id=sid, table=table, column=column, key_type=kt.spelling, files=files,
+                    covered_ranges=[list(r) for r in covered], row_count=sum(e - s + 1 for s, e in covered),
+                    created_at=now() if created is None else created)
+
+
+def _summary(column: str, items: Sequence[BitmapIndexEntry]) -> PaimonIndexSummary:
+    kt = items[0].key_type
+    return PaimonIndexSummary(
+        column=column, field_id=items[0].index_field_id, key_type=None if kt is None else kt.spelling,
+        files=len(items), rows=sum(e.row_count for e in items), bytes=sum(e.file_size for e in items),
+        row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in items)))
