@@ -120,12 +120,14 @@ class JobRunner:
             job_id=uuid.uuid4().hex, warehouse=self.storage.root, table=table, index_column=column,
             index_type=index_type, options=options, partitions=partitions,
             storage_options=dict(self.settings.storage_options), allowed_roots=list(self.storage.allowed_roots),
-            spark_master=self.settings.spark_master, engine=self.settings.build_engine,
+            spark_master=self.settings.spark_master, engine=self.settings.build_engine, table_format=t.format,
         )
         spec.check_table(t)
         known = self.catalog.source_columns(table)
-        if known is not None and column not in known:
-            raise UnknownTableColumnError(table, column, known)
+        for c in spec.columns:
+            if known is not None and c not in known:
+                raise UnknownTableColumnError(table, c, known)
+        column = spec.index_column
         with self._lock:  # one check-then-record at a time, so two requests cannot both pass
             self.catalog.check_no_active_build(table, column)
             self.catalog.put_job(JobRecord(id=spec.job_id, table=table, column=column, spec=spec.public_dict()))

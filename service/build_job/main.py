@@ -24,6 +24,7 @@ from index_format.storage import Storage
 from service.build_job.engines import (
     local_key_type, run_local, run_spark, run_spark_direct, spark_frame, spark_key_type, spark_session,
 )
+from service.build_job.paimon_job import PaimonCommitted, build_paimon
 from service.build_job.plan import BuildPlan, make_plan, next_snapshot
 from service.build_job.progress import Progress
 from service.catalog.catalog import Catalog
@@ -56,11 +57,13 @@ def _start_record(catalog: Catalog, spec: JobSpec) -> JobRecord:
                                      error=None))
 
 
-def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None) -> Snapshot | None:
+def run_job(spec: JobSpec | Mapping[str, Any],
+            spark: SparkSession | None = None) -> Snapshot | PaimonCommitted | None:
     """Run one build to its commit; updates the job record (running → succeeded/failed/cancelled).
 
     `spec` is a JobSpec or its JSON form (JobSpec.from_dict).
-    Returns the committed snapshot (or the unchanged current one when there was nothing to do).
+    Returns the committed snapshot (or the unchanged current one when there was nothing to do); for a
+    Paimon table a PaimonCommitted naming the new Paimon snapshot.
     Raises the failure after recording it: BgixError subclasses (InvalidOptionError, RowIdError,
     CommitConflictError, BuildInProgressError, …) or anything a worker raised.
     """
@@ -82,6 +85,8 @@ def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None
 
 
 def _cleanup_quietly(catalog: Catalog, spec: JobSpec) -> None:
+    if spec.is_paimon:  # build_paimon deletes its own uncommitted files
+        return
     # Our partial files go now; if this process dies instead, the next run's garbage collection takes them.
     try:
         catalog.storage.delete(catalog.job_index_dir(spec.table, spec.index_column, spec.job_id), recursive=True)
@@ -89,7 +94,7 @@ def _cleanup_quietly(catalog: Catalog, spec: JobSpec) -> None:
         log.warning("could not remove partial files of job %s", spec.job_id, exc_info=True)
 
 
-def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snapshot | None:
+def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snapshot | PaimonCommitted | None:
     options = spec.options
     table = catalog.get_table(spec.table)
     spec.check_table(table)
@@ -97,6 +102,8 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snaps
     if not spec.test_hooks.get("skip_active_check"):
         catalog.check_no_active_build(table.name, column, except_job=spec.job_id)
     catalog.reap_dead_jobs(table.name, column)
+    if spec.is_paimon:  # the Paimon table's own index: planned, read and committed through the adapter
+        return build_paimon(catalog, spec, table, spark)
     removed = catalog.collect_garbage(table.name, column, keep_job=spec.job_id)
     if removed:
         log.info("removed %d unreferenced index file(s)", len(removed))

@@ -124,6 +124,9 @@ class Catalog:
         """Column names of the table's data files (schema of the first file in row-id order, plus the
         partition columns), or None while the location holds no data file. Reads one footer only."""
         t = self.get_table(name)
+        if t.format == PAIMON:  # the schema's fields (the partition keys among them)
+            from service.catalog.paimon import open_paimon_table
+            return [str(n) for n in open_paimon_table(t.location).table.field_names]
         paths = list_data_files(self.storage, t.location, t.format)
         if not paths:
             return None
@@ -329,13 +332,13 @@ class Catalog:
         has not recorded itself yet (a queued record the service is starting): the one definition of
         "a build is running"."""
         return [j for j in self.list_jobs()
-                if j.table == table and (column is None or j.column == column) and j.active
+                if j.table == table and (column is None or _same_columns(j.column, column)) and j.active
                 and (j.pid is None or job_process_alive(j))]
 
     def reap_dead_jobs(self, table: str, column: str) -> list[str]:
         """Mark queued/running jobs whose process is gone (killed, crashed host process) as failed."""
         dead = [j for j in self.list_jobs()
-                if j.table == table and j.column == column and j.active and j.pid is not None
+                if j.table == table and _same_columns(j.column, column) and j.active and j.pid is not None
                 and not job_process_alive(j)]
         for j in dead:
             self.put_job(j.with_(state="failed", finished_at=now(),
@@ -361,3 +364,7 @@ class Catalog:
             raise BuildInProgressError(f"{what} is already being built by job {others[0].id}{more}",
                                        job_id=others[0].id)
 
+
+def _same_columns(a: str, b: str) -> bool:
+    """Two jobs' index_column values name a common column (Paimon builds may take a comma list)."""
+    return a == b or bool(set(a.split(",")) & set(b.split(",")))

@@ -33,6 +33,21 @@ def check_index_type(index_type: str) -> str:
     return t
 
 
+def check_column_names(column: str, *, several: bool) -> str:
+    """A plain column name, or with `several` (Paimon tables) a comma list of them, normalized to "a,b".
+
+    Raises:
+        InvalidOptionError: several columns where one is required, a repeated name, or a name that is not
+            a plain token.
+    """
+    if not several or "," not in column:
+        return check_column_name(column)
+    names = [layout.check_name("column", c.strip()) for c in column.split(",")]
+    if len(set(names)) != len(names):
+        raise InvalidOptionError(f"index_column {column!r} names a column twice")
+    return ",".join(names)
+
+
 def check_column_name(column: str) -> str:
     """One plain column name (spec §7.2: bitmap indexes are single-column; the name also names a directory).
 
@@ -62,9 +77,12 @@ class JobSpec:
                        max-parallelism) whose Python worker reads its file slices with pyarrow through
                        Storage; "spark": Spark scans the files (Parquet: _metadata.file_path/row_index, or
                        the row_id_column) and streams (key, row id) batches into mapInArrow
+      table_format     the registered table's format; "paimon" builds the Paimon table's own bitmap global
+                       indexes (committed as a Paimon snapshot) and accepts a comma list of columns
       test_hooks       tests only: {"fail_after_files": n} makes a worker raise after writing n index
                        files; {"sleep_per_batch": s} slows every batch down; {"skip_active_check": true}
-                       lets two jobs race to the commit (CAS tests)
+                       lets two jobs race to the commit (CAS tests);
+                       {"pause_before_commit": DIR} (Paimon) writes DIR/ready, then waits for DIR/go
 
     Raises (on construction):
         InvalidOptionError: a required field is missing, or any field is invalid.
@@ -83,6 +101,7 @@ class JobSpec:
     spark_conf: dict[str, str] = field(default_factory=dict)
     engine: str = "spark"
     scan: str = "direct"
+    table_format: str = ""
     test_hooks: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -94,7 +113,7 @@ class JobSpec:
         options.writable_compression()  # lzo is read-only (spec §7.1): refuse now, not mid-build
         normalized = {
             "index_type": check_index_type(self.index_type),
-            "index_column": check_column_name(self.index_column),
+            "index_column": check_column_names(self.index_column, several=self.is_paimon),
             "options": options,
             "partitions": parse_partitions(self.partitions),
             "storage_options": dict(self.storage_options or {}),
@@ -108,6 +127,15 @@ class JobSpec:
             raise InvalidOptionError(f"engine {self.engine!r} is not one of {list(ENGINES)}")
         if self.scan not in SCANS:
             raise InvalidOptionError(f"scan {self.scan!r} is not one of {list(SCANS)}")
+
+    @property
+    def is_paimon(self) -> bool:
+        return self.table_format == "paimon"
+
+    @property
+    def columns(self) -> list[str]:
+        """The indexed columns (one, or for Paimon tables possibly several)."""
+        return self.index_column.split(",")
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobSpec:
@@ -143,6 +171,13 @@ class JobSpec:
             InvalidOptionError: a partition column is indexed (its value lives in the directory names),
                 or `partitions` names keys the table is not partitioned by.
         """
+        if table.format == "paimon":  # the Paimon adapter validates columns and partitions (build job, API)
+            if not self.is_paimon:
+                raise InvalidOptionError(f"table {table.name!r} is a Paimon table but the job spec says "
+                                         f"table_format {self.table_format!r}")
+            return
+        if self.is_paimon:
+            raise InvalidOptionError(f"table {table.name!r} is not a Paimon table")
         if self.index_column in table.partition_columns:
             raise InvalidOptionError(f"column {self.index_column!r} is a partition column of {table.name!r}; "
                                      "its value lives in the directory names, not in the data files")

@@ -90,11 +90,11 @@ def refresh_source(catalog: Catalog, table: Table) -> None:
 
 
 def check_bgix_managed(table: Table) -> None:
-    """Raises UnsupportedOperationError for tables whose indexes bgix does not build or drop (yet)."""
+    """Raises UnsupportedOperationError for tables whose indexes bgix does not drop (yet): Paimon tables."""
     if is_paimon(table):
         raise UnsupportedOperationError(
-            f"table {table.name!r} is a Paimon table: building or dropping indexes for Paimon tables is not "
-            f"supported yet; its bitmap global indexes (built by Paimon or pypaimon) are served as they are")
+            f"table {table.name!r} is a Paimon table: dropping its bitmap global indexes is not supported yet "
+            f"(build them with create_global_index; drop them with Paimon or pypaimon)")
 
 
 def _paimon_source(catalog: Catalog, t: Table) -> IndexViewSource:

@@ -25,8 +25,8 @@ ColumnName = Annotated[str, Path(min_length=1, max_length=256, description="Inde
              dependencies=[WriteAuth], responses=ERRORS)
 def create_global_index(body: schemas.CreateIndexRequest, services: ServicesDep) -> JSONResponse:
     """Start a build job for one column (spec §7.2); 409 names the job already building it.
-    Paimon tables: 400 unsupported_operation (building their indexes is not supported yet)."""
-    check_bgix_managed(services.catalog.get_table(body.table))
+    Paimon tables: the job commits the table's own bitmap global index files as one new Paimon snapshot;
+    `index_column` may list several columns ("a,b"), built from one scan and committed together."""
     job = services.jobs.start(body.table, body.index_column, body.index_type, body.partitions,
                               body.options)
     return JSONResponse(schemas.JobCreated(job_id=job.id).model_dump(), status_code=202,

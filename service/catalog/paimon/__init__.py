@@ -2,7 +2,8 @@
 
 errors · location (`<warehouse>/<db>.db/<table>`) · table (open, pin a snapshot, Storage) · key_types ·
 description (fields, options, data files) · index_entries (bitmap global index files) ·
-deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads) · view (what the query side serves).
+deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads) · view (what the query side serves) ·
+build_plan (unindexed ranges to build, per split) · commit (index files → one new Paimon snapshot).
 """
 from __future__ import annotations
 

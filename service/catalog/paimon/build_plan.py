@@ -1,0 +1,131 @@
+"""Plan a bitmap global index build on a Paimon table: which row ranges of which splits still need an index.
+
+Paimon's unindexed-ranges rule (as pypaimon's `create_global_index`): a column's ranges to build are the
+snapshot's contiguous data row ranges (per partition, per split) minus the row ranges its bitmap index files
+already cover; each piece is cut at `sorted-index.records-per-range` ids. One task reads one (contiguous
+part of a) split once for every requested column; DataSplit and the table object pickle, so a Spark task
+can read its own split. The value indexed for a row is what pypaimon's reader returns for `[column, _ROW_ID]`.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pyarrow as pa
+from pypaimon.globalindex.build_plan import calc_row_range, split_by_contiguous_row_range
+
+from index_format import ranges
+from index_format.errors import InvalidOptionError
+from service.catalog.paimon.errors import PaimonColumnNotFoundError
+from service.catalog.paimon.index_entries import list_bitmap_index_entries
+from service.catalog.paimon.key_types import key_type_of_spelling
+from service.catalog.paimon.rows import ROW_ID, plan_splits, read_rows
+from service.catalog.paimon.table import PaimonTable
+
+if TYPE_CHECKING:
+    from pypaimon.read.split import Split
+
+__all__ = ["PaimonBuildPlan", "PaimonBuildTask", "check_build_columns", "plan_build", "read_task"]
+
+Range = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class PaimonBuildTask:
+    """One split (its contiguous files) of one partition, and per column the inclusive row ranges to build
+    from it (each at most records-per-range ids; one index file group per range)."""
+
+    split: Split
+    partition: dict[str, object]
+    partition_values: tuple[object, ...]
+    ranges: dict[str, tuple[Range, ...]]
+
+    @property
+    def rows(self) -> int:
+        return sum(e - s + 1 for rs in self.ranges.values() for s, e in rs)
+
+
+@dataclass(frozen=True)
+class PaimonBuildPlan:
+    """What one build job reads and writes, at the table's `snapshot_id` (the snapshot it scanned)."""
+
+    table: PaimonTable
+    columns: tuple[str, ...]
+    field_ids: dict[str, int]
+    key_types: dict[str, str]       # KeyType spelling per column
+    tasks: list[PaimonBuildTask]
+
+    @property
+    def snapshot_id(self) -> int | None:
+        return self.table.snapshot_id
+
+
+def check_build_columns(table: PaimonTable, columns: Sequence[str],
+                        partitions: Sequence[Mapping[str, str]] = ()) -> dict[str, str]:
+    """{column: key type spelling} for columns a bitmap index can hold; validates `partitions` keys.
+
+    Raises:
+        PaimonColumnNotFoundError: a column the table does not have.
+        InvalidOptionError: a partition column, a type bitmap indexes cannot hold, unknown partition keys.
+    """
+    fields = {f.name: f for f in table.table.fields}
+    keys = list(table.table.partition_keys)
+    out = {}
+    for c in columns:
+        if c not in fields:
+            raise PaimonColumnNotFoundError(c, list(fields), table.location.identifier)
+        if c in keys:
+            raise InvalidOptionError(f"column {c!r} is a partition key of Paimon table {table.location.identifier}")
+        kt = key_type_of_spelling(str(fields[c].type))
+        if kt is None:
+            raise InvalidOptionError(f"column {c!r} has type {fields[c].type}, which a bitmap index cannot hold")
+        out[c] = kt.spelling
+    for spec in partitions:
+        unknown = set(spec) - set(keys)
+        if unknown:
+            raise InvalidOptionError(f"partition keys {sorted(unknown)} are not partition keys {keys} of "
+                                     f"Paimon table {table.location.identifier}")
+    return out
+
+
+def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range: int,
+               partitions: Sequence[Mapping[str, str]] = (), rebuild: bool = False) -> PaimonBuildPlan:
+    """Tasks for the ranges no bitmap index on each column covers yet (every range when `rebuild`).
+
+    Raises: as check_build_columns.
+    """
+    key_types = check_build_columns(table, columns, partitions)
+    field_ids = {f.name: int(f.id) for f in table.table.fields if f.name in key_types}
+    entries = list_bitmap_index_entries(table) if not rebuild else {}
+    covered = {c: ranges.merge((e.row_range_start, e.row_range_end) for e in entries.get(c, ())
+                               if not e.extra_field_ids) for c in columns}
+    tasks = []
+    for split in plan_splits(table):
+        part = table.partition_dict(split.partition)
+        if partitions and not any(all(str(part.get(k)) == str(v) for k, v in s.items()) for s in partitions):
+            continue
+        for sub in split_by_contiguous_row_range([split]):
+            rr = calc_row_range(sub)
+            todo = {c: tuple(ranges.chunks(ranges.subtract([(rr.from_, rr.to)], covered[c]), records_per_range))
+                    for c in columns}
+            todo = {c: rs for c, rs in todo.items() if rs}
+            if todo:
+                tasks.append(PaimonBuildTask(split=sub, partition=part,
+                                             partition_values=tuple(getattr(split.partition, "values", ()) or ()),
+                                             ranges=todo))
+    return PaimonBuildPlan(table=table, columns=tuple(columns), field_ids=field_ids, key_types=key_types,
+                           tasks=tasks)
+
+
+def read_task(table: PaimonTable, task: PaimonBuildTask) -> pa.Table:
+    """pypaimon's read of the task's split: its columns plus `_ROW_ID` (live rows, current values)."""
+    return read_rows(table, list(task.ranges), [task.split])
+
+
+def rows_in(data: pa.Table, column: str, start: int, end: int) -> tuple[Any, Any]:
+    """(keys, row ids) of the rows of `data` whose `_ROW_ID` lies in start…end."""
+    import numpy as np
+    rid = data.column(ROW_ID).to_numpy(zero_copy_only=False).astype(np.int64)
+    keep = np.flatnonzero((rid >= start) & (rid <= end))
+    return data.column(column).take(pa.array(keep)).combine_chunks(), rid[keep]

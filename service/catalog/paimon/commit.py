@@ -1,0 +1,181 @@
+"""Commit bitmap global index files bgix wrote into a Paimon table: one new snapshot through pypaimon's commit.
+
+Each file becomes an IndexManifestEntry (add, its partition, bucket 0, index type "bitmap", GlobalIndexMeta
+with the inclusive row range, the column's field id, the spec §4 metadata and the DEIX source marker).
+Before committing, coverage is re-checked on the latest snapshot when another writer committed since the
+build's scan; after committing, a file that overlaps another writer's index on the same column (a race in
+the last instant) makes this module take its own entries back out (index_deletes). When the commit fails
+the written files are deleted unless a snapshot references them, so the table stays as it was.
+"""
+from __future__ import annotations
+
+import logging
+import struct
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pypaimon import CatalogFactory
+from pypaimon.globalindex.global_index_meta import GlobalIndexMeta
+from pypaimon.index.index_file_meta import IndexFileMeta
+from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+from pypaimon.table.row.generic_row import GenericRow
+from pypaimon.write.commit_message import CommitMessage
+
+from index_format import ranges
+from index_format.storage import Storage
+from service.catalog.errors import CommitConflictError
+from service.catalog.paimon.index_entries import BITMAP_INDEX_TYPE, list_bitmap_index_entries
+from service.catalog.paimon.location import to_storage_path
+from service.catalog.paimon.table import PaimonTable, open_paimon_table
+
+__all__ = ["BuiltIndexFile", "DEIX_MAGIC", "commit_index_files", "deix_source_meta", "index_dir",
+           "new_index_file_name"]
+
+log = logging.getLogger("bgix.paimon.commit")
+DEIX_MAGIC = 0x44454958   # "DEIX"
+_DEIX_VERSION = 1
+
+
+@dataclass(frozen=True)
+class BuiltIndexFile:
+    """One index file a build wrote (not yet committed): its column, partition and inclusive row range."""
+
+    column: str
+    field_id: int
+    partition_values: tuple[object, ...]
+    row_range_start: int
+    row_range_end: int
+    path: str           # storage path (absolute)
+    file_name: str
+    file_size: int
+    row_count: int
+    index_meta: bytes
+
+
+def deix_source_meta(snapshot_id: int) -> bytes:
+    """Paimon Java's marker of a data-evolution index: int magic, int version, long scanned snapshot id (BE)."""
+    return struct.pack(">iiq", DEIX_MAGIC, _DEIX_VERSION, int(snapshot_id))
+
+
+def index_dir(table: PaimonTable) -> tuple[str, bool]:
+    """(storage path of the directory index files go to, whether it is `global-index.external-path`)."""
+    factory = table.table.path_factory().global_index_path_factory()
+    return to_storage_path(str(factory.index_path())).rstrip("/"), bool(factory.is_external_path())
+
+
+def new_index_file_name() -> str:
+    return f"bitmap-global-index-{uuid.uuid4()}.index"
+
+
+def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], storage: Storage, *,
+                       properties: dict[str, str] | None = None) -> int:
+    """Commit `files` (built from `table`'s snapshot) as one new snapshot; returns its id.
+
+    Raises:
+        CommitConflictError: another writer indexed some of these rows since the scan (nothing of ours
+            is committed then, and our files are deleted).
+        Anything pypaimon's commit raises (our files are deleted unless a snapshot references them).
+    """
+    if table.snapshot_id is None:
+        raise CommitConflictError("the build scanned no snapshot; nothing to commit")
+    try:
+        latest = open_paimon_table(table.location.table_path)
+        if latest.snapshot_id != table.snapshot_id:
+            _check_still_uncovered(latest, files, since=table.snapshot_id)
+        writable = CatalogFactory.create({"warehouse": table.location.warehouse}).get_table(
+            table.location.identifier)
+        messages = _messages(writable, files, table.snapshot_id, external=index_dir(table)[1], kind=0)
+        wb = writable.new_batch_write_builder()
+        commit = wb.new_commit()
+        try:
+            commit.commit(messages, snapshot_properties=properties)
+        finally:
+            commit.close()
+        sid = _our_snapshot(writable, wb.commit_user, after=latest.snapshot_id or 0)
+        _check_no_overlap_after(table, files, writable, sid)
+        return sid
+    except BaseException:
+        _delete_unreferenced(table, files, storage)
+        raise
+
+
+def _check_still_uncovered(latest: PaimonTable, files: Sequence[BuiltIndexFile], since: int) -> None:
+    entries = list_bitmap_index_entries(latest)
+    for f in files:
+        covered = [(e.row_range_start, e.row_range_end) for e in entries.get(f.column, ())]
+        if ranges.intersect([(f.row_range_start, f.row_range_end)], covered):
+            raise CommitConflictError(
+                f"column {f.column!r}: rows {f.row_range_start}..{f.row_range_end} were indexed by another "
+                f"writer after snapshot {since} (the build's scan); rerun the build to index what is left")
+
+
+def _check_no_overlap_after(table: PaimonTable, files: Sequence[BuiltIndexFile], writable: object,
+                            sid: int) -> None:
+    """A writer that committed an index on our column between our check and our commit: take ours back."""
+    mine = {f.file_name for f in files}
+    entries = list_bitmap_index_entries(open_paimon_table(table.location.table_path, snapshot_id=sid))
+    for f in files:
+        others = [(e.row_range_start, e.row_range_end) for e in entries.get(f.column, ())
+                  if e.file_name not in mine]
+        if ranges.intersect([(f.row_range_start, f.row_range_end)], others):
+            wb = writable.new_batch_write_builder()  # type: ignore[attr-defined]
+            commit = wb.new_commit()
+            try:
+                commit.commit(_messages(writable, files, table.snapshot_id or 0,
+                                        external=index_dir(table)[1], kind=1, deletes=True))
+            finally:
+                commit.close()
+            raise CommitConflictError(
+                f"column {f.column!r}: another writer indexed rows {f.row_range_start}..{f.row_range_end} "
+                "at the same time; this build's index files were taken back out")
+
+
+def _messages(writable: object, files: Sequence[BuiltIndexFile], scanned: int, *, external: bool, kind: int,
+              deletes: bool = False) -> list[CommitMessage]:
+    fields = writable.partition_keys_fields  # type: ignore[attr-defined]
+    source = deix_source_meta(scanned)
+    by_partition: dict[tuple[object, ...], list[IndexManifestEntry]] = {}
+    for f in files:
+        meta = IndexFileMeta(
+            index_type=BITMAP_INDEX_TYPE, file_name=f.file_name, file_size=f.file_size, row_count=f.row_count,
+            global_index_meta=GlobalIndexMeta(
+                row_range_start=f.row_range_start, row_range_end=f.row_range_end, index_field_id=f.field_id,
+                extra_field_ids=None, index_meta=f.index_meta, source_meta=source),
+            external_path=f.path if external else None)
+        by_partition.setdefault(f.partition_values, []).append(IndexManifestEntry(
+            kind=kind, partition=GenericRow(list(f.partition_values), fields), bucket=0, index_file=meta))
+    out = []
+    for values, entries in by_partition.items():
+        if deletes:
+            out.append(CommitMessage(partition=values, bucket=0, new_files=[], index_deletes=entries))
+        else:
+            out.append(CommitMessage(partition=values, bucket=0, new_files=[], index_adds=entries))
+    return out
+
+
+def _our_snapshot(writable: object, commit_user: str, after: int) -> int:
+    manager = writable.snapshot_manager()  # type: ignore[attr-defined]
+    latest = manager.get_latest_snapshot()
+    sid = int(latest.id)
+    while sid > after:
+        snap = manager.get_snapshot_by_id(sid)
+        if snap is not None and snap.commit_user == commit_user:
+            return sid
+        sid -= 1
+    raise CommitConflictError("the index commit left no snapshot of ours (an empty commit?)")
+
+
+def _delete_unreferenced(table: PaimonTable, files: Sequence[BuiltIndexFile], storage: Storage) -> None:
+    try:
+        latest = open_paimon_table(table.location.table_path)
+        referenced = {e.file_name for es in list_bitmap_index_entries(latest).values() for e in es}
+    except Exception:
+        log.warning("could not list the table's index files; keeping ours", exc_info=True)
+        return
+    for f in files:
+        if f.file_name not in referenced:
+            try:
+                storage.delete(f.path)
+            except Exception:
+                log.warning("could not delete uncommitted index file %s", f.path, exc_info=True)
