@@ -11,7 +11,7 @@ from dataclasses import dataclass, fields, replace
 from index_format.errors import InvalidOptionError
 
 __all__ = [
-    "CODECS", "OPTION_TABLE", "IndexOptions", "OptionSpec", "WRITABLE_CODECS",
+    "CODECS", "KEY_ORDERS", "OPTION_TABLE", "IndexOptions", "OptionSpec", "WRITABLE_CODECS",
     "format_size", "parse_options", "parse_size",
 ]
 
@@ -19,6 +19,8 @@ __all__ = [
 CODECS: tuple[str, ...] = ("none", "zstd", "lz4", "lzo")
 WRITABLE_CODECS: tuple[str, ...] = ("none", "zstd", "lz4")
 ZSTD_LEVELS = range(1, 23)
+# spec §2.7: "logical" (current Paimon Java) or "bytes" (pypaimon 2.1.0, original Java) key order.
+KEY_ORDERS: tuple[str, ...] = ("logical", "bytes")
 
 # Paimon's MemorySize units are binary (1 kb = 1024 bytes).
 _SIZE_UNITS = {
@@ -88,6 +90,12 @@ def _parse_codec(value: object) -> str:
     raise ValueError(f"not a compression codec ({', '.join(CODECS)})")
 
 
+def _parse_key_order(value: object) -> str:
+    if isinstance(value, str) and value.strip().lower() in KEY_ORDERS:
+        return value.strip().lower()
+    raise ValueError(f"not a key order (allowed values: {', '.join(KEY_ORDERS)})")
+
+
 def _positive(n: int) -> int:
     if n <= 0:
         raise ValueError("must be positive")
@@ -118,6 +126,7 @@ _POSITIVE_SIZE = _Kind("size", lambda v: _positive(_size(v)), _render_size)
 _POSITIVE_INT = _Kind("int", lambda v: _positive(_check_int_range(_parse_int(v))), str)
 _BOOL = _Kind("bool", _parse_bool, lambda v: "true" if v else "false")
 _CODEC = _Kind("codec", _parse_codec, str)
+_KEY_ORDER = _Kind("choice", _parse_key_order, str)
 
 
 def _check_int_range(n: int) -> int:
@@ -153,7 +162,8 @@ class OptionSpec:
         return self._kind.render(self.default)
 
 
-# spec §7.1 (Java defaults). `rebuild` is a bgix extension: rebuild covered ranges from scratch.
+# spec §7.1 (Java defaults). bgix extensions: `bgix.key-order` (spec §2.7) and `rebuild` (rebuild
+# covered ranges from scratch).
 OPTION_TABLE: tuple[OptionSpec, ...] = (
     OptionSpec("sorted-index.records-per-range", ("btree-index.records-per-range",), "int",
                10_000_000, "Target records per index file; files rotate at floor(1.2 × value) "
@@ -171,6 +181,9 @@ OPTION_TABLE: tuple[OptionSpec, ...] = (
     OptionSpec("bitmap-index.fallback-scan-max-size", (), "size", 256 * 1024 * 1024,
                "Budget of dictionary bytes a scan predicate may read per range (spec §6); "
                "'0 b' disables scans.", "fallback_scan_max_size", _SIZE),
+    OptionSpec("bgix.key-order", (), "choice", "logical",
+               "bgix extension: key order of numeric, date, time and timestamp indexes (spec §2.7): "
+               "logical (Paimon Java, bgix) or bytes (pypaimon 2.1, bgix).", "key_order", _KEY_ORDER),
     OptionSpec("rebuild", (), "bool", False,
                "bgix extension: rebuild every range instead of only ranges not yet covered.",
                "rebuild", _BOOL),
@@ -198,6 +211,7 @@ class IndexOptions:
     compression: str = "none"
     compression_level: int = 1
     fallback_scan_max_size: int = 256 * 1024 * 1024
+    key_order: str = "logical"
     rebuild: bool = False
 
     def __post_init__(self) -> None:

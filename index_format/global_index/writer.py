@@ -52,7 +52,7 @@ def manifest_meta(kt: KeyType, first_key: object | None, last_key: object | None
     return build_meta(kt, first_key, last_key, has_nulls)
 
 
-def _options(options: IndexOptions | Mapping[str, object] | str | None) -> tuple[int, str, int]:
+def _options(options: IndexOptions | Mapping[str, object] | str | None) -> tuple[int, str, int, str]:
     from index_format.options import IndexOptions as _Opts
     from index_format.options import parse_options
     if options is None:
@@ -60,7 +60,7 @@ def _options(options: IndexOptions | Mapping[str, object] | str | None) -> tuple
     elif not isinstance(options, _Opts):
         options = parse_options(options)  # Paimon option keys (spec §7.1)
     return (int(options.dictionary_block_size), codecs.check_codec(str(options.compression)),
-            int(options.compression_level))
+            int(options.compression_level), str(options.key_order))
 
 
 def _row_ids(row_ids: object, n: int) -> np.ndarray:
@@ -144,10 +144,40 @@ def _compact(rep: np.ndarray) -> np.ndarray:
     return rep
 
 
+def _byte_order(kdata: np.ndarray, koffs: np.ndarray) -> np.ndarray:
+    """Permutation putting distinct keys in unsigned lexicographic order of their bytes (spec §2.7)."""
+    nk = len(koffs) - 1
+    widths = np.diff(koffs)
+    w = int(widths[0]) if nk else 0
+    if nk and w in (1, 2, 4, 8) and bool(np.all(widths == w)):
+        # fixed width: the bytes read as one big-endian unsigned number order like the bytes themselves
+        return np.argsort(kdata.view(f">u{w}").astype(f"u{w}"), kind="stable")
+    return np.array(sorted(range(nk), key=lambda i: kdata[koffs[i]:koffs[i + 1]].tobytes()), dtype=np.int64)
+
+
+def _to_byte_order(enc: EncodedKeys, rows: np.ndarray, firsts: np.ndarray, bounds: np.ndarray,
+                   rid: np.ndarray, kdata: np.ndarray, koffs: np.ndarray
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Regroup logically sorted key groups into byte order: (bounds, row ids, key bytes, key offsets)."""
+    perm = _byte_order(kdata, koffs)
+    if bool(np.all(perm[1:] > perm[:-1])):
+        return bounds, rid, kdata, koffs
+    sizes = np.diff(bounds)[perm]
+    new_bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+    take = np.repeat(bounds[:-1][perm] - new_bounds[:-1], sizes) + np.arange(len(rid), dtype=np.int64)
+    kdata, koffs = enc.buffer(rows[firsts[perm]])
+    return new_bounds, rid[take], kdata, koffs
+
+
 def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarray, rep: np.ndarray,
-            rid: np.ndarray, block_size: int, codec: str, level: int, nn_rid: np.ndarray | None = None
-            ) -> tuple[bytes, bytes | None, bytes | None, int]:
-    """Bytes of one file from presorted rows; returns (data, first key, last key, value count)."""
+            rid: np.ndarray, block_size: int, codec: str, level: int, nn_rid: np.ndarray | None = None,
+            key_order: str = "logical") -> tuple[bytes, bytes | None, bytes | None, int]:
+    """Bytes of one file from logically presorted rows; returns (data, first key, last key, value count).
+
+    key_order "bytes" writes the file's distinct keys in serialized-byte order instead (spec §2.7,
+    pypaimon 2.1.0); first/last stay the logical smallest/largest keys, as pypaimon's writer records
+    them (spec §4). Strings and booleans: both orders coincide, nothing changes.
+    """
     n = len(rows)
     if n:
         starts = np.flatnonzero(rep[1:] != rep[:-1]) + 1
@@ -158,6 +188,11 @@ def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarra
         bounds = np.zeros(1, dtype=np.int64)
         kdata, koffs = np.zeros(0, np.uint8), np.zeros(1, np.int64)
     nk = len(bounds) - 1
+    # spec §4: the logical smallest and largest keys, whatever order the dictionary uses
+    first = kdata[koffs[0]:koffs[1]].tobytes() if nk else None
+    last = kdata[koffs[nk - 1]:koffs[nk]].tobytes() if nk else None
+    if key_order == "bytes" and nk > 1 and not kt.byte_order_is_logical:
+        bounds, rid, kdata, koffs = _to_byte_order(enc, rows, firsts, bounds, rid, kdata, koffs)
     # spec §2.9 step 3: every key's bitmap is written in key order
     allbm, cum = serialize_groups(rid, bounds)
     lengths = np.diff(cum)
@@ -217,8 +252,6 @@ def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarra
     chunks.append(stored)
     footer = Footer(null_off, len(null_bytes), non_null_off, len(nn_bytes), index_off, index_len, nk)
     chunks.append(footer.to_bytes())
-    first = kdata[koffs[0]:koffs[1]].tobytes() if nk else None
-    last = kdata[koffs[nk - 1]:koffs[nk]].tobytes() if nk else None
     return b"".join(chunks), first, last, nk
 
 
@@ -239,12 +272,12 @@ def write_index_bytes(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
                       kt: KeyType, options: IndexOptions | Mapping[str, object] | None = None
                       ) -> tuple[bytes, WrittenFile]:
     """One file's bytes from keys in any order and their local row ids (nulls → null bitmap)."""
-    block_size, codec, level = _options(options)
+    block_size, codec, level, key_order = _options(options)
     kt = parse_type(kt) if isinstance(kt, str) else kt
     enc, rid = _prepare(keys, row_ids, kt)
     s = _sort(enc, rid)
     data, first, last, count = _encode(kt, enc, s.null_rid, s.rows, s.rep, s.rid, block_size, codec, level,
-                                       s.nn_rid)
+                                       s.nn_rid, key_order)
     return data, _written(kt, "", data, len(rid), first, last, len(s.null_rid) > 0, count)
 
 
@@ -260,7 +293,7 @@ def write_index_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
     """
     if records_per_file < 1:
         raise WriterInputError("records_per_file must be ≥ 1")
-    block_size, codec, level = _options(options)
+    block_size, codec, level, key_order = _options(options)
     kt = parse_type(kt) if isinstance(kt, str) else kt
     enc, rid = _prepare(keys, row_ids, kt)
     s = _sort(enc, rid)
@@ -272,7 +305,7 @@ def write_index_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
         null_part = s.null_rid[start:min(end, n_null)] if start < n_null else s.null_rid[:0]
         a, b = max(start - n_null, 0), max(end - n_null, 0)
         data, first, last, count = _encode(kt, enc, null_part, s.rows[a:b], s.rep[a:b], s.rid[a:b],
-                                           block_size, codec, level)
+                                           block_size, codec, level, key_order=key_order)
         path = new_path()
         storage.write_atomic(path, data)
         out.append(_written(kt, path, data, end - start, first, last, len(null_part) > 0, count))

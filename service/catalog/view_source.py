@@ -13,13 +13,12 @@ from pyroaring import BitMap64
 
 from index_format import ranges
 from service.catalog.catalog import Catalog
-from service.catalog.errors import UnsupportedOperationError
 from service.catalog.model import PAIMON, DataFile, Snapshot, Table
 
 if TYPE_CHECKING:
     from service.catalog.paimon.view import PaimonView
 
-__all__ = ["IndexViewSource", "check_bgix_managed", "is_paimon", "load_view_source", "refresh_source",
+__all__ = ["IndexViewSource", "drop_index", "is_paimon", "load_view_source", "refresh_source",
            "source_version"]
 
 Range = tuple[int, int]
@@ -89,12 +88,23 @@ def refresh_source(catalog: Catalog, table: Table) -> None:
         catalog.refresh_data_files(table.name)
 
 
-def check_bgix_managed(table: Table) -> None:
-    """Raises UnsupportedOperationError for tables whose indexes bgix does not drop (yet): Paimon tables."""
-    if is_paimon(table):
-        raise UnsupportedOperationError(
-            f"table {table.name!r} is a Paimon table: dropping its bitmap global indexes is not supported yet "
-            f"(build them with create_global_index; drop them with Paimon or pypaimon)")
+def drop_index(catalog: Catalog, name: str, column: str) -> None:
+    """Drop the column's index; the source data is untouched.
+
+    bgix tables: the catalog removes the index's snapshots and files. Paimon tables: one new Paimon
+    snapshot takes the column's bitmap global index entries out (index deletes, whoever wrote them); the
+    files stay for the older snapshots that reference them. The serving side sees it on its next refresh.
+
+    Raises:
+        TableNotFoundError; IndexNotFoundError (the column has no index); for Paimon tables also
+        InvalidTableError and whatever pypaimon's commit raises.
+    """
+    t = catalog.get_table(name)
+    if is_paimon(t):
+        from service.catalog import paimon
+        paimon.drop_bitmap_index(t.location, column)
+        return
+    catalog.drop_index(name, column)
 
 
 def _paimon_source(catalog: Catalog, t: Table) -> IndexViewSource:

@@ -188,3 +188,18 @@ def test_bgix_build_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert bgix_main(["build", "--warehouse", str(wh), "--table", "t", "--column", "n", "--drop"]) == 0
     assert cat.current_snapshot("t", "n") is None and not any(cat.storage.exists(p) for p in files)
     assert bgix_main(["build", "--warehouse", str(wh), "--table", "t", "--column", "n", "--drop"]) == 1
+
+
+def test_key_order_bytes_option_reaches_the_files_and_the_snapshot(tmp_path: Path) -> None:
+    # bgix.key-order (spec §2.7) flows create options → job spec → workers → writer; recorded in the snapshot
+    from index_format import open_index, parse_type
+    gen = make_parquet_table(tmp_path, rows_per_file=(500, 700))
+    cat, wh = _catalog(tmp_path)
+    cat.put_table(Table("t", str(gen.location)))
+    for column, order in (("n", "bytes"), ("b", "logical")):
+        opts = {**R, "bgix.key-order": order.upper()} if order == "bytes" else dict(R)
+        snap = run_job(_spec(wh, f"j-{column}", column, options=opts))
+        assert snap.options["bgix.key-order"] == order
+        kt = parse_type(snap.key_type)
+        assert {open_index(f.path, kt, storage=cat.storage, size=f.file_size).key_order for f in snap.files} == {order}
+        assert_index_matches(cat, snap, oracle_table(gen.files, [column]), column)

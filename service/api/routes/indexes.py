@@ -15,7 +15,7 @@ from service.api.deps import ReadAuth, ServicesDep, WriteAuth
 from service.api.errors import InvalidCursorError, SnapshotChangedError
 from service.api.presenters import iso
 from service.api.routes.tables import ERRORS, TableName
-from service.catalog.view_source import check_bgix_managed
+from service.catalog.view_source import drop_index
 
 router = APIRouter(tags=["indexes"])
 ColumnName = Annotated[str, Path(min_length=1, max_length=256, description="Indexed column")]
@@ -36,11 +36,13 @@ def create_global_index(body: schemas.CreateIndexRequest, services: ServicesDep)
 @router.post("/v1/drop_global_index", response_model=schemas.Dropped, dependencies=[WriteAuth],
              responses=ERRORS)
 def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> schemas.Dropped:
-    """Remove an index (all snapshots and files of the column); the source data is untouched."""
-    check_bgix_managed(services.catalog.get_table(body.table))
+    """Remove an index (all snapshots and files of the column); the source data is untouched.
+    Paimon tables: one new Paimon snapshot takes the column's bitmap global index files out of the table
+    (index deletes, as Paimon's drop_global_index); the files stay for older snapshots."""
+    services.catalog.get_table(body.table)
     # A running build would commit into the dropped index and bring it back.
     services.catalog.check_no_active_build(body.table, body.index_column)
-    services.catalog.drop_index(body.table, body.index_column)
+    drop_index(services.catalog, body.table, body.index_column)
     services.query_service.forget_table(body.table)
     return schemas.Dropped(table=body.table, index_column=body.index_column)
 

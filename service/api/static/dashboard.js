@@ -164,6 +164,17 @@ async function rescanTable(name, card) {
   }
 }
 
+// Key order of numeric/date/time keys (spec §2.7), known where the build recorded its options (bgix builds of
+// bgix tables); strings and booleans are the same in both orders, so nothing is shown for them.
+const KEY_ORDER_READERS = { logical: "Paimon Java (current) and bgix", bytes: "pypaimon 2.1 and bgix" };
+
+function keyOrderTag(ix) {
+  const order = (ix.options || {})["bgix.key-order"];
+  if (!order || /^(string|varchar|char|boolean)/.test(ix.key_type)) return null;
+  return el("span", { class: "muted key-order", title: `bgix.key-order=${order}: searchable by ${KEY_ORDER_READERS[order] || "bgix"}` },
+            ` · ${order} order`);
+}
+
 function indexRow(table, ix, totalRows) {
   const covered = rangeRows(ix.covered_ranges);
   const uncovered = rangeRows(ix.uncovered_ranges);
@@ -175,7 +186,7 @@ function indexRow(table, ix, totalRows) {
                          : el("span", { class: "badge fresh" }, "fresh");
   return el("tr", { "data-column": ix.column },
     el("td", {}, el("code", {}, ix.column), " ", badge),
-    el("td", {}, `${ix.index_type} · ${ix.key_type}`),
+    el("td", {}, `${ix.index_type} · ${ix.key_type}`, keyOrderTag(ix)),
     el("td", { class: "num" }, fmtInt(covered)),
     el("td", { class: "num" }, fmtInt(ix.files)),
     el("td", { class: "num" }, fmtBytes(ix.bytes)),

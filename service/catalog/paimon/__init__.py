@@ -3,7 +3,8 @@
 errors · location (`<warehouse>/<db>.db/<table>`) · table (open, pin a snapshot, Storage) · key_types ·
 description (fields, options, data files) · index_entries (bitmap global index files) ·
 deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads) · view (what the query side serves) ·
-build_plan (unindexed ranges to build, per split) · commit (index files → one new Paimon snapshot).
+build_plan (unindexed ranges to build, per split) · commit (index files → one new Paimon snapshot) ·
+drop (a column's bitmap index files → index deletes in one new Paimon snapshot).
 """
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from service.catalog.paimon.description import (
     RowRangeGroup,
     describe_table,
 )
+from service.catalog.paimon.drop import drop_bitmap_index
 from service.catalog.paimon.errors import (
     NotAPaimonTableError,
     PaimonColumnNotFoundError,
@@ -32,7 +34,7 @@ __all__ = [
     "ROW_ID", "BitmapIndexEntry", "DeletionVectorRef", "NotAPaimonTableError", "PaimonColumnNotFoundError",
     "PaimonDataFile", "PaimonField", "PaimonIndexSummary", "PaimonLocation", "PaimonSnapshotNotFoundError",
     "PaimonTable", "PaimonTableDescription", "PaimonView", "RowRangeGroup", "RowTrackingDisabledError",
-    "deleted_row_ids", "describe_table", "key_type_of_spelling", "latest_snapshot_id",
+    "deleted_row_ids", "describe_table", "drop_bitmap_index", "key_type_of_spelling", "latest_snapshot_id",
     "list_bitmap_index_entries", "list_deletion_vectors", "load_paimon_view", "open_paimon_table",
     "parse_location", "plan_splits", "read_rows", "table_storage", "to_storage_path",
 ]

@@ -129,5 +129,5 @@ def test_with_overrides() -> None:
 def test_table_is_complete_and_documented() -> None:
     keys = [s.key for s in OPTION_TABLE]
     assert len(keys) == len(set(keys))
-    assert all(s.help and s.kind in {"int", "size", "codec", "bool"} for s in OPTION_TABLE)
+    assert all(s.help and s.kind in {"int", "size", "codec", "bool", "choice"} for s in OPTION_TABLE)
     assert {s.key: s.default_text for s in OPTION_TABLE} == IndexOptions().to_dict()

@@ -1,0 +1,80 @@
+"""Drop a column's bitmap global index from a Paimon table: one new snapshot of index deletes, through pypaimon.
+
+Follows pypaimon's own `globalindex.drop_global_index` (GlobalIndexDropper): scan the latest snapshot's index
+manifest, turn every matching entry into a delete (kind 1, same partition, bucket and IndexFileMeta) and
+commit them as CommitMessages grouped by partition, with no data files. Data is untouched.
+
+One difference: pypaimon matches entries whose indexed field ids are exactly [the column's id]; here every
+bitmap entry whose `index_field_id` is the column's goes (extra field ids or not), because that is what the
+serving side reads as the column's index (index_entries.list_bitmap_index_entries).
+
+The index files themselves stay in storage: older snapshots still reference them (time travel, readers
+pinned to them), and Paimon's snapshot expiry / orphan-file cleanup owns deleting them.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from pypaimon import CatalogFactory
+from pypaimon.index.index_file_handler import IndexFileHandler
+from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+from pypaimon.write.commit_message import CommitMessage
+
+from service.catalog.errors import IndexNotFoundError
+from service.catalog.paimon.commit import _our_snapshot
+from service.catalog.paimon.index_entries import BITMAP_INDEX_TYPE
+from service.catalog.paimon.table import open_paimon_table
+
+__all__ = ["drop_bitmap_index"]
+
+_ADD, _DELETE = 0, 1  # IndexManifestEntry.kind
+
+
+def drop_bitmap_index(location: str, column: str, *, catalog_options: Mapping[str, str] | None = None,
+                      properties: dict[str, str] | None = None) -> tuple[int, int]:
+    """Commit index deletes for every bitmap global index file of `column` in the latest snapshot.
+
+    Returns (the new snapshot's id, how many index files it took out).
+
+    Raises:
+        IndexNotFoundError: the latest snapshot has no bitmap global index on `column` (or no such column).
+        NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
+        Anything pypaimon's commit raises (then nothing was committed).
+    """
+    latest = open_paimon_table(location, catalog_options=catalog_options)
+    fields = {str(f.name): int(f.id) for f in latest.table.fields}
+    field_id = fields.get(column)
+    entries: list[IndexManifestEntry] = []
+    if field_id is not None and latest.snapshot is not None:
+        entries = IndexFileHandler(table=latest.table).scan(
+            latest.snapshot, lambda e: _is_bitmap_of(e, field_id))
+    if not entries:
+        raise IndexNotFoundError(
+            f"table {latest.location.identifier} has no bitmap global index on column {column!r}")
+
+    by_partition: dict[tuple[object, ...], list[IndexManifestEntry]] = {}
+    for e in entries:
+        by_partition.setdefault(tuple(e.partition.values), []).append(IndexManifestEntry(
+            kind=_DELETE, partition=e.partition, bucket=e.bucket, index_file=e.index_file))
+    messages = [CommitMessage(partition=values, bucket=0, new_files=[], index_deletes=deletes)
+                for values, deletes in by_partition.items()]
+
+    # Commit through a fresh, unpinned table (the pinned one is a time-travel copy).
+    writable = CatalogFactory.create({**dict(catalog_options or {}), "warehouse": latest.location.warehouse}
+                                     ).get_table(latest.location.identifier)
+    wb = writable.new_batch_write_builder()
+    commit = wb.new_commit()
+    try:
+        commit.commit(messages, snapshot_properties=properties)
+    finally:
+        commit.close()
+    # The index files stay where they are: earlier snapshots still reference them; Paimon's snapshot expiry
+    # (and orphan-file cleanup) deletes them once no snapshot does. Deleting them here would break those.
+    return _our_snapshot(writable, wb.commit_user, after=latest.snapshot_id or 0), len(entries)
+
+
+def _is_bitmap_of(entry: IndexManifestEntry, field_id: int) -> bool:
+    meta = entry.index_file
+    gim = meta.global_index_meta
+    return (entry.kind == _ADD and str(meta.index_type).lower().strip() == BITMAP_INDEX_TYPE
+            and gim is not None and int(gim.index_field_id) == field_id)
