@@ -13,7 +13,7 @@ _EVENTS = {"open", "os.listdir", "os.scandir"}
 
 
 class OutsideReads:
-    """Collects paths read outside `repo` but under its parent (e.g. ../shared)."""
+    """Collects paths read outside `repo` but under its parent (e.g. a shared folder next to a checkout)."""
 
     def __init__(self, repo: Path) -> None:
         self.repo = str(repo.resolve())

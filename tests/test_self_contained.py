@@ -1,4 +1,4 @@
-"""The suite needs nothing beside the repository: the guard in conftest catches reads of ../shared."""
+"""The suite needs nothing beside the repository: the guard in conftest catches reads of the folder beside it."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""`bgix file inspect --json` and `bgix file build` on every Java reference vector (../shared/vectors).
+"""`bgix file inspect --json` and `bgix file build` on every Java reference vector (copied into tests/data/global_index).
 
 Expected content comes from the vector's input TSV and vectors.tsv (Java's output), never from our reader.
 """

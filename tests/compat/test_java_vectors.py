@@ -1,4 +1,4 @@
-"""Every Java reference file (../shared/vectors) reads back to its input rows; `none` files are reproduced byte for byte."""
+"""Every Java reference file (copied into tests/data/global_index) reads back to its input rows; `none` files are reproduced byte for byte."""
 from __future__ import annotations
 
 import math

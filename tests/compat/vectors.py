@@ -1,4 +1,4 @@
-"""Loading the Java reference vectors (../shared/vectors): the .tsv inputs and the vectors.tsv table.
+"""Loading the Java reference vectors (copied into tests/data/global_index): the .tsv inputs and the vectors.tsv table.
 
 Test helper only; parses the rows independently of index_format (plain Python values).
 """

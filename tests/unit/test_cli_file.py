@@ -80,7 +80,7 @@ def test_build_positions_and_errors(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert code == 1 and "magic" in err
 
 
-def test_build_input_errors_are_messages_not_tracebacks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_build_input_problems_are_messages_not_tracebacks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = tmp_path / "e.parquet"
     pq.write_table(pa.table({"s": ["a", "b", None], "rid": pa.array([1, None, 3], pa.int64())}), src)
     out_file = tmp_path / "x.index"

@@ -12,8 +12,9 @@ from __future__ import annotations
 import logging
 import struct
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from pypaimon import CatalogFactory
 from pypaimon.globalindex.global_index_meta import GlobalIndexMeta
@@ -26,11 +27,11 @@ from index_format import ranges
 from index_format.storage import Storage
 from service.catalog.errors import CommitConflictError
 from service.catalog.paimon.index_entries import BITMAP_INDEX_TYPE, list_bitmap_index_entries
-from service.catalog.paimon.location import to_storage_path
+from service.catalog.paimon.location import PaimonLocation, to_storage_path
 from service.catalog.paimon.table import PaimonTable, open_paimon_table
 
-__all__ = ["BuiltIndexFile", "DEIX_MAGIC", "commit_index_files", "deix_source_meta", "index_dir",
-           "new_index_file_name"]
+__all__ = ["BuiltIndexFile", "DEIX_MAGIC", "commit_index_files", "commit_messages", "deix_source_meta", "index_dir",
+           "new_index_file_name", "writable_table"]
 
 log = logging.getLogger("bgix.paimon.commit")
 DEIX_MAGIC = 0x44454958   # "DEIX"
@@ -83,16 +84,9 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
         latest = open_paimon_table(table.location.table_path)
         if latest.snapshot_id != table.snapshot_id:
             _check_still_uncovered(latest, files, since=table.snapshot_id)
-        writable = CatalogFactory.create({"warehouse": table.location.warehouse}).get_table(
-            table.location.identifier)
+        writable = writable_table(table.location)
         messages = _messages(writable, files, table.snapshot_id, external=index_dir(table)[1], kind=0)
-        wb = writable.new_batch_write_builder()
-        commit = wb.new_commit()
-        try:
-            commit.commit(messages, snapshot_properties=properties)
-        finally:
-            commit.close()
-        sid = _our_snapshot(writable, wb.commit_user, after=latest.snapshot_id or 0)
+        sid = commit_messages(writable, messages, after=latest.snapshot_id or 0, properties=properties)
         _check_no_overlap_after(table, files, writable, sid)
         return sid
     except BaseException:
@@ -119,13 +113,8 @@ def _check_no_overlap_after(table: PaimonTable, files: Sequence[BuiltIndexFile],
         others = [(e.row_range_start, e.row_range_end) for e in entries.get(f.column, ())
                   if e.file_name not in mine]
         if ranges.intersect([(f.row_range_start, f.row_range_end)], others):
-            wb = writable.new_batch_write_builder()  # type: ignore[attr-defined]
-            commit = wb.new_commit()
-            try:
-                commit.commit(_messages(writable, files, table.snapshot_id or 0,
-                                        external=index_dir(table)[1], kind=1, deletes=True))
-            finally:
-                commit.close()
+            commit_messages(writable, _messages(writable, files, table.snapshot_id or 0,
+                                                external=index_dir(table)[1], kind=1, deletes=True), after=sid)
             raise CommitConflictError(
                 f"column {f.column!r}: another writer indexed rows {f.row_range_start}..{f.row_range_end} "
                 "at the same time; this build's index files were taken back out")
@@ -152,6 +141,24 @@ def _messages(writable: object, files: Sequence[BuiltIndexFile], scanned: int, *
         else:
             out.append(CommitMessage(partition=values, bucket=0, new_files=[], index_adds=entries))
     return out
+
+
+def writable_table(location: PaimonLocation, catalog_options: Mapping[str, str] | None = None) -> Any:
+    """A fresh, unpinned pypaimon table to commit through (a PaimonTable is pinned: a time-travel copy)."""
+    return CatalogFactory.create({**dict(catalog_options or {}), "warehouse": location.warehouse}).get_table(
+        location.identifier)
+
+
+def commit_messages(writable: Any, messages: Sequence[CommitMessage], *, after: int,
+                    properties: dict[str, str] | None = None) -> int:
+    """Commit `messages` through `writable` as one new snapshot; returns its id (the first of ours after `after`)."""
+    wb = writable.new_batch_write_builder()
+    commit = wb.new_commit()
+    try:
+        commit.commit(list(messages), snapshot_properties=properties)
+    finally:
+        commit.close()
+    return _our_snapshot(writable, wb.commit_user, after=after)
 
 
 def _our_snapshot(writable: object, commit_user: str, after: int) -> int:

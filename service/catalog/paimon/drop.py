@@ -15,13 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pypaimon import CatalogFactory
 from pypaimon.index.index_file_handler import IndexFileHandler
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.write.commit_message import CommitMessage
 
 from service.catalog.errors import IndexNotFoundError
-from service.catalog.paimon.commit import _our_snapshot
+from service.catalog.paimon.commit import commit_messages, writable_table
 from service.catalog.paimon.index_entries import BITMAP_INDEX_TYPE
 from service.catalog.paimon.table import open_paimon_table
 
@@ -60,17 +59,11 @@ def drop_bitmap_index(location: str, column: str, *, catalog_options: Mapping[st
                 for values, deletes in by_partition.items()]
 
     # Commit through a fresh, unpinned table (the pinned one is a time-travel copy).
-    writable = CatalogFactory.create({**dict(catalog_options or {}), "warehouse": latest.location.warehouse}
-                                     ).get_table(latest.location.identifier)
-    wb = writable.new_batch_write_builder()
-    commit = wb.new_commit()
-    try:
-        commit.commit(messages, snapshot_properties=properties)
-    finally:
-        commit.close()
+    writable = writable_table(latest.location, catalog_options)
+    sid = commit_messages(writable, messages, after=latest.snapshot_id or 0, properties=properties)
     # The index files stay where they are: earlier snapshots still reference them; Paimon's snapshot expiry
     # (and orphan-file cleanup) deletes them once no snapshot does. Deleting them here would break those.
-    return _our_snapshot(writable, wb.commit_user, after=latest.snapshot_id or 0), len(entries)
+    return sid, len(entries)
 
 
 def _is_bitmap_of(entry: IndexManifestEntry, field_id: int) -> bool:
