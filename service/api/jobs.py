@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -86,6 +87,9 @@ class JobRunner:
             except subprocess.TimeoutExpired:
                 log.warning("job %s process %s did not exit after its record was final", t.job_id, t.pid)
         self._reap_all()
+        # Spec files may hold storage credentials: remove them unless a detached build still runs from them.
+        if not any(self._job_active(t.job_id) for t in self._tracked.values()):
+            shutil.rmtree(self._spec_dir, ignore_errors=True)
 
     def _job_active(self, job_id: str) -> bool:
         try:

@@ -60,6 +60,10 @@ class DataFile:
     row_count: int
     first_row_id: int
     partition: dict[str, str] = field(default_factory=dict)
+    # Paimon data files only: the columns a data-evolution file writes (None: all) and its newest sequence
+    # number; where files share row ids, each column's current value is in the newest file that writes it.
+    write_cols: tuple[str, ...] | None = None
+    max_sequence_number: int | None = None
 
     @property
     def end_row_id(self) -> int:
@@ -76,6 +80,8 @@ class DataFile:
     def from_dict(cls, data: dict[str, Any]) -> DataFile:
         d = _known(cls, data)
         d["partition"] = dict(d.get("partition") or {})
+        if d.get("write_cols") is not None:
+            d["write_cols"] = tuple(d["write_cols"])
         return cls(**d)
 
 
@@ -98,6 +104,8 @@ class IndexFileEntry:
     def from_dict(cls, data: dict[str, Any]) -> IndexFileEntry:
         d = _known(cls, data)
         d["partition"] = dict(d.get("partition") or {})
+        if d.get("write_cols") is not None:
+            d["write_cols"] = tuple(d["write_cols"])
         return cls(**d)
 
 

@@ -1,16 +1,13 @@
-"""`bgix demo`: sample table -> `bgix serve` -> create_global_index through the HTTP API (Spark) -> example queries.
+"""`bgix demo`: a sample Paimon table -> `bgix serve` -> create_global_index through the HTTP API (Spark)
+-> example queries -> pypaimon's own index scanner answering from the files bgix committed.
 
-Talks to the service only over HTTP (httpx), like any user would; imports no fastapi or pyspark itself.
-BGIX_* variables are read through service.api.settings.Settings (pydantic only), like the service reads them.
+Talks to the service only over HTTP (httpx and service.client), like any user would; imports no fastapi or
+pyspark itself. `--format parquet` runs the same demo on a plain Parquet table. BGIX_* variables are read
+through service.api.settings.Settings (pydantic only), like the service reads them.
 """
 from __future__ import annotations
 
 import argparse
-import os
-import shutil
-import signal
-import socket
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -19,12 +16,14 @@ import httpx
 from pydantic import ValidationError
 
 from service.api.settings import Settings
-from service.sample_data import is_current, write_events
+from service.cli.demo_server import auth_headers, java_available, pick_port, start_server, stop_server, wait_ready
+from service.client import Client
 
 TABLE = "events"
+PAIMON_DATABASE = "demo"
 DEFAULT_COLUMNS = ("status", "country", "tenant")
 # (title, where, columns it needs): printed in this order when those columns are indexed;
-# tests/e2e/test_demo.py re-computes each count with pandas.
+# tests/e2e/test_demo.py re-computes each count from pypaimon's (or pandas') read of the rows.
 EXAMPLE_QUERIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("equality", "status = 'error'", ("status",)),
     ("IN list", "country IN ('DE', 'FR', 'NL')", ("country",)),
@@ -35,7 +34,13 @@ EXAMPLE_QUERIES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("range", "tenant >= 'globex' AND tenant < 'hooli'", ("tenant",)),
     ("range on ts", "ts >= TIMESTAMP '2026-10-10 00:00:00' AND ts < TIMESTAMP '2026-10-11 00:00:00'", ("ts",)),
 )
-READY_TIMEOUT_S = 60.0
+# (where as bgix reads it, column, pypaimon operator, values): what pypaimon's own scanner is asked.
+SCANNER_QUERIES: tuple[tuple[str, str, str, tuple[object, ...]], ...] = (
+    ("status = 'error'", "status", "=", ("error",)),
+    ("country IN ('DE', 'FR', 'NL')", "country", "in", ("DE", "FR", "NL")),
+    ("tenant = 'acme-01'", "tenant", "=", ("acme-01",)),
+    ("status IS NULL", "status", "is null", ()),
+)
 BUILD_TIMEOUT_S = 1800.0
 DEMO_SPARK_MASTER = "local[2]"   # the demo's default when BGIX_SPARK_MASTER is unset (the service's is local[*])
 
@@ -52,9 +57,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.set_defaults(settings=settings)
     parser.add_argument("--warehouse", default=settings.warehouse,
                         help="local warehouse directory (default: $BGIX_WAREHOUSE or ./warehouse)")
+    parser.add_argument("--format", choices=("paimon", "parquet"), default="paimon",
+                        help="sample table kind: a Paimon table written by pypaimon (default) or plain Parquet files")
     parser.add_argument("--rows", type=int, default=None, help="rows in the sample table (default 2,000,000)")
-    parser.add_argument("--files", type=int, default=8, help="Parquet files in the sample table (default 8)")
-    parser.add_argument("--quick", action="store_true", help="small run: 200,000 rows in 4 files")
+    parser.add_argument("--commits", type=int, default=4, help="Paimon commits the rows are written in (default 4)")
+    parser.add_argument("--files", type=int, default=8, help="Parquet files of the plain sample table (default 8)")
+    parser.add_argument("--quick", action="store_true", help="small run: 200,000 rows")
     parser.add_argument("--columns", default=",".join(DEFAULT_COLUMNS),
                         help="comma-separated columns to index (default status,country,tenant; add ts for a time range)")
     parser.add_argument("--host", default="127.0.0.1", help="address the service binds (default 127.0.0.1)")
@@ -67,37 +75,44 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.engine == "spark" and not _java_available():
+    if args.engine == "spark" and not java_available():
         print("bgix demo: Java 17+ is required to build indexes with Spark, but no `java` was found on PATH "
               "(and JAVA_HOME is unset). Install it, e.g. `apt-get install openjdk-17-jre-headless`, "
               "or run `bgix demo --engine local` to build without Spark.", file=sys.stderr)
         return 1
     rows = args.rows if args.rows is not None else (200_000 if args.quick else 2_000_000)
-    files = 4 if args.quick and args.files == 8 else args.files
     columns = [c.strip() for c in args.columns.split(",") if c.strip()]
     warehouse = Path(args.warehouse).resolve()
-    source = warehouse / "source" / TABLE
+    paimon = args.format == "paimon"
+    steps = 5 if paimon else 4
 
     t0 = time.perf_counter()
-    regenerated = not is_current(source, rows, files)
-    paths = write_events(source, rows=rows, files=files)
-    print(f"[1/4] sample table: {rows:,} rows in {len(paths)} Parquet files under {source} "
-          f"({time.perf_counter() - t0:.1f} s)", flush=True)
+    if paimon:
+        source, regenerated = _paimon_sample(warehouse, rows, max(1, args.commits))
+    else:
+        source, regenerated = _parquet_sample(warehouse, rows, 4 if args.quick and args.files == 8 else args.files)
+    print(f"      ({time.perf_counter() - t0:.1f} s)", flush=True)
 
-    port = _pick_port(args.host, args.port)
+    port = pick_port(args.host, args.port)
     url = f"http://{args.host}:{port}"
-    server = _start_server(args, warehouse, port)
+    server = start_server(args.host, port, warehouse, args.engine, args.spark_master)
+    headers = auth_headers(getattr(args, "settings", None) or _settings())
     try:
-        with httpx.Client(base_url=url, timeout=60.0, headers=_auth_headers(getattr(args, "settings", None) or _settings())) as http:
-            _wait_ready(http, server)
-            print(f"[2/4] service up at {url} (warehouse {warehouse})", flush=True)
-            _register(http, source, replace=regenerated)
-            for column in columns:
-                _build(http, column)
-            print("[4/4] example queries", flush=True)
+        with httpx.Client(base_url=url, timeout=60.0, headers=headers) as http:
+            wait_ready(http, server)
+            print(f"[2/{steps}] service up at {url} (warehouse {warehouse})", flush=True)
+            _register(http, source, args.format, replace=regenerated)
+            if paimon:  # Paimon has no multi-column index; bgix builds all three from one scan, one commit
+                _build(http, ",".join(columns), steps)
+            else:
+                for column in columns:
+                    _build(http, column, steps)
+            print(f"[4/{steps}] example queries", flush=True)
             for title, where, needs in EXAMPLE_QUERIES:
                 if set(needs) <= set(columns):
                     _run_query(http, title, where)
+        if paimon:
+            _pypaimon_reads_our_index(url, headers, source, columns, steps)
         print(f"\nDashboard: {url}/dashboard", flush=True)
         if args.no_serve:
             return 0
@@ -108,72 +123,28 @@ def run(args: argparse.Namespace) -> int:
     except KeyboardInterrupt:
         return 0
     finally:
-        _stop(server)
+        stop_server(server)
 
 
-def _java_available() -> bool:
-    home = os.environ.get("JAVA_HOME")
-    return shutil.which("java") is not None or bool(home and (Path(home) / "bin" / "java").exists())
+def _paimon_sample(warehouse: Path, rows: int, commits: int) -> tuple[Path, bool]:
+    from service.catalog.paimon.sample import PARTITION_KEY, is_current_sample, write_sample_table
+
+    location = warehouse / "paimon" / f"{PAIMON_DATABASE}.db" / TABLE
+    regenerated = not is_current_sample(location, rows, commits)
+    write_sample_table(warehouse / "paimon", PAIMON_DATABASE, TABLE, rows=rows, commits=commits)
+    print(f"[1/5] sample Paimon table {PAIMON_DATABASE}.{TABLE}: {rows:,} rows written by pypaimon in {commits} "
+          f"commit(s), partitioned by {PARTITION_KEY}, row tracking on, at {location}", flush=True)
+    return location, regenerated
 
 
-def _auth_headers(settings: Settings) -> dict[str, str]:
-    token = settings.token.get_secret_value() if settings.token is not None else ""
-    return {"Authorization": f"Bearer {token}"} if token else {}
+def _parquet_sample(warehouse: Path, rows: int, files: int) -> tuple[Path, bool]:
+    from service.sample_data import is_current, write_events
 
-
-def _pick_port(host: str, preferred: int) -> int:
-    for port in (preferred, 0):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind((host, port))
-            except OSError:
-                continue
-            return int(s.getsockname()[1])
-    raise SystemExit(f"bgix demo: no free port on {host}")
-
-
-def _start_server(args: argparse.Namespace, warehouse: Path, port: int) -> subprocess.Popen[bytes]:
-    env = dict(os.environ)
-    env.update({
-        "BGIX_WAREHOUSE": str(warehouse),
-        "BGIX_BUILD_ENGINE": args.engine,
-        "BGIX_SPARK_MASTER": args.spark_master,
-        "SPARK_LOCAL_IP": env.get("SPARK_LOCAL_IP", "127.0.0.1"),
-        "PYSPARK_PYTHON": env.get("PYSPARK_PYTHON", sys.executable),
-        "PYSPARK_DRIVER_PYTHON": env.get("PYSPARK_DRIVER_PYTHON", sys.executable),
-    })
-    cmd = [sys.executable, "-c", "from service.cli import main; raise SystemExit(main())",
-           "serve", "--host", args.host, "--port", str(port), "--log-level", "warning", "--no-access-log"]
-    # Own process group: Ctrl-C reaches us once, and we stop the server (and its build jobs) ourselves.
-    return subprocess.Popen(cmd, env=env, start_new_session=True)
-
-
-def _stop(server: subprocess.Popen[bytes]) -> None:
-    if server.poll() is not None:
-        return
-    try:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=15)
-    except (subprocess.TimeoutExpired, ProcessLookupError):
-        try:
-            os.killpg(server.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        server.wait(timeout=5)
-
-
-def _wait_ready(http: httpx.Client, server: subprocess.Popen[bytes]) -> None:
-    deadline = time.monotonic() + READY_TIMEOUT_S
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise SystemExit(f"bgix demo: the service exited with code {server.returncode} while starting")
-        try:
-            if http.get("/v1/tables").status_code < 500:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise SystemExit(f"bgix demo: the service did not answer within {READY_TIMEOUT_S:.0f} s")
+    source = warehouse / "source" / TABLE
+    regenerated = not is_current(source, rows, files)
+    paths = write_events(source, rows=rows, files=files)
+    print(f"[1/4] sample table: {rows:,} rows in {len(paths)} Parquet files under {source}", flush=True)
+    return source, regenerated
 
 
 def _check(resp: httpx.Response) -> dict:
@@ -187,9 +158,9 @@ def _check(resp: httpx.Response) -> dict:
     return resp.json() if resp.content else {}
 
 
-def _register(http: httpx.Client, source: Path, replace: bool) -> None:
-    body = {"location": str(source), "format": "parquet", "partition_columns": []}
-    if replace:  # new sample files: the old registration's row-id map and indexes no longer apply
+def _register(http: httpx.Client, source: Path, fmt: str, replace: bool) -> None:
+    body = {"location": str(source), "format": fmt, "partition_columns": []}
+    if replace:  # a new sample: the old registration's row-id map and indexes no longer apply
         resp = http.delete(f"/v1/tables/{TABLE}")
         if resp.status_code != 404:
             _check(resp)
@@ -197,15 +168,18 @@ def _register(http: httpx.Client, source: Path, replace: bool) -> None:
     if resp.status_code == 409:  # already registered by an earlier demo run on this warehouse
         print(f"      table {TABLE!r} already registered", flush=True)
         return
-    _check(resp)
-    print(f"      registered table {TABLE!r} -> {source}", flush=True)
+    table = _check(resp)
+    paimon = table.get("paimon") or {}
+    where = (f" (Paimon snapshot {paimon.get('snapshot_id')}, {int(paimon.get('row_count') or 0):,} rows)"
+             if paimon else "")
+    print(f"      registered table {TABLE!r} -> {source}{where}", flush=True)
 
 
-def _build(http: httpx.Client, column: str) -> None:
+def _build(http: httpx.Client, column: str, steps: int) -> None:
     body = {"table": TABLE, "index_column": column, "index_type": "bitmap", "options": {}}
     t0 = time.perf_counter()
     job_id = _check(http.post("/v1/create_global_index", json=body))["job_id"]
-    print(f"[3/4] create_global_index {TABLE}.{column}: job {job_id}", flush=True)
+    print(f"[3/{steps}] create_global_index {TABLE}.{column}: job {job_id}", flush=True)
     try:
         _follow(http, column, job_id, t0)
     except KeyboardInterrupt:  # the job runs in its own process group: stop it too
@@ -241,3 +215,27 @@ def _run_query(http: httpx.Client, title: str, where: str) -> None:
     ms = 1000 * (time.perf_counter() - t0)
     # The e2e test parses `count=<n>` and `where: <text>` from these lines.
     print(f"      {title:<20} count={ans['count']:>10,}  {ms:8.1f} ms  where: {where}", flush=True)
+
+
+def _pypaimon_reads_our_index(url: str, headers: dict[str, str], location: Path, columns: list[str],
+                              steps: int) -> None:
+    """Paimon's own reader (pypaimon's DataEvolutionGlobalIndexScanner) answers from the files bgix committed."""
+    from service.catalog.paimon.sample import scanner_row_ids
+
+    print(f"[{steps}/{steps}] pypaimon's DataEvolutionGlobalIndexScanner over the index files bgix committed",
+          flush=True)
+    token = headers.get("Authorization", "").removeprefix("Bearer ") or None
+    with Client(url, token=token) as client:
+        for where, column, op, values in SCANNER_QUERIES:
+            if column not in columns:
+                continue
+            t0 = time.perf_counter()
+            theirs = scanner_row_ids(location, column, op, list(values))
+            ms = 1000 * (time.perf_counter() - t0)
+            if theirs is None:
+                print(f"      pypaimon found no index for {column}", flush=True)
+                continue
+            ours = client.query(TABLE, where=where)
+            same = "same row ids as bgix" if list(ours) == theirs else "DIFFERENT from bgix"
+            # The e2e test parses `rows=<n>` and `where: <text>` from these lines.
+            print(f"      pypaimon rows={len(theirs):>10,}  {ms:8.1f} ms  {same}  where: {where}", flush=True)

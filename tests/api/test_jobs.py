@@ -67,7 +67,9 @@ def test_cancel_terminates_a_running_job_process(tmp_path: Path) -> None:
 def test_build_job_reports_progress_and_snapshot(tmp_path: Path) -> None:
     df = make_frame(np.random.default_rng(5), 500)
     write_table(tmp_path / "data" / "t", df, 2)
-    with TestClient(create_app(make_settings(tmp_path))) as client:
+    app = create_app(make_settings(tmp_path))
+    spec_dir = app.state.services.jobs._spec_dir
+    with TestClient(app) as client:
         client.put("/v1/tables/t", json={"location": str(tmp_path / "data" / "t")})
         r = client.post("/v1/create_global_index", json={"table": "t", "index_column": "age"})
         assert r.status_code == 202 and r.headers["location"] == f"/v1/jobs/{r.json()['job_id']}"
@@ -101,6 +103,8 @@ def test_build_job_reports_progress_and_snapshot(tmp_path: Path) -> None:
         metrics = client.get("/metrics").text
         assert 'route="/v1/tables/{name}/query"' in metrics
         assert "bgix_index_bytes_read_total" in metrics and "bgix_cache_hit_ratio" in metrics
+        assert any(spec_dir.glob("*.json"))  # the job specs (they may hold credentials) live here meanwhile
+    assert not spec_dir.exists()  # and are removed on shutdown once no build runs from them
 
 
 def test_job_of_unknown_table_is_404_and_pid_free(tmp_path: Path) -> None:

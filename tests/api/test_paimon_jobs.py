@@ -1,0 +1,106 @@
+"""The job rules hold for Paimon tables as for plain ones: the token guards every write, a second build of the
+same table while one runs is 409, progress reaches the rows built, and a cancelled build commits nothing and
+leaves no index file behind. pypaimon (its snapshot manager and index listing) is the judge of the table."""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pypaimon.index.index_file_handler import IndexFileHandler
+
+from service.api.app import create_app
+from service.catalog import Catalog
+from service.catalog.model import JobRecord
+from tests.api.helpers import TestClient, make_settings, wait_job
+from tests.unit.catalog.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
+
+TOKEN = {"Authorization": "Bearer s3cret"}
+
+
+def _snapshot_id(location: Path) -> int:
+    return int(pypaimon_table(location).snapshot_manager().get_latest_snapshot().id)
+
+
+def _index_entries(location: Path) -> int:
+    return sum(1 for e in IndexFileHandler(table=pypaimon_table(location)).scan(None)
+               if e.kind == 0 and e.index_file.index_type == "bitmap")
+
+
+@pytest.fixture()
+def paimon(tmp_path: Path) -> Iterator[tuple[TestClient, Path]]:
+    location = create_table(tmp_path / "data" / "warehouse", "events", commits=2, rows=500)
+    with TestClient(create_app(make_settings(tmp_path, token="s3cret"))) as client:
+        yield client, location
+
+
+def test_every_write_on_a_paimon_table_needs_the_token(paimon: tuple[TestClient, Path]) -> None:
+    client, location = paimon
+    body = {"format": "paimon", "location": str(location)}
+    assert client.put("/v1/tables/events", json=body).status_code == 401
+    assert client.put("/v1/tables/events", json=body, headers=TOKEN).status_code == 200
+    build = {"table": "events", "index_column": "status"}
+    sid = _snapshot_id(location)
+    assert client.post("/v1/create_global_index", json=build).status_code == 401
+    assert client.post("/v1/drop_global_index", json=build).status_code == 401
+    assert client.delete("/v1/tables/events").status_code == 401
+    assert _snapshot_id(location) == sid  # nothing reached the table
+    # reads need no token
+    assert client.get("/v1/tables/events").json()["paimon"]["snapshot_id"] == sid
+    r = client.post("/v1/create_global_index", json=build, headers=TOKEN)
+    assert r.status_code == 202, r.text
+    job = wait_job(client, r.json()["job_id"])
+    assert job["state"] == "succeeded", job
+    # progress reaches every row built (pypaimon's read counts them)
+    assert job["progress"]["fraction"] == 1.0
+    assert job["progress"]["rows_indexed"] == pypaimon_read(location, ["status"]).num_rows == 1000
+    assert job["progress"]["ranges_done"] == job["progress"]["ranges_total"] > 0
+
+
+def test_second_build_of_a_column_being_built_is_409(paimon: tuple[TestClient, Path]) -> None:
+    client, location = paimon
+    assert client.put("/v1/tables/events", json={"format": "paimon", "location": str(location)},
+                      headers=TOKEN).status_code == 200
+    catalog = Catalog(client.app.state.services.storage)
+    # A live process stands in for the running build (liveness checks the pid and its start time).
+    catalog.put_job(JobRecord(id="running01", table="events", column="flag,status", state="running",
+                              pid=os.getpid()))
+    sid = _snapshot_id(location)
+    try:
+        r = client.post("/v1/create_global_index", json={"table": "events", "index_column": "status"},
+                        headers=TOKEN)
+        assert r.status_code == 409 and r.json()["error"]["code"] == "conflict", r.text
+        assert "running01" in r.json()["error"]["message"]
+        assert _snapshot_id(location) == sid
+        # another column of the same table may be built meanwhile (its commit is one more snapshot)
+        r = client.post("/v1/create_global_index", json={"table": "events", "index_column": "code"},
+                        headers=TOKEN)
+        assert r.status_code == 202, r.text
+        assert wait_job(client, r.json()["job_id"])["state"] == "succeeded"
+    finally:
+        catalog.update_job("running01", state="failed", error="test")
+    assert _snapshot_id(location) == sid + 1
+
+
+@pytest.mark.spark
+def test_cancelled_build_commits_nothing_and_leaves_no_file(tmp_path: Path) -> None:
+    location = create_table(tmp_path / "data" / "warehouse", "events", commits=2, rows=500)
+    settings = make_settings(tmp_path, build_engine="spark", spark_master="local[1]")
+    with TestClient(create_app(settings)) as client:
+        assert client.put("/v1/tables/events", json={"format": "paimon", "location": str(location)}).status_code == 200
+        sid = _snapshot_id(location)
+        r = client.post("/v1/create_global_index", json={"table": "events", "index_column": "status,flag"})
+        assert r.status_code == 202, r.text
+        job_id = r.json()["job_id"]
+        deadline = time.monotonic() + 60
+        while client.get(f"/v1/jobs/{job_id}").json()["state"] == "queued" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        r = client.post(f"/v1/jobs/{job_id}/cancel")  # Spark is still starting: the build is mid-flight
+        assert r.status_code == 200 and r.json()["state"] == "cancelled", r.text
+        time.sleep(1.0)
+        assert client.get(f"/v1/jobs/{job_id}").json()["state"] == "cancelled"
+    assert _snapshot_id(location) == sid and _index_entries(location) == 0
+    index_dir = location / "index"
+    assert not index_dir.exists() or not any(index_dir.iterdir())
