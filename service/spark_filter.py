@@ -169,6 +169,78 @@ def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str,
     return _keep_ids(spark, frame, ids, run_count)
 
 
+def filter_paimon_rows(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
+                       row_ids: BitMap64) -> DataFrame:
+    """The rows of a Paimon table whose `_ROW_ID` is in `row_ids` (as `_row_id`), read from its data files.
+
+    `table_files` is the Paimon table's file map (`GET /v1/tables/{t}/files`): `_ROW_ID` = first_row_id +
+    position, and each file's format is its extension (Paimon's `file.format`). Partition columns are
+    inside Paimon's data files, so no base path is needed. Files that share `_ROW_ID`s with another file
+    (data-evolution updates: a newer file holding only some columns of a row range) are merged per row as
+    Paimon's reader merges them: each column from the newest file (highest `max_sequence_number`) that writes
+    it. Deleted rows need no care here: bgix's answers already exclude them.
+    """
+    selected = select_files(table_files, row_ids)
+    if not selected or not _overlapping(selected):
+        by_format: dict[str, list[Mapping[str, object] | object]] = {}
+        for f in table_files:
+            by_format.setdefault(_format_of(_file_fields(f)[0]), []).append(f)
+        if len(by_format) > 1:
+            raise ValueError(f"a Paimon table with data files in several formats ({sorted(by_format)})")
+        fmt, files = next(iter(by_format.items()), ("parquet", list(table_files)))
+        return filter_by_row_ids(spark, files, row_ids, format=fmt)
+    return _merge_paimon_files(spark, table_files, selected, row_ids)
+
+
+def _overlapping(selected: Sequence[tuple[str, int, int, int]]) -> bool:
+    spans = sorted((first, first + count) for _, first, count, _ in selected)
+    return any(b_start < a_end for (_, a_end), (b_start, _) in zip(spans, spans[1:]))
+
+
+def _format_of(path: str) -> str:
+    ext = path.rsplit(".", 1)[-1].lower()
+    return {"parquet": "parquet", "orc": "orc", "avro": "avro"}.get(ext, "parquet")
+
+
+def _sequence_of(f: Mapping[str, object] | object) -> int:
+    seq = f.get("max_sequence_number") if isinstance(f, Mapping) else getattr(f, "max_sequence_number", None)
+    if seq is None:
+        raise ValueError("overlapping Paimon data files need max_sequence_number in the file map to be merged")
+    return int(seq)  # type: ignore[call-overload]
+
+
+def _merge_paimon_files(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
+                        selected: Sequence[tuple[str, int, int, int]], row_ids: BitMap64) -> DataFrame:
+    """Union the selected files (each column null where a file lacks it, plus its sequence number), keep the
+    wanted ids, then per `_row_id` take each column from the newest file that has it (`max_by` skips rows
+    whose ordering is null, i.e. files without that column)."""
+    from pyspark.sql import functions as F
+
+    seq = {_file_fields(f)[0]: _sequence_of(f) for f in table_files}
+    parts = [(_with_row_id(spark, path, first, _format_of(path)), seq[path]) for path, first, _, _ in selected]
+    columns: dict[str, object] = {}
+    for df, _ in sorted(parts, key=lambda p: -len(p[0].columns)):  # a full file first: the table's column order
+        for fld in df.schema.fields:
+            if fld.name != ROW_ID_COLUMN:
+                columns.setdefault(fld.name, fld.dataType)
+    unified = None
+    for df, s in parts:
+        present = set(df.columns)
+        cols = [F.col(ROW_ID_COLUMN), F.lit(s).cast("bigint").alias("__seq")]
+        for name, dtype in columns.items():
+            cols.append(F.col(f"`{name}`") if name in present else F.lit(None).cast(dtype).alias(name))  # type: ignore[arg-type]
+            cols.append(F.lit(name in present).alias(f"__has_{name}"))
+        frame = df.select(*cols)
+        unified = frame if unified is None else unified.unionByName(frame)
+    assert unified is not None
+    ids = np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64)
+    kept = _keep_ids(spark, unified, ids, 1 + int(np.count_nonzero(np.diff(ids) != 1)))
+    merged = kept.groupBy(ROW_ID_COLUMN).agg(*[
+        F.max_by(F.col(f"`{name}`"), F.when(F.col(f"`__has_{name}`"), F.col("__seq"))).alias(name)
+        for name in columns])
+    return merged.select(*[F.col(f"`{name}`") for name in columns], F.col(ROW_ID_COLUMN))
+
+
 def spark_filter(client: _FilesAndRows, spark: SparkSession, table: str, where: str,
                  format: str | None = None) -> DataFrame:
     """Ask the service which rows match `where` (a roaring answer) and return just those rows as a DataFrame.
@@ -185,6 +257,8 @@ def spark_filter(client: _FilesAndRows, spark: SparkSession, table: str, where: 
     elif hasattr(files, "files"):
         files = files.files  # type: ignore[attr-defined]
     row_id_column, base_path, table_format = _table_layout(client, table)
+    if table_format == "paimon" and format is None:
+        return filter_paimon_rows(spark, list(files), row_ids)  # type: ignore[arg-type]
     return filter_by_row_ids(spark, list(files), row_ids,  # type: ignore[arg-type]
                              format=format or table_format or "parquet",
                              row_id_column=row_id_column, base_path=base_path)

@@ -12,6 +12,7 @@ from service.catalog.model import DataFile, JobRecord, Table
 
 if TYPE_CHECKING:
     from service.catalog.paimon import PaimonView
+    from service.catalog.paimon.view import PaimonOriginSummary
 
 
 def iso(ts: float | None) -> str | None:
@@ -43,8 +44,15 @@ def paimon_public(v: PaimonView) -> schemas.PaimonTablePublic:
         options=dict(d.options),
         indexes=[schemas.PaimonIndexPublic(column=i.column, field_id=i.field_id, key_type=i.key_type,
                                            files=i.files, rows=i.rows, bytes=i.bytes,
-                                           row_ranges=[list(r) for r in i.row_ranges])
+                                           row_ranges=[list(r) for r in i.row_ranges],
+                                           origins=[_origin_public(o) for o in i.origins])
                  for i in v.indexes])
+
+
+def _origin_public(o: PaimonOriginSummary) -> schemas.PaimonIndexOriginPublic:
+    return schemas.PaimonIndexOriginPublic(
+        origin=o.writer, job_id=o.job_id, snapshot_id=o.snapshot_id,  # type: ignore[arg-type]
+        files=o.files, rows=o.rows, row_ranges=[list(r) for r in o.row_ranges])
 
 
 def job_public(j: JobRecord) -> schemas.JobPublic:
@@ -61,4 +69,6 @@ def job_public(j: JobRecord) -> schemas.JobPublic:
 
 def data_file_public(f: DataFile) -> schemas.DataFilePublic:
     return schemas.DataFilePublic(path=f.path, first_row_id=f.first_row_id, row_count=f.row_count,
-                                  size=f.size, partition=dict(f.partition))
+                                  size=f.size, partition=dict(f.partition),
+                                  write_cols=None if f.write_cols is None else list(f.write_cols),
+                                  max_sequence_number=f.max_sequence_number)

@@ -53,6 +53,21 @@ class PaimonFieldPublic(BaseModel):
     key_type: str | None = Field(None, description="Bitmap key type; null when the type cannot be indexed.")
 
 
+IndexOrigin = Literal["bgix", "paimon", "pypaimon", "unknown"]
+
+
+class PaimonIndexOriginPublic(BaseModel):
+    origin: IndexOrigin = Field(
+        description="Who wrote these files: 'bgix' (added by a snapshot with the bgix.job-id property), "
+                    "'paimon' (DEIX source_meta: Paimon Java or another DEIX writer), 'pypaimon' (no "
+                    "source_meta: pypaimon's create_global_index), 'unknown' (other source_meta).")
+    job_id: str | None = Field(None, description="The bgix build job that committed them (origin 'bgix').")
+    snapshot_id: int | None = Field(None, description="The Paimon snapshot that committed them, when known.")
+    files: int
+    rows: int
+    row_ranges: list[list[int]] = Field(description="Merged inclusive [first, last] _ROW_ID ranges.")
+
+
 class PaimonIndexPublic(BaseModel):
     column: str
     field_id: int
@@ -61,6 +76,8 @@ class PaimonIndexPublic(BaseModel):
     rows: int
     bytes: int
     row_ranges: list[list[int]] = Field(description="Merged inclusive [first, last] _ROW_ID ranges indexed.")
+    origins: list[PaimonIndexOriginPublic] = Field(
+        default_factory=list, description="The index's files grouped by writer (and bgix job).")
 
 
 class PaimonTablePublic(BaseModel):
@@ -95,6 +112,11 @@ class DataFilePublic(BaseModel):
     row_count: int
     size: int | None = None
     partition: dict[str, str] = Field(default_factory=dict)
+    write_cols: list[str] | None = Field(
+        default=None, description="Paimon data-evolution files: the columns this file writes (null: all).")
+    max_sequence_number: int | None = Field(
+        default=None, description="Paimon files: where files share row ids, each column's current value is in "
+                                  "the file with the highest max_sequence_number that writes it.")
 
 
 class FilesPublic(BaseModel):
@@ -169,6 +191,10 @@ class IndexPublic(BaseModel):
     built_at: str | None = None
     stale: bool = False
     options: dict[str, str] = Field(default_factory=dict)
+    key_order: Literal["logical", "bytes", "mixed", "unknown"] | None = Field(
+        None, description="Key order of numeric, date, time and timestamp keys (spec §2.7): recorded at the "
+                          "build (bgix.key-order) or, for Paimon tables, read from the files; 'mixed' when "
+                          "files differ; null when not known or when the order does not matter (strings).")
 
 
 class IndexesPublic(BaseModel):

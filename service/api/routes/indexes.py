@@ -14,6 +14,7 @@ from service.api import schemas
 from service.api.deps import ReadAuth, ServicesDep, WriteAuth
 from service.api.errors import InvalidCursorError, SnapshotChangedError
 from service.api.presenters import iso
+from service.api.query_service import ColumnView
 from service.api.routes.tables import ERRORS, TableName
 from service.catalog.view_source import drop_index
 
@@ -65,8 +66,20 @@ def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPubli
             uncovered_ranges=view.uncovered([list(r) for r in snap.covered_ranges]),
             distinct_values=stats["distinct_values"], null_rows=stats["null_rows"],
             built_at=iso(snap.created_at), stale=bool(snap.stale or changed),
-            options={str(k): str(v) for k, v in snap.options.items()}))
+            options={str(k): str(v) for k, v in snap.options.items()},
+            key_order=_key_order(cv, view.paimon is not None)))
     return schemas.IndexesPublic(table=name, indexes=out)
+
+
+def _key_order(cv: ColumnView, paimon: bool) -> str | None:
+    """bgix tables record the order with the build's options; a Paimon table's writers record none, so its
+    files tell (their readers are cached; index_stats opened them already)."""
+    if cv.kt.byte_order_is_logical:  # strings, booleans: both orders are the same
+        return None
+    if not paimon:
+        return cv.snapshot.options.get("bgix.key-order")
+    orders = {ref.open().key_order for ref in cv.index.files}
+    return orders.pop() if len(orders) == 1 else "mixed"
 
 
 def _decode_values_cursor(text: str) -> tuple[int, int, str]:

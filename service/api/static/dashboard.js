@@ -105,11 +105,13 @@ async function loadTables() {
   const data = await api("GET", "/v1/tables");
   const tables = (data && data.tables) || [];
   const details = await Promise.all(tables.map(async (t) => {
-    const [idx, files] = await Promise.all([
+    // A Paimon table's own description (snapshot, fields, every writer's indexes) is only in GET /v1/tables/{name}.
+    const [idx, files, shown] = await Promise.all([
       api("GET", `/v1/tables/${enc(t.name)}/indexes`).catch((e) => ({ error: e, indexes: [] })),
       api("GET", `/v1/tables/${enc(t.name)}/files`).catch(() => null),
+      t.format === "paimon" ? api("GET", `/v1/tables/${enc(t.name)}`).catch(() => null) : null,
     ]);
-    return { table: t, indexes: idx.indexes || [], indexError: idx.error, files };
+    return { table: t, indexes: idx.indexes || [], indexError: idx.error, files, paimon: shown && shown.paimon };
   }));
   state.tables = details;
   renderTables();
@@ -127,6 +129,7 @@ function renderTables() {
 }
 
 function tableCard(d) {
+  if (d.table.format === "paimon") return paimonCard(d);
   const t = d.table;
   // total_rows is the end of the row-id space (coverage is measured in it); a rewritten file gets new ids
   // at the end, so the table's actual row count is the sum over its live files.
@@ -153,6 +156,82 @@ function tableCard(d) {
   return card;
 }
 
+// ---- Paimon tables: the table's own snapshot, and every bitmap global index in it, whoever wrote it -----
+const ORIGIN_TITLES = {
+  bgix: "committed by a bgix build (snapshot property bgix.job-id)",
+  paimon: "DEIX source_meta: written by Paimon Java (or another DEIX writer)",
+  pypaimon: "no source_meta: written by pypaimon's create_global_index",
+  unknown: "source_meta of an unknown writer",
+};
+
+function paimonCard(d) {
+  const t = d.table, p = d.paimon;
+  // Paimon versions the table itself (the service polls its snapshot id), so there is nothing to rescan.
+  const head = el("div", { class: "table-head" },
+    el("span", { class: "name" }, t.name),
+    el("span", { class: "badge paimon" }, t.format),
+    p ? el("span", { class: "paimon-snapshot", "data-snapshot": p.snapshot_id === null ? "" : String(p.snapshot_id),
+                     title: "the Paimon snapshot served" },
+           p.snapshot_id === null ? "no snapshot yet" : `snapshot #${p.snapshot_id}`) : null,
+    el("span", { class: "muted mono" }, t.location),
+    p ? el("span", { class: "muted paimon-rows" },
+           `${fmtInt(p.row_count - p.deleted_rows)} rows · ${fmtInt(p.deleted_rows)} deleted`
+           + (p.partition_keys.length ? ` · partitioned by ${p.partition_keys.join(", ")}` : " · unpartitioned")) : null);
+  const card = el("div", { class: "table-card", "data-table": t.name, "data-format": "paimon" }, head);
+  if (d.indexError) { const box = el("div", { class: "error-box" }); showError(box, d.indexError); card.append(box); }
+  if (!p) { card.append(el("p", { class: "muted" }, "The Paimon snapshot could not be read.")); return card; }
+  if (!p.indexes.length) { card.append(el("p", { class: "muted" }, "No bitmap global index in this snapshot yet.")); return card; }
+  const served = new Map(d.indexes.map((ix) => [ix.column, ix]));
+  const liveRows = p.row_count - p.deleted_rows;
+  card.append(el("table", { class: "grid indexes" },
+    el("thead", {}, el("tr", {},
+      ["Column", "Type", "_ROW_IDs", "Files", "Size", "Distinct", "Nulls", "Coverage", "Origin", "Row ranges", ""].map(
+        (h, i) => el("th", { class: i >= 2 && i <= 6 ? "num" : null }, h)))),
+    el("tbody", {}, p.indexes.map((pix) => paimonIndexRow(t.name, pix, served.get(pix.column), liveRows)))));
+  return card;
+}
+
+function paimonIndexRow(table, pix, ix, liveRows) {
+  // `ix` (from /indexes) is absent when bgix cannot read the column's keys; the manifest figures still show.
+  const uncovered = ix ? rangeRows(ix.uncovered_ranges) : null;
+  const covered = ix ? rangeRows(ix.covered_ranges) : rangeRows(pix.row_ranges);
+  const total = ix ? covered + uncovered : liveRows;
+  const frac = total ? Math.min(1, covered / total) : 0;
+  const type = ix ? ix.key_type : (pix.key_type || "not readable by bgix");
+  return el("tr", { "data-column": pix.column },
+    el("td", {}, el("code", {}, pix.column)),
+    el("td", {}, `bitmap · ${type}`, ix ? keyOrderTag(ix) : null),
+    el("td", { class: "num" }, fmtInt(covered)),
+    el("td", { class: "num" }, fmtInt(pix.files)),
+    el("td", { class: "num" }, fmtBytes(pix.bytes)),
+    el("td", { class: "num" }, ix ? fmtInt(ix.distinct_values) : "—"),
+    el("td", { class: "num" }, ix ? fmtInt(ix.null_rows) : "—"),
+    el("td", {}, bar(frac, frac >= 1 ? "done" : ""),
+       el("div", { class: "bar-label" }, `${(100 * frac).toFixed(1)}%` + (uncovered ? ` · ${fmtInt(uncovered)} rows uncovered` : ""))),
+    el("td", { class: "origins" }, (pix.origins || []).map(originTag)),
+    el("td", { class: "mono ranges" }, fmtRanges(pix.row_ranges)),
+    el("td", {}, ix ? el("button", { type: "button", class: "ghost explore-btn", onclick: () => openExplore(table, pix.column) }, "Explore") : null));
+}
+
+function originTag(o) {
+  // Job ids are long: the first 8 characters identify one in the jobs list; the full id is in the title.
+  const job = o.job_id ? ` · job ${o.job_id.slice(0, 8)}` : "";
+  const title = `${ORIGIN_TITLES[o.origin] || o.origin}${o.job_id ? ` (job ${o.job_id})` : ""}`
+    + `${o.snapshot_id != null ? ` in snapshot #${o.snapshot_id}` : ""}`
+    + ` — ${fmtInt(o.files)} file(s), ${fmtInt(o.rows)} rows, ${fmtRanges(o.row_ranges)}`;
+  return el("div", { class: "origin", "data-origin": o.origin, "data-job": o.job_id || null, title },
+            el("span", { class: `badge origin-${o.origin}` }, o.origin),
+            el("span", { class: "muted" }, `${fmtInt(o.files)} file${o.files === 1 ? "" : "s"}${job}`));
+}
+
+// Inclusive [first, last] ranges, the first few of them (a table with many commits has many ranges).
+function fmtRanges(ranges, max = 3) {
+  const rs = ranges || [];
+  if (!rs.length) return "—";
+  const shown = rs.slice(0, max).map((r) => (r[0] === r[1] ? `${r[0]}` : `${r[0]}–${r[1]}`)).join(", ");
+  return rs.length > max ? `${shown}, … (${rs.length} ranges)` : shown;
+}
+
 async function rescanTable(name, card) {
   const box = card.querySelector(".rescan-error") || card.insertBefore(el("div", { class: "error-box rescan-error", hidden: true }), card.children[1] || null);
   try {
@@ -164,14 +243,16 @@ async function rescanTable(name, card) {
   }
 }
 
-// Key order of numeric/date/time keys (spec §2.7), known where the build recorded its options (bgix builds of
-// bgix tables); strings and booleans are the same in both orders, so nothing is shown for them.
+// Key order of numeric/date/time keys (spec §2.7): recorded with a bgix build's options, read from the files for
+// Paimon tables (whose writers record none); strings and booleans are the same in both orders, so nothing is shown.
 const KEY_ORDER_READERS = { logical: "Paimon Java (current) and bgix", bytes: "pypaimon 2.1 and bgix" };
 
 function keyOrderTag(ix) {
-  const order = (ix.options || {})["bgix.key-order"];
+  // key_order: recorded at a bgix build or read from a Paimon table's files; older services only had options.
+  const order = ix.key_order || (ix.options || {})["bgix.key-order"];
   if (!order || /^(string|varchar|char|boolean)/.test(ix.key_type)) return null;
-  return el("span", { class: "muted key-order", title: `bgix.key-order=${order}: searchable by ${KEY_ORDER_READERS[order] || "bgix"}` },
+  return el("span", { class: "muted key-order", "data-order": order,
+                      title: `${order} key order: searchable by ${KEY_ORDER_READERS[order] || "bgix"}` },
             ` · ${order} order`);
 }
 
@@ -210,7 +291,10 @@ function fillTableSelects() {
 
 function fillColumnList() {
   const d = state.tables.find((x) => x.table.name === $("build-table").value);
-  const cols = d ? d.indexes.map((ix) => ix.column) : [];
+  // A Paimon table names its fields: offer every field a bitmap index can hold (partition keys excepted).
+  const cols = !d ? [] : d.paimon
+    ? d.paimon.fields.filter((f) => f.key_type && !d.paimon.partition_keys.includes(f.name)).map((f) => f.name)
+    : d.indexes.map((ix) => ix.column);
   $("build-columns").replaceChildren(...cols.map((c) => el("option", { value: c })));
 }
 
@@ -273,7 +357,8 @@ function topValuesSvg(values) {
     const y = i * rowH + 2, w = Math.max(1, (v.rows / max) * plotW);
     const g = mk("g", { class: "chart-row", "data-value": fmtValue(v.value), "data-rows": String(v.rows) });
     const label = fmtValue(v.value);
-    g.append(mk("text", { x: labelW - 8, y: y + 15, "text-anchor": "end" }, shorten(label)));
+    // An empty string would leave its bar unlabelled.
+    g.append(mk("text", { x: labelW - 8, y: y + 15, "text-anchor": "end" }, label === "" ? '""' : shorten(label)));
     g.append(mk("rect", { class: "barrect", x: labelW, y: y + 3, width: w.toFixed(1), height: rowH - 6, rx: 3 }));
     g.append(mk("text", { class: "val", x: labelW + w + 6, y: y + 15 }, fmtInt(v.rows)));
     g.append(mk("title", {}, `${label}: ${fmtInt(v.rows)} rows`));

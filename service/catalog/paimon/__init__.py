@@ -1,10 +1,12 @@
 """Read-side adapter for Paimon tables (pypaimon is imported only inside this package); re-exports only.
 
 errors · location (`<warehouse>/<db>.db/<table>`) · table (open, pin a snapshot, Storage) · key_types ·
-description (fields, options, data files) · index_entries (bitmap global index files) ·
+description (fields, options, data files) · index_entries (bitmap global index files) · origins (who wrote
+each index file: bgix, pypaimon, a DEIX writer such as Paimon Java) ·
 deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads) · view (what the query side serves) ·
 build_plan (unindexed ranges to build, per split) · commit (index files → one new Paimon snapshot) ·
-drop (a column's bitmap index files → index deletes in one new Paimon snapshot).
+drop (a column's bitmap index files → index deletes in one new Paimon snapshot) · sample (the demo's table,
+written by pypaimon, and pypaimon's own index scan of it).
 """
 from __future__ import annotations
 

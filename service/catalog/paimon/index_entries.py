@@ -15,7 +15,7 @@ from service.catalog.paimon.key_types import key_type_of_spelling
 from service.catalog.paimon.location import to_storage_path
 from service.catalog.paimon.table import PaimonTable
 
-__all__ = ["BITMAP_INDEX_TYPE", "BitmapIndexEntry", "list_bitmap_index_entries"]
+__all__ = ["BITMAP_INDEX_TYPE", "BitmapIndexEntry", "bitmap_file_names", "list_bitmap_index_entries"]
 
 BITMAP_INDEX_TYPE = "bitmap"  # IndexFileMeta.index_type of bitmap global index files
 _ADD = 0                      # IndexManifestEntry.kind
@@ -78,6 +78,18 @@ def list_bitmap_index_entries(table: PaimonTable) -> dict[str, tuple[BitmapIndex
             extra_field_ids=None if not gim.extra_field_ids else tuple(int(i) for i in gim.extra_field_ids)))
     return {column: tuple(sorted(entries, key=lambda e: (e.row_range_start, e.row_range_end, e.file_name)))
             for column, entries in sorted(grouped.items())}
+
+
+def bitmap_file_names(table: PaimonTable, snapshot: object | None) -> frozenset[str]:
+    """File names of the bitmap global index files `snapshot` (any snapshot of `table`) lists; empty for None.
+
+    A snapshot's index manifest lists every live index file (not a delta), so two snapshots' sets differ
+    by what the later one added or removed.
+    """
+    if snapshot is None:
+        return frozenset()
+    entries = IndexFileHandler(table=table.table).scan(snapshot, _is_bitmap)
+    return frozenset(str(e.index_file.file_name) for e in entries)
 
 
 def _is_bitmap(entry: object) -> bool:

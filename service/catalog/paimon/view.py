@@ -1,6 +1,6 @@
 """A Paimon table at its latest snapshot in the shapes the query side already serves: per indexed column a
-catalog Snapshot of the table's bitmap global index files (whoever wrote them), the data files as a
-row-id map, the live row ranges and the deleted `_ROW_ID`s.
+catalog Snapshot of the table's bitmap global index files (whoever wrote them; who did is in each
+PaimonIndexSummary's origins), the data files as a row-id map, the live row ranges and the deleted `_ROW_ID`s.
 
 Built from this package's description, index entries and deletion vectors; imports no pypaimon itself.
 """
@@ -17,9 +17,22 @@ from service.catalog.model import DataFile, IndexFileEntry, Snapshot, now
 from service.catalog.paimon.deletions import deleted_row_ids
 from service.catalog.paimon.description import PaimonTableDescription, describe_table
 from service.catalog.paimon.index_entries import BitmapIndexEntry, list_bitmap_index_entries
+from service.catalog.paimon.origins import IndexOrigin, file_origins
 from service.catalog.paimon.table import open_paimon_table
 
-__all__ = ["PaimonIndexSummary", "PaimonView", "latest_snapshot_id", "load_paimon_view"]
+__all__ = ["PaimonIndexSummary", "PaimonOriginSummary", "PaimonView", "latest_snapshot_id", "load_paimon_view"]
+
+
+@dataclass(frozen=True, slots=True)
+class PaimonOriginSummary:
+    """The files of one column's index one writer (one bgix job) committed (origins.py says who is who)."""
+
+    writer: str
+    job_id: str | None
+    snapshot_id: int | None   # the snapshot that committed them, when known (bgix)
+    files: int
+    rows: int
+    row_ranges: tuple[tuple[int, int], ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,6 +46,7 @@ class PaimonIndexSummary:
     rows: int
     bytes: int
     row_ranges: tuple[tuple[int, int], ...]
+    origins: tuple[PaimonOriginSummary, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -72,19 +86,21 @@ def load_paimon_view(name: str, location: str, storage: Storage) -> PaimonView:
     sid = table.snapshot_id
     created = None if table.snapshot is None else float(table.snapshot.time_millis) / 1000.0
     entries = list_bitmap_index_entries(table) if table.snapshot is not None else {}
+    origins = file_origins(table, entries)
     columns = {}
     for column, items in entries.items():
         readable = [e for e in items if e.key_type is not None and e.index_meta is not None]
         if readable:
             columns[column] = _snapshot(name, column, sid or 0, created, readable)
     files = [DataFile(path=f.path, size=f.file_size, mtime=0.0, row_count=f.row_count,
-                      first_row_id=f.first_row_id, partition={k: str(v) for k, v in f.partition.items()})
+                      first_row_id=f.first_row_id, partition={k: str(v) for k, v in f.partition.items()},
+                      write_cols=f.write_cols, max_sequence_number=f.max_sequence_number)
              for f in desc.data_files]
     live = tuple(ranges.merge((g.row_range_start, g.row_range_end) for g in desc.row_ranges))
     return PaimonView(
         description=desc, snapshot_id=sid, created_at=created, columns=columns,
-        indexes=tuple(_summary(c, items) for c, items in entries.items()),
-        data_files=sorted(files, key=lambda f: f.first_row_id), row_ranges=live,
+        indexes=tuple(_summary(c, items, origins) for c, items in entries.items()),
+        data_files=sorted(files, key=lambda f: (f.first_row_id, f.max_sequence_number or 0)), row_ranges=live,
         total_rows=max((e + 1 for _, e in live), default=0),
         deleted=deleted_row_ids(table, storage) if desc.deletion_vectors else BitMap64())
 
@@ -104,9 +120,24 @@ def _snapshot(table: str, column: str, sid: int, created: float | None,
                     created_at=now() if created is None else created)
 
 
-def _summary(column: str, items: Sequence[BitmapIndexEntry]) -> PaimonIndexSummary:
+def _summary(column: str, items: Sequence[BitmapIndexEntry],
+             origins: dict[str, IndexOrigin]) -> PaimonIndexSummary:
     kt = items[0].key_type
     return PaimonIndexSummary(
         column=column, field_id=items[0].index_field_id, key_type=None if kt is None else kt.spelling,
         files=len(items), rows=sum(e.row_count for e in items), bytes=sum(e.file_size for e in items),
-        row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in items)))
+        row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in items)),
+        origins=_by_origin(items, origins))
+
+
+def _by_origin(items: Sequence[BitmapIndexEntry],
+               origins: dict[str, IndexOrigin]) -> tuple[PaimonOriginSummary, ...]:
+    """Files grouped by writer (and bgix job), in the order of their first row range."""
+    groups: dict[IndexOrigin, list[BitmapIndexEntry]] = {}
+    for e in items:  # sorted by row range
+        groups.setdefault(origins.get(e.file_name, IndexOrigin("unknown")), []).append(e)
+    return tuple(
+        PaimonOriginSummary(writer=o.writer, job_id=o.job_id, snapshot_id=o.snapshot_id, files=len(es),
+                            rows=sum(e.row_count for e in es),
+                            row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in es)))
+        for o, es in groups.items())

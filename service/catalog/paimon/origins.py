@@ -1,0 +1,139 @@
+"""Who wrote each bitmap global index file of a Paimon snapshot: bgix, Paimon (Java) or pypaimon.
+
+The rule, first match wins:
+
+- "bgix": the file was added by a snapshot whose properties carry `bgix.job-id` (bgix commits its files
+  that way, commit.py); the job id is that property. "Added" = in that snapshot's index manifest and not
+  in its predecessor's.
+- "paimon": its source_meta is the DEIX marker (magic 0x44454958: Paimon Java, or any other DEIX writer,
+  bgix included when the snapshot that added the file has expired).
+- "pypaimon": no source_meta (pypaimon 2.1's create_global_index writes none).
+- "unknown": some other source_meta.
+
+The work is bounded: bgix always writes the DEIX marker, and it commits after the snapshot the marker names
+as scanned, so only snapshots in (scanned, scanned + WINDOW] are looked at, only for DEIX files, and an
+index manifest is diffed only for snapshots carrying `bgix.job-id`. Snapshots are immutable, so what each
+one added is cached per (table directory, snapshot id).
+"""
+from __future__ import annotations
+
+import logging
+import struct
+import threading
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from service.catalog.paimon.commit import DEIX_MAGIC
+from service.catalog.paimon.index_entries import BitmapIndexEntry, bitmap_file_names
+from service.catalog.paimon.table import PaimonTable
+
+__all__ = ["BGIX_JOB_PROPERTY", "ORIGINS", "WINDOW", "IndexOrigin", "deix_scan_snapshot", "file_origins"]
+
+log = logging.getLogger("bgix.paimon.origins")
+BGIX_JOB_PROPERTY = "bgix.job-id"
+ORIGINS = ("bgix", "paimon", "pypaimon", "unknown")
+WINDOW = 64            # snapshots after the scanned one where a writer's commit may land (races, retries)
+_CACHE_SIZE = 4096     # (table, snapshot) entries; one small record each
+
+
+@dataclass(frozen=True, slots=True)
+class IndexOrigin:
+    """The writer of one index file; for bgix also its build job and the snapshot that committed the file."""
+
+    writer: str                   # one of ORIGINS
+    job_id: str | None = None
+    snapshot_id: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class _Commit:
+    """What one snapshot did, as far as origins care: its commit time, bgix job (None: not bgix's), additions."""
+
+    time_millis: int
+    job_id: str | None
+    added: frozenset[str]
+
+
+_lock = threading.Lock()
+_commits: OrderedDict[tuple[str, int], _Commit] = OrderedDict()
+
+
+def deix_scan_snapshot(source_meta: bytes | None) -> int | None:
+    """The scanned snapshot id a DEIX marker names (int magic, int version, long id; big-endian); else None."""
+    if source_meta is None or len(source_meta) < 16:
+        return None
+    magic, _version, sid = struct.unpack(">iiq", source_meta[:16])
+    return int(sid) if magic == DEIX_MAGIC else None
+
+
+def file_origins(table: PaimonTable, entries: Mapping[str, Sequence[BitmapIndexEntry]]) -> dict[str, IndexOrigin]:
+    """file name → IndexOrigin for every entry (index files of `table`'s pinned snapshot)."""
+    files = [e for group in entries.values() for e in group]
+    scans = {s for s in (deix_scan_snapshot(e.source_meta) for e in files) if s is not None}
+    by_bgix: dict[str, IndexOrigin] = {}
+    if scans and table.snapshot is not None:
+        try:
+            by_bgix = _bgix_additions(table, scans)
+        except Exception:  # origins only label files: an unreadable old snapshot must not hide the table
+            log.warning("could not read the snapshots that added %s's index files; labelling them by their "
+                        "source_meta", table.location.identifier, exc_info=True)
+    out = {}
+    for e in files:
+        if e.file_name in by_bgix:
+            out[e.file_name] = by_bgix[e.file_name]
+        elif deix_scan_snapshot(e.source_meta) is not None:
+            out[e.file_name] = IndexOrigin("paimon")
+        else:
+            out[e.file_name] = IndexOrigin("pypaimon" if e.source_meta is None else "unknown")
+    return out
+
+
+def _bgix_additions(table: PaimonTable, scans: set[int]) -> dict[str, IndexOrigin]:
+    current = table.snapshot_id
+    assert current is not None
+    candidates = sorted({sid for s in scans for sid in range(max(s + 1, 1), min(s + WINDOW, current) + 1)})
+    _forget_if_recreated(table)
+    out: dict[str, IndexOrigin] = {}
+    for sid in candidates:
+        commit = _commit(table, sid)
+        if commit is not None and commit.job_id is not None:
+            for name in commit.added:
+                out[name] = IndexOrigin("bgix", commit.job_id, sid)
+    return out
+
+
+def _commit(table: PaimonTable, sid: int) -> _Commit | None:
+    key = (table.table_path, sid)
+    with _lock:
+        hit = _commits.get(key)
+        if hit is not None:
+            _commits.move_to_end(key)
+            return hit
+    manager = table.table.snapshot_manager()
+    snap = table.snapshot if sid == table.snapshot_id else manager.get_snapshot_by_id(sid)
+    if snap is None:          # expired: its files fall back to their source_meta
+        return None
+    job = (snap.properties or {}).get(BGIX_JOB_PROPERTY)
+    added: frozenset[str] = frozenset()
+    if job is not None:       # only bgix's snapshots are worth two index manifest reads
+        before = manager.get_snapshot_by_id(sid - 1) if sid > 1 else None
+        added = bitmap_file_names(table, snap) - bitmap_file_names(table, before)
+    commit = _Commit(int(snap.time_millis), None if job is None else str(job), added)
+    with _lock:
+        _commits[key] = commit
+        while len(_commits) > _CACHE_SIZE:
+            _commits.popitem(last=False)
+    return commit
+
+
+def _forget_if_recreated(table: PaimonTable) -> None:
+    """A table dropped and created again at the same directory reuses snapshot ids: when the pinned
+    snapshot's commit time differs from the cached one, that directory's cached snapshots are stale."""
+    sid, snap = table.snapshot_id, table.snapshot
+    assert sid is not None and snap is not None
+    with _lock:
+        hit = _commits.get((table.table_path, sid))
+        if hit is not None and hit.time_millis != int(snap.time_millis):
+            for key in [k for k in _commits if k[0] == table.table_path]:
+                del _commits[key]

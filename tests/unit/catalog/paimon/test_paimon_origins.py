@@ -1,0 +1,119 @@
+"""Index origins on one real table: a column indexed by pypaimon's create_global_index, one by a bgix build
+(local engine), one by a DEIX writer without bgix's snapshot property (as Paimon Java commits).
+
+The judge is pypaimon: which files each commit added is its own index manifest listing before and after
+the commit, and who committed is the job id we gave or the writer we called; never origins.py's output.
+"""
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from pypaimon.globalindex.create_global_index import create_global_index
+from pypaimon.index.index_file_handler import IndexFileHandler
+
+from index_format.storage import Storage
+from service.api.presenters import paimon_public
+from service.build_job.main import run_job
+from service.build_job.paimon_job import PaimonWorkerContext, run_task
+from service.catalog import Catalog, Table
+from service.catalog.paimon import load_paimon_view, open_paimon_table, table_storage
+from service.catalog.paimon.build_plan import plan_build
+from service.catalog.paimon.commit import commit_index_files, index_dir
+from service.catalog.paimon.index_entries import list_bitmap_index_entries
+from service.catalog.paimon.origins import file_origins
+from tests.unit.catalog.paimon.paimon_tables import append, create_table, make_rows, pypaimon_table
+
+JOB = "job-origins-1"
+
+
+def _names(location: Path) -> set[str]:
+    """pypaimon's own listing of the latest snapshot's bitmap index file names."""
+    table = pypaimon_table(location)
+    return {str(e.index_file.file_name) for e in IndexFileHandler(table=table).scan(None)
+            if e.index_file.index_type == "bitmap"}
+
+
+def _latest(location: Path) -> object:
+    return pypaimon_table(location).snapshot_manager().get_latest_snapshot()
+
+
+def _bgix_build(location: Path, wh: Path, data: Path, column: str) -> None:
+    spec = {"job_id": JOB, "warehouse": str(wh), "allowed_roots": [str(data)], "table": "events",
+            "index_column": column, "table_format": "paimon", "engine": "local",
+            "options": {"sorted-index.records-per-range": "300"}}
+    run_job(spec)
+
+
+def _deix_writer_without_property(location: Path, column: str) -> None:
+    """bgix's file writer and commit, but no `bgix.job-id` property: what a Paimon Java commit looks like."""
+    pt = open_paimon_table(str(location))
+    plan = plan_build(pt, [column], records_per_range=10_000)
+    storage = table_storage(pt)
+    ctx = PaimonWorkerContext(plan=plan, options={}, out_dir=index_dir(pt)[0], storage_config=storage.to_config())
+    written = [f for i in range(len(plan.tasks)) for f in run_task(ctx, i)]
+    assert written
+    commit_index_files(pt, written, storage)
+
+
+def test_origins_of_pypaimon_bgix_and_deix_writers(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    location = create_table(data / "warehouse", "events", commits=2, rows=500)
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    Catalog(Storage(str(wh), [str(data)])).put_table(Table(name="events", location=str(location), format="paimon"))
+
+    assert create_global_index(pypaimon_table(location), "status", index_type="bitmap") > 0
+    by_pypaimon = _names(location)
+    _bgix_build(location, wh, data, "flag")
+    bgix_snapshot = _latest(location)
+    assert bgix_snapshot.properties == {"bgix.job-id": JOB}
+    by_bgix = _names(location) - by_pypaimon
+    _deix_writer_without_property(location, "code")
+    by_other = _names(location) - by_pypaimon - by_bgix
+    # a later data commit: origins still come from the snapshots that added the files
+    append(location.parent.parent, "events", make_rows(random.Random(4), 100))
+    assert by_pypaimon and by_bgix and by_other
+
+    table = open_paimon_table(str(location))
+    entries = list_bitmap_index_entries(table)
+    origins = file_origins(table, entries)
+    assert set(origins) == by_pypaimon | by_bgix | by_other
+    assert {(o.writer, o.job_id, o.snapshot_id) for n, o in origins.items() if n in by_bgix} == \
+        {("bgix", JOB, int(bgix_snapshot.id))}
+    assert {origins[n].writer for n in by_pypaimon} == {"pypaimon"}
+    assert {(origins[n].writer, origins[n].job_id) for n in by_other} == {("paimon", None)}
+    assert {e.file_name for e in entries["flag"]} == by_bgix
+    assert {e.file_name for e in entries["status"]} == by_pypaimon
+
+    # the view groups them per column, with rows and ranges pypaimon's manifest gives
+    view = load_paimon_view("events", str(location), table_storage(table))
+    summary = {i.column: i.origins for i in view.indexes}
+    assert [(o.writer, o.job_id) for o in summary["flag"]] == [("bgix", JOB)]
+    assert [o.writer for o in summary["status"]] == ["pypaimon"]
+    assert [o.writer for o in summary["code"]] == ["paimon"]
+    for column, groups in summary.items():
+        assert sum(g.files for g in groups) == len(entries[column])
+        assert sum(g.rows for g in groups) == sum(e.row_count for e in entries[column])
+        assert [list(r) for g in groups for r in g.row_ranges] == [[0, 999]]
+    # and the API's table description carries them as they are
+    shown = {i.column: i.origins for i in paimon_public(view).indexes}
+    assert [(o.origin, o.job_id, o.snapshot_id) for o in shown["flag"]] == [("bgix", JOB, int(bgix_snapshot.id))]
+    assert [(o.origin, o.files) for o in shown["status"]] == [("pypaimon", len(by_pypaimon))]
+
+
+def test_a_bgix_file_whose_commit_expired_falls_back_to_its_marker(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    location = create_table(data / "warehouse", "events", commits=1, rows=300)
+    wh = tmp_path / "wh"
+    wh.mkdir()
+    Catalog(Storage(str(wh), [str(data)])).put_table(Table(name="events", location=str(location), format="paimon"))
+    _bgix_build(location, wh, data, "status")
+    bgix_id = int(_latest(location).id)
+    append(location.parent.parent, "events", make_rows(random.Random(5), 50))
+    # expire the bgix snapshot the way Paimon's expiry does for its metadata: the snapshot file goes
+    (location / "snapshot" / f"snapshot-{bgix_id}").unlink()
+    assert pypaimon_table(location).snapshot_manager().get_snapshot_by_id(bgix_id) is None
+    table = open_paimon_table(str(location))
+    origins = file_origins(table, list_bitmap_index_entries(table))
+    assert origins and {o.writer for o in origins.values()} == {"paimon"}
