@@ -169,7 +169,7 @@ class QueryService:
         if cached is not None and now - cached.loaded_at < self.snapshot_ttl:
             return cached
         if cached is not None and cached.version is not None \
-                and source_version(cached.table) == cached.version:
+                and source_version(cached.table, self.storage.storage_options) == cached.version:
             view = replace(cached, loaded_at=now)   # unchanged: rebuilding would only cost
         else:
             view = self._load_view(table)

@@ -61,7 +61,7 @@ class Catalog:
             raise InvalidOptionError(f"table format {t.format!r} is not one of {list(FORMATS)}")
         t = replace(t, location=self.check_location(t.location))
         if t.format == PAIMON:
-            self._check_paimon(t)
+            self._check_paimon(t, self.storage.storage_options)
         if self.storage.write_if_absent(layout.table_json(t.name), _dumps(t.to_dict())):
             return t
         existing = self.get_table(t.name)
@@ -91,14 +91,14 @@ class Catalog:
         return resolved
 
     @staticmethod
-    def _check_paimon(t: Table) -> None:
+    def _check_paimon(t: Table, storage_options: dict[str, Any]) -> None:
         """A Paimon table brings its own row ids (`_ROW_ID`) and partitions; the location must open as one."""
         if t.row_id_column is not None or t.partition_columns:
             raise InvalidOptionError(
                 "a Paimon table takes its row ids (_ROW_ID) and partition keys from Paimon: "
                 "give neither row_id_column nor partition_columns")
         from service.catalog.paimon import open_paimon_table  # loads pypaimon only when needed
-        open_paimon_table(t.location)
+        open_paimon_table(t.location, storage_options=storage_options)
 
     def get_table(self, name: str) -> Table:
         doc = self._read_json(layout.table_json(name))
@@ -126,7 +126,8 @@ class Catalog:
         t = self.get_table(name)
         if t.format == PAIMON:  # the schema's fields (the partition keys among them)
             from service.catalog.paimon import open_paimon_table
-            return [str(n) for n in open_paimon_table(t.location).table.field_names]
+            pt = open_paimon_table(t.location, storage_options=self.storage.storage_options)
+            return [str(n) for n in pt.table.field_names]
         paths = list_data_files(self.storage, t.location, t.format)
         if not paths:
             return None

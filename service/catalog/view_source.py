@@ -72,13 +72,13 @@ def load_view_source(catalog: Catalog, name: str) -> IndexViewSource:
         sparse=sparse, gone=ranges.to_bitmap(gone) if gone else None, retired_ranges=gone)
 
 
-def source_version(table: Table) -> int | None:
+def source_version(table: Table, storage_options: dict[str, object] | None = None) -> int | None:
     """The version a fresh view of `table` would have, when telling is cheap (Paimon: the latest snapshot
     id); None means "cannot tell", so the caller reloads."""
     if not is_paimon(table):
         return None
     from service.catalog import paimon
-    sid = paimon.latest_snapshot_id(table.location)
+    sid = paimon.latest_snapshot_id(table.location, storage_options)
     return -1 if sid is None else sid  # -1: no snapshot yet (as _paimon_source records it)
 
 
@@ -102,7 +102,7 @@ def drop_index(catalog: Catalog, name: str, column: str) -> None:
     t = catalog.get_table(name)
     if is_paimon(t):
         from service.catalog import paimon
-        paimon.drop_bitmap_index(t.location, column)
+        paimon.drop_bitmap_index(t.location, column, storage_options=catalog.storage.storage_options)
         return
     catalog.drop_index(name, column)
 

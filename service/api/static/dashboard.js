@@ -386,7 +386,7 @@ async function fetchSuggestions() {
     const values = data.values || [];
     list.replaceChildren(...values.map((v) => el("li", { role: "option", "data-value": fmtValue(v.value),
         onmousedown: (ev) => { ev.preventDefault(); pickValue(v); } },
-      el("span", {}, fmtValue(v.value)), el("span", { class: "rows" }, `${fmtInt(v.rows)} rows`))));
+      el("span", {}, fmtValue(v.value) || '""'), el("span", { class: "rows" }, `${fmtInt(v.rows)} rows`))));
     if (!values.length) list.append(el("li", { class: "muted" }, "no value starts with this prefix"));
     list.hidden = false;
     showError($("value-result"), null); $("value-result").hidden = false;

@@ -28,7 +28,7 @@ from index_format.storage import Storage
 from service.catalog.errors import CommitConflictError
 from service.catalog.paimon.index_entries import BITMAP_INDEX_TYPE, list_bitmap_index_entries
 from service.catalog.paimon.location import PaimonLocation, to_storage_path
-from service.catalog.paimon.table import PaimonTable, open_paimon_table
+from service.catalog.paimon.table import PaimonTable, reopen
 
 __all__ = ["BuiltIndexFile", "DEIX_MAGIC", "commit_index_files", "commit_messages", "deix_source_meta", "index_dir",
            "new_index_file_name", "writable_table"]
@@ -81,10 +81,10 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
     if table.snapshot_id is None:
         raise CommitConflictError("the build scanned no snapshot; nothing to commit")
     try:
-        latest = open_paimon_table(table.location.table_path)
+        latest = reopen(table)
         if latest.snapshot_id != table.snapshot_id:
             _check_still_uncovered(latest, files, since=table.snapshot_id)
-        writable = writable_table(table.location)
+        writable = writable_table(table.location, table.catalog_options)
         messages = _messages(writable, files, table.snapshot_id, external=index_dir(table)[1], kind=0)
         sid = commit_messages(writable, messages, after=latest.snapshot_id or 0, properties=properties)
         _check_no_overlap_after(table, files, writable, sid)
@@ -108,7 +108,7 @@ def _check_no_overlap_after(table: PaimonTable, files: Sequence[BuiltIndexFile],
                             sid: int) -> None:
     """A writer that committed an index on our column between our check and our commit: take ours back."""
     mine = {f.file_name for f in files}
-    entries = list_bitmap_index_entries(open_paimon_table(table.location.table_path, snapshot_id=sid))
+    entries = list_bitmap_index_entries(reopen(table, sid))
     for f in files:
         others = [(e.row_range_start, e.row_range_end) for e in entries.get(f.column, ())
                   if e.file_name not in mine]
@@ -175,7 +175,7 @@ def _our_snapshot(writable: object, commit_user: str, after: int) -> int:
 
 def _delete_unreferenced(table: PaimonTable, files: Sequence[BuiltIndexFile], storage: Storage) -> None:
     try:
-        latest = open_paimon_table(table.location.table_path)
+        latest = reopen(table)
         referenced = {e.file_name for es in list_bitmap_index_entries(latest).values() for e in es}
     except Exception:
         log.warning("could not list the table's index files; keeping ours", exc_info=True)

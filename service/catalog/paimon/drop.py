@@ -30,6 +30,7 @@ _ADD, _DELETE = 0, 1  # IndexManifestEntry.kind
 
 
 def drop_bitmap_index(location: str, column: str, *, catalog_options: Mapping[str, str] | None = None,
+                      storage_options: Mapping[str, object] | None = None,
                       properties: dict[str, str] | None = None) -> tuple[int, int]:
     """Commit index deletes for every bitmap global index file of `column` in the latest snapshot.
 
@@ -40,7 +41,7 @@ def drop_bitmap_index(location: str, column: str, *, catalog_options: Mapping[st
         NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
         Anything pypaimon's commit raises (then nothing was committed).
     """
-    latest = open_paimon_table(location, catalog_options=catalog_options)
+    latest = open_paimon_table(location, catalog_options=catalog_options, storage_options=storage_options)
     fields = {str(f.name): int(f.id) for f in latest.table.fields}
     field_id = fields.get(column)
     entries: list[IndexManifestEntry] = []
@@ -59,7 +60,7 @@ def drop_bitmap_index(location: str, column: str, *, catalog_options: Mapping[st
                 for values, deletes in by_partition.items()]
 
     # Commit through a fresh, unpinned table (the pinned one is a time-travel copy).
-    writable = writable_table(latest.location, catalog_options)
+    writable = writable_table(latest.location, latest.catalog_options)
     sid = commit_messages(writable, messages, after=latest.snapshot_id or 0, properties=properties)
     # The index files stay where they are: earlier snapshots still reference them; Paimon's snapshot expiry
     # (and orphan-file cleanup) deletes them once no snapshot does. Deleting them here would break those.

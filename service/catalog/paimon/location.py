@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from service.catalog.paimon.errors import NotAPaimonTableError
 
-__all__ = ["PaimonLocation", "parse_location", "to_storage_path"]
+__all__ = ["PaimonLocation", "parse_location", "scheme_of", "to_storage_path"]
 
 DB_SUFFIX = ".db"  # pypaimon Catalog.DB_SUFFIX: a database is the directory `<name>.db`
 _URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.\-]*)://")
@@ -43,6 +43,12 @@ def to_storage_path(path: str) -> str:
     """A pypaimon/Java path as index_format.storage accepts it: 'file:' URLs become plain local paths."""
     m = _FILE_URL.match(path)
     return m.group(1) if m else path
+
+
+def scheme_of(location: str) -> str | None:
+    """The URL scheme of `location`, lower-cased ('s3', 'gs', …); None for a local path or 'file:' URL."""
+    m = _URL.match(to_storage_path(location.strip()))
+    return m.group(1).lower() if m else None
 
 
 def parse_location(location: str) -> PaimonLocation:

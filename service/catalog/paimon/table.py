@@ -6,12 +6,13 @@ in this package takes the PaimonTable handle, so one snapshot answers every ques
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pypaimon import CatalogFactory
 from pypaimon.catalog.catalog_exception import CatalogException, TableNotExistException
 
+from index_format.errors import StorageUnavailableError
 from index_format.storage import Storage
 from service.catalog.paimon.errors import (
     ROW_TRACKING_OPTION,
@@ -19,15 +20,16 @@ from service.catalog.paimon.errors import (
     PaimonSnapshotNotFoundError,
     RowTrackingDisabledError,
 )
-from service.catalog.paimon.location import PaimonLocation, parse_location, to_storage_path
+from service.catalog.paimon.location import PaimonLocation, parse_location, scheme_of, to_storage_path
 
 if TYPE_CHECKING:
     from pypaimon.snapshot.snapshot import Snapshot
     from pypaimon.table.file_store_table import FileStoreTable
 
-__all__ = ["PaimonTable", "open_paimon_table", "table_storage"]
+__all__ = ["PaimonTable", "catalog_options_for", "open_paimon_table", "reopen", "table_storage"]
 
 _SCAN_SNAPSHOT_ID = "scan.snapshot-id"  # Paimon's time-travel option; pins reads and the schema
+_S3_SCHEMES = ("s3", "s3a", "s3n")     # what pypaimon's PyArrowFileIO opens with pyarrow's S3FileSystem
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,9 @@ class PaimonTable:
     location: PaimonLocation
     table: FileStoreTable
     snapshot: Snapshot | None
+    # What opened it (credentials, hence no repr): fsspec's options for our Storage, pypaimon's for its catalog.
+    storage_options: Mapping[str, object] = field(default_factory=dict, repr=False)
+    catalog_options: Mapping[str, str] = field(default_factory=dict, repr=False)
 
     @property
     def snapshot_id(self) -> int | None:
@@ -58,20 +63,75 @@ class PaimonTable:
         return dict(zip(self.table.partition_keys, values, strict=False))
 
 
+def catalog_options_for(location: str, storage_options: Mapping[str, object] | None) -> dict[str, str]:
+    """pypaimon filesystem-catalog options that reach `location` the way fsspec does with `storage_options`.
+
+    The one place bgix's storage options (fsspec/s3fs: key, secret, token, endpoint_url, client_kwargs,
+    config_kwargs, use_ssl) become pypaimon's (its PyArrowFileIO builds a pyarrow S3FileSystem from
+    fs.s3.accessKeyId / accessKeySecret / securityToken / endpoint / region / path-style-access).
+    Only s3://, s3a:// and s3n:// locations get options; {} otherwise (local paths need none).
+    With an endpoint (MinIO, moto, …) path-style addressing is used unless
+    config_kwargs={"s3": {"addressing_style": "virtual"}} says otherwise, as botocore does.
+    """
+    if scheme_of(location) not in _S3_SCHEMES:
+        return {}
+    so = dict(storage_options or {})
+    client = dict(so.get("client_kwargs") or {})
+    config = dict(so.get("config_kwargs") or {})
+
+    def first(*values: object) -> str | None:
+        return next((str(v) for v in values if v not in (None, "")), None)
+
+    out = {
+        "fs.s3.accessKeyId": first(so.get("key"), so.get("username"), client.get("aws_access_key_id")),
+        "fs.s3.accessKeySecret": first(so.get("secret"), so.get("password"), client.get("aws_secret_access_key")),
+        "fs.s3.securityToken": first(so.get("token"), client.get("aws_session_token")),
+        "fs.s3.region": first(client.get("region_name"), config.get("region_name"), so.get("region_name")),
+    }
+    endpoint = first(so.get("endpoint_url"), client.get("endpoint_url"))
+    if endpoint is not None:
+        use_ssl = so.get("use_ssl", client.get("use_ssl", True))
+        if "://" not in endpoint:  # pyarrow, like botocore, takes the scheme from the endpoint when given
+            endpoint = ("https://" if _truthy(use_ssl) else "http://") + endpoint
+        out["fs.s3.endpoint"] = endpoint
+    style = str(dict(config.get("s3") or {}).get("addressing_style") or "auto").lower()
+    out["fs.s3.path-style-access"] = "true" if style == "path" or (endpoint and style != "virtual") else "false"
+    return {k: v for k, v in out.items() if v is not None}
+
+
+def _os_error_in(exc: BaseException) -> OSError | None:
+    seen: BaseException | None = exc
+    for _ in range(8):  # a short cause chain; never loop on a cycle
+        if seen is None or isinstance(seen, OSError):
+            return seen
+        seen = seen.__cause__ or seen.__context__
+    return None
+
+
+def _truthy(value: object) -> bool:
+    return value if isinstance(value, bool) else str(value).strip().lower() not in ("false", "0", "no", "off")
+
+
 def open_paimon_table(location: str, *, snapshot_id: int | None = None,
-                      catalog_options: Mapping[str, str] | None = None) -> PaimonTable:
+                      catalog_options: Mapping[str, str] | None = None,
+                      storage_options: Mapping[str, object] | None = None) -> PaimonTable:
     """Open `<warehouse>/<db>.db/<table>` with pypaimon's filesystem catalog, at `snapshot_id` or the latest.
 
-    `catalog_options` go to pypaimon's catalog as they are (e.g. 'fs.s3.endpoint' for object stores);
+    `storage_options` are bgix's fsspec options (BGIX_STORAGE_OPTIONS): pypaimon gets the matching catalog
+    options (catalog_options_for), and table_storage() uses them for the table's index and vector files.
+    `catalog_options` go to pypaimon's catalog as they are, over the derived ones (e.g. 'fs.s3.endpoint');
     the warehouse is derived from `location` and cannot be overridden.
 
     Raises:
         NotAPaimonTableError: the location has not the `<db>.db/<table>` shape or holds no Paimon schema.
         RowTrackingDisabledError: the table lacks `row-tracking.enabled=true`, so it has no `_ROW_ID`s.
         PaimonSnapshotNotFoundError: `snapshot_id` is not (or no longer) a snapshot of the table.
+        StorageUnavailableError: pypaimon's file IO failed reading the location (object store unreachable,
+            credentials refused); a missing bucket or table is NotAPaimonTableError.
     """
     loc = parse_location(location)
-    options = {**dict(catalog_options or {}), "warehouse": loc.warehouse}
+    derived = {**catalog_options_for(loc.warehouse, storage_options), **dict(catalog_options or {})}
+    options = {**derived, "warehouse": loc.warehouse}
     try:
         table = CatalogFactory.create(options).get_table(loc.identifier)
     except TableNotExistException as exc:
@@ -79,35 +139,51 @@ def open_paimon_table(location: str, *, snapshot_id: int | None = None,
             f"{location!r} is not a Paimon table: no schema under {loc.table_path}/schema", location) from exc
     except CatalogException as exc:  # e.g. a '$' name or a database pypaimon cannot list
         raise NotAPaimonTableError(f"{location!r} is not a Paimon table: {exc}", location) from exc
+    except (OSError, RuntimeError) as exc:
+        # pyarrow's file systems raise OSError (S3: network, credentials); pypaimon's schema manager wraps
+        # it in RuntimeError("Failed to load schema from path: …"). Anything else is not ours to rename.
+        cause = _os_error_in(exc)
+        if cause is None:
+            raise
+        raise StorageUnavailableError(
+            f"pypaimon could not read the Paimon table at {location!r}: {type(cause).__name__}: {cause}") from exc
     if not table.options.row_tracking_enabled():
         raise RowTrackingDisabledError(
             f"Paimon table {loc.identifier} at {location!r} does not set '{ROW_TRACKING_OPTION}=true', "
             f"so its rows have no _ROW_ID; bitmap global indexes need it (set it when creating the table)",
             location)
-    return _pin(table, loc, location, snapshot_id)
+    return _pin(table, loc, location, snapshot_id, dict(storage_options or {}), derived)
 
 
-def _pin(table: FileStoreTable, loc: PaimonLocation, location: str, snapshot_id: int | None) -> PaimonTable:
+def _pin(table: FileStoreTable, loc: PaimonLocation, location: str, snapshot_id: int | None,
+         storage_options: dict[str, object], catalog_options: dict[str, str]) -> PaimonTable:
     manager = table.snapshot_manager()
     if snapshot_id is None:
         snapshot = manager.get_latest_snapshot()
         if snapshot is None:
-            return PaimonTable(loc, table, None)
+            return PaimonTable(loc, table, None, storage_options, catalog_options)
     else:
         snapshot = manager.get_snapshot_by_id(int(snapshot_id))
         if snapshot is None:
             raise PaimonSnapshotNotFoundError(
                 f"Paimon table {loc.identifier} has no snapshot {snapshot_id}", location, int(snapshot_id))
     pinned = table.copy({_SCAN_SNAPSHOT_ID: str(snapshot.id)})
-    return PaimonTable(loc, pinned, snapshot)
+    return PaimonTable(loc, pinned, snapshot, storage_options, catalog_options)
+
+
+def reopen(table: PaimonTable, snapshot_id: int | None = None) -> PaimonTable:
+    """The same table opened again (latest snapshot, or `snapshot_id`) with the options that opened `table`."""
+    return open_paimon_table(table.location.table_path, snapshot_id=snapshot_id,
+                             catalog_options=table.catalog_options, storage_options=table.storage_options)
 
 
 def table_storage(table: PaimonTable, storage_options: Mapping[str, object] | None = None) -> Storage:
     """A Storage rooted at the table directory that may also read the table's external index/data paths.
 
-    `storage_options` are fsspec's (e.g. ``{"client_kwargs": {"endpoint_url": ...}}``), not pypaimon's.
+    `storage_options` are fsspec's (e.g. ``{"client_kwargs": {"endpoint_url": ...}}``), not pypaimon's;
+    None: those that opened the table.
     """
     core = table.table.options
     extra = [p for p in (core.global_index_external_path(), *(core.data_file_external_paths() or ())) if p]
-    return Storage(to_storage_path(table.table_path), [to_storage_path(p) for p in extra],
-                   dict(storage_options or {}))
+    options = table.storage_options if storage_options is None else storage_options
+    return Storage(to_storage_path(table.table_path), [to_storage_path(p) for p in extra], dict(options))

@@ -6,7 +6,7 @@ Built from this package's description, index entries and deletion vectors; impor
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from pyroaring import BitMap64
@@ -64,13 +64,13 @@ class PaimonView:
     deleted: BitMap64                         # `_ROW_ID`s the deletion vectors remove
 
 
-def latest_snapshot_id(location: str) -> int | None:
+def latest_snapshot_id(location: str, storage_options: Mapping[str, object] | None = None) -> int | None:
     """The table's latest snapshot id (None before the first commit): cheap, for freshness checks.
 
     Raises:
         NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
     """
-    return open_paimon_table(location).snapshot_id
+    return open_paimon_table(location, storage_options=storage_options).snapshot_id
 
 
 def load_paimon_view(name: str, location: str, storage: Storage) -> PaimonView:
@@ -81,7 +81,7 @@ def load_paimon_view(name: str, location: str, storage: Storage) -> PaimonView:
         NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
         IndexFormatError: a corrupt deletion vector. PathNotAllowedError: a file outside the roots.
     """
-    table = open_paimon_table(location)
+    table = open_paimon_table(location, storage_options=storage.storage_options)
     desc = describe_table(table)
     sid = table.snapshot_id
     created = None if table.snapshot is None else float(table.snapshot.time_millis) / 1000.0
