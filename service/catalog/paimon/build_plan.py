@@ -5,15 +5,20 @@ snapshot's contiguous data row ranges (per partition, per split) minus the row r
 already cover; each piece is cut at `sorted-index.records-per-range` ids. One task reads one (contiguous
 part of a) split once for every requested column; DataSplit and the table object pickle, so a Spark task
 can read its own split. The value indexed for a row is what pypaimon's reader returns for `[column, _ROW_ID]`.
+
+cut_tasks cuts a big contiguous split into several tasks at file-group boundaries (files whose row ranges
+overlap, e.g. a data file and its data-evolution patches, stay together), so a table written in a few big
+commits is not built by one core; a range never spans two tasks (each task writes its own index files).
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
-from pypaimon.globalindex.build_plan import calc_row_range, split_by_contiguous_row_range
+from pypaimon.globalindex.build_plan import calc_row_range, copy_split_with_files, split_by_contiguous_row_range
+from pypaimon.utils.range_helper import RangeHelper
 
 from index_format import ranges
 from index_format.errors import InvalidOptionError
@@ -26,7 +31,8 @@ from service.catalog.paimon.table import PaimonTable
 if TYPE_CHECKING:
     from pypaimon.read.split import Split
 
-__all__ = ["PaimonBuildPlan", "PaimonBuildTask", "check_build_columns", "plan_build", "read_task"]
+__all__ = ["PaimonBuildPlan", "PaimonBuildTask", "check_build_columns", "cut_tasks", "plan_build", "read_task",
+           "row_ids", "rows_in"]
 
 Range = tuple[int, int]
 
@@ -44,6 +50,11 @@ class PaimonBuildTask:
     @property
     def rows(self) -> int:
         return sum(e - s + 1 for rs in self.ranges.values() for s, e in rs)
+
+    @property
+    def row_id_count(self) -> int:
+        """Distinct row ids the task indexes (for any column): what it reads."""
+        return sum(e - s + 1 for s, e in ranges.merge(r for rs in self.ranges.values() for r in rs))
 
 
 @dataclass(frozen=True)
@@ -91,7 +102,8 @@ def check_build_columns(table: PaimonTable, columns: Sequence[str],
 
 def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range: int,
                partitions: Sequence[Mapping[str, str]] = (), rebuild: bool = False) -> PaimonBuildPlan:
-    """Tasks for the ranges no bitmap index on each column covers yet (every range when `rebuild`).
+    """Tasks for the ranges no bitmap index on each column covers yet (every range when `rebuild`), one task
+    per contiguous split (as pypaimon's own build); cut_tasks cuts them smaller for parallel engines.
 
     Raises: as check_build_columns.
     """
@@ -111,11 +123,69 @@ def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range:
                     for c in columns}
             todo = {c: rs for c, rs in todo.items() if rs}
             if todo:
-                tasks.append(PaimonBuildTask(split=sub, partition=part,
+                tasks.append(PaimonBuildTask(split=_files_for(sub, todo), partition=part,
                                              partition_values=tuple(getattr(split.partition, "values", ()) or ()),
                                              ranges=todo))
     return PaimonBuildPlan(table=table, columns=tuple(columns), field_ids=field_ids, key_types=key_types,
                            tasks=tasks)
+
+
+def cut_tasks(plan: PaimonBuildPlan, max_task_rows: int) -> PaimonBuildPlan:
+    """`plan` with every task spanning more than `max_task_rows` row ids cut into consecutive tasks of at most
+    that many, between groups of files whose row ranges overlap (a larger group stays one task); each piece
+    keeps the parts of the task's ranges that fall in its files' row range."""
+    tasks: list[PaimonBuildTask] = []
+    for task in plan.tasks:
+        rr = calc_row_range(task.split)
+        if rr.to - rr.from_ + 1 <= max_task_rows:
+            tasks.append(task)
+            continue
+        for sub in _cut(task.split, max_task_rows):
+            sr = calc_row_range(sub)
+            todo = {c: tuple(ranges.intersect(rs, [(sr.from_, sr.to)])) for c, rs in task.ranges.items()}
+            todo = {c: rs for c, rs in todo.items() if rs}
+            if todo:
+                tasks.append(replace(task, split=sub, ranges=todo))
+    return replace(plan, tasks=tasks)
+
+
+def _files_for(split: Split, todo: Mapping[str, Sequence[Range]]) -> Split:
+    """`split` with only the groups of row-range-overlapping files that meet a range to build (an incremental
+    build reads only the new files; a data file and its data-evolution patches stay together)."""
+    need = ranges.merge(r for rs in todo.values() for r in rs)
+    groups = _file_groups(split)
+    kept = [g for g in groups if ranges.intersect([_group_range(g)], need)]
+    if len(kept) == len(groups):
+        return split
+    return copy_split_with_files(split, [f for g in kept for f in g])
+
+
+def _file_groups(split: Split) -> list[list[Any]]:
+    """The split's files in groups whose row ranges overlap, in row id order (pypaimon reads a group together)."""
+    return list(RangeHelper(lambda f: f.row_id_range()).merge_overlapping_ranges(split.files))
+
+
+def _group_range(group: Sequence[Any]) -> Range:
+    return min(f.row_id_range().from_ for f in group), max(f.row_id_range().to for f in group)
+
+
+def _cut(split: Split, max_rows: int) -> list[Split]:
+    """`split` as consecutive sub-splits of at most `max_rows` row ids, cut only between groups of files whose
+    row ranges overlap (a data file and its data-evolution patches are read together)."""
+    out: list[Split] = []
+    current: list[Any] = []
+    start = 0
+    for group in _file_groups(split):
+        g_start, g_end = _group_range(group)
+        if current and g_end - start + 1 > max_rows:
+            out.append(copy_split_with_files(split, current))
+            current = []
+        if not current:
+            start = g_start
+        current.extend(group)
+    if current:
+        out.append(copy_split_with_files(split, current))
+    return out
 
 
 def read_task(table: PaimonTable, task: PaimonBuildTask) -> pa.Table:
@@ -123,9 +193,18 @@ def read_task(table: PaimonTable, task: PaimonBuildTask) -> pa.Table:
     return read_rows(table, list(task.ranges), [task.split])
 
 
-def rows_in(data: pa.Table, column: str, start: int, end: int) -> tuple[Any, Any]:
-    """(keys, row ids) of the rows of `data` whose `_ROW_ID` lies in start…end."""
+def row_ids(data: pa.Table) -> Any:
+    """The `_ROW_ID` column of a task's read as an int64 numpy array (computed once per task)."""
     import numpy as np
-    rid = data.column(ROW_ID).to_numpy(zero_copy_only=False).astype(np.int64)
+    return data.column(ROW_ID).to_numpy(zero_copy_only=False).astype(np.int64, copy=False)
+
+
+def rows_in(data: pa.Table, column: str, start: int, end: int, rid: Any = None) -> tuple[Any, Any]:
+    """(keys, row ids) of the rows of `data` whose `_ROW_ID` lies in start…end (`rid`: row_ids(data))."""
+    import numpy as np
+    rid = row_ids(data) if rid is None else rid
+    keys = data.column(column)
+    if len(rid) and start <= rid.min() and rid.max() <= end:  # the usual case: the task is one range
+        return keys.combine_chunks(), rid
     keep = np.flatnonzero((rid >= start) & (rid <= end))
-    return data.column(column).take(pa.array(keep)).combine_chunks(), rid[keep]
+    return keys.take(pa.array(keep)).combine_chunks(), rid[keep]
