@@ -70,6 +70,16 @@ class ParseError(PredicateError):
         super().__init__(message if position is None else f"{message} (at {position})")
 
 
+class PredicateLimitError(PredicateError):
+    """A predicate over a configured limit (nesting depth, IN-list length, literal size); `limit` names the
+    setting, so the caller knows which knob refused it."""
+
+    def __init__(self, message: str, *, limit: str, position: int | str | None = None) -> None:
+        self.limit = limit
+        self.position = position
+        super().__init__(message if position is None else f"{message} (at {position})")
+
+
 class BindError(PredicateError):
     """A predicate that names an unknown column or a literal that does not fit the column type."""
 

@@ -41,6 +41,14 @@ class InvalidCursorError(fmt.BgixError):
     """A paging cursor that does not decode or belongs to another query."""
 
 
+class BodyTooLargeError(fmt.BgixError):
+    """A request body over BGIX_MAX_BODY_BYTES (413); refused before it is read into memory."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"request body is larger than {limit} bytes (BGIX_MAX_BODY_BYTES)")
+        self.limit = limit
+
+
 class SnapshotChangedError(fmt.BgixError):
     """A paging cursor taken on a snapshot that is no longer current."""
 
@@ -57,13 +65,15 @@ class QueryBudgetError(fmt.QueryTimeoutError):
 ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (UnauthorizedError, 401, "unauthorized"),
     (LocationNotAllowedError, 403, "path_not_allowed"),
+    (fmt.PathNotAllowedError, 403, "path_not_allowed"),   # one status for every path refusal
+    (BodyTooLargeError, 413, "body_too_large"),
     (fmt.UnknownColumnError, 400, "unknown_column"),
+    (fmt.PredicateLimitError, 400, "predicate_limit"),
     (fmt.ParseError, 400, "invalid_predicate"),
     (fmt.BindError, 400, "invalid_literal"),
     (fmt.PredicateError, 400, "invalid_predicate"),
     (fmt.InvalidOptionError, 400, "invalid_option"),
     (fmt.UnsupportedTypeError, 400, "unsupported_type"),
-    (fmt.PathNotAllowedError, 400, "path_not_allowed"),
     (InvalidCursorError, 400, "invalid_cursor"),
     (cat.InvalidTableError, 400, "invalid_table"),       # before TableNotFoundError: a bad location
     (cat.UnsupportedOperationError, 400, "unsupported_operation"),
@@ -74,6 +84,8 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (cat.BuildInProgressError, 409, "conflict"),
     (cat.CommitConflictError, 409, "conflict"),
     (SnapshotChangedError, 409, "conflict"),
+    (cat.DataFileError, 422, "unreadable_data_file"),
+    (cat.CorruptDocumentError, 500, "corrupt_catalog_document"),
     (fmt.IndexFormatError, 500, "corrupt_index_file"),
     (fmt.StorageUnavailableError, 503, "storage_unavailable"),
     (fmt.QueryTimeoutError, 503, "query_timeout"),
@@ -98,7 +110,7 @@ def _details(exc: BaseException) -> dict[str, object]:
     elif isinstance(exc, UnknownTableColumnError):
         details["type"] = "UnknownColumnError"
     for attr in ("path", "block", "offset", "reason", "position", "column", "known", "job_id",
-                 "table", "index_column", "budget_s", "option", "location"):
+                 "table", "index_column", "budget_s", "option", "location", "limit"):
         value = getattr(exc, attr, None)
         if value is not None:
             details[attr] = value

@@ -49,6 +49,26 @@ class Settings(BaseSettings):
         8, ge=1, description="Threads that evaluate queries (off the event loop); more queries wait for one."
     )
 
+    # Hardening limits (issue 10): every request's memory and work is bounded; over a limit is a clean 4xx.
+    max_body_bytes: int = Field(
+        8 * 1024 * 1024, ge=1024, description="Largest request body in bytes; a larger one gets 413 body_too_large."
+    )
+    max_predicate_depth: int = Field(
+        64, ge=4, le=10_000,
+        description="Deepest nesting of a SQL or JSON predicate (parentheses, NOT, AND/OR); deeper gets 400 "
+        "predicate_limit. Flat AND/OR chains and NOT chains do not count as nesting.",
+    )
+    max_in_values: int = Field(
+        100_000, ge=1, description="Most literals in one IN / NOT IN list; more gets 400 predicate_limit."
+    )
+    max_literal_bytes: int = Field(
+        65_536, ge=16, description="Largest single literal (UTF-8 bytes or digits); larger gets 400 predicate_limit."
+    )
+    parse_cache_bytes: int = Field(
+        16 * 1024 * 1024, ge=0,
+        description="Byte budget of the parsed-predicate cache, counted by predicate text size.",
+    )
+
     @field_validator("allowed_roots", mode="before")
     @classmethod
     def _split_roots(cls, value: object) -> object:

@@ -59,8 +59,27 @@ class UnsupportedOperationError(CatalogError):
     """The operation is not (yet) available for this kind of table."""
 
 
+class CorruptDocumentError(CatalogError):
+    """A catalog JSON document (table, snapshot, row-id map, job) that does not parse; `path` names it.
+    Only requests that need that document fail."""
+
+    def __init__(self, message: str, *, path: str) -> None:
+        super().__init__(message)
+        self.path = path
+
+
+class DataFileError(CatalogError):
+    """A table data file that cannot be read (empty, not the table's format, not a regular file); `path`
+    names it and `reason` says why."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"data file {path!r} cannot be read: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 __all__ = [
     "CatalogError", "TableNotFoundError", "TableExistsError", "IndexNotFoundError",
     "JobNotFoundError", "BuildInProgressError", "CommitConflictError", "LocationNotAllowedError",
-    "RowIdError", "InvalidTableError", "UnsupportedOperationError",
+    "RowIdError", "InvalidTableError", "UnsupportedOperationError", "CorruptDocumentError", "DataFileError",
 ]

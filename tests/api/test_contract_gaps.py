@@ -41,7 +41,7 @@ def test_location_must_be_absolute_and_outside_the_catalog_directories(tmp_path:
     settings = make_settings(tmp_path)
     with TestClient(create_app(settings)) as client:
         r = client.put("/v1/tables/rel", json={"location": "data/t"})
-        assert r.status_code == 400 and r.json()["error"]["code"] == "path_not_allowed", r.text
+        assert r.status_code == 403 and r.json()["error"]["code"] == "path_not_allowed", r.text
         # DELETE /v1/tables/{name} removes <warehouse>/tables/<name>: source data must never live there.
         inside = Path(settings.warehouse) / "tables" / "x" / "data"
         inside.mkdir(parents=True)
