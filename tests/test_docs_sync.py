@@ -21,3 +21,25 @@ def test_every_index_option_is_documented() -> None:
     text = CONFIG_DOC.read_text(encoding="utf-8")
     missing = [spec.key for spec in OPTION_TABLE if f"`{spec.key}`" not in text]
     assert missing == []
+
+
+ERRORS_DOC = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
+
+
+def test_every_error_code_is_documented_with_its_one_status() -> None:
+    from service.api.errors import ERROR_TABLE
+
+    text = ERRORS_DOC.read_text(encoding="utf-8")
+    rows = {}
+    for line in text.splitlines():
+        cells = [c.strip(" `") for c in line.split("|")[1:-1]]
+        if len(cells) == 3 and cells[0].isdigit():
+            rows[cells[1]] = int(cells[0])
+    table = {code: status for _, status, code in ERROR_TABLE}
+    # Codes the handlers give outside the table (schema, routing, body limit, last resort).
+    table.update({"invalid_request": 422, "method_not_allowed": 405, "body_too_large": 413, "internal": 500})
+    statuses: dict[str, set[int]] = {}
+    for _, status, code in ERROR_TABLE:
+        statuses.setdefault(code, set()).add(status)
+    assert {c: s for c, s in statuses.items() if len(s) > 1} == {}, "a code with two statuses"
+    assert {c: s for c, s in table.items() if rows.get(c) != s} == {}, "docs/errors.md disagrees"

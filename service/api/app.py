@@ -22,6 +22,7 @@ from index_format.storage import Storage
 from service.api.deps import Services
 from service.api.query_service import QueryService
 from service.api.errors import install_error_handlers
+from service.api.guard import RequestGuard
 from service.api.executor import QueryExecutor
 from service.api.jobs import JobRunner
 from service.api.metrics import Metrics
@@ -121,6 +122,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
     _include_dashboard(app)
     app.add_middleware(_LatencyMiddleware, metrics=services.metrics)
+    app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes)   # added last: outermost
     return app
 
 

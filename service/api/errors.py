@@ -85,6 +85,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (cat.CommitConflictError, 409, "conflict"),
     (SnapshotChangedError, 409, "conflict"),
     (cat.DataFileError, 422, "unreadable_data_file"),
+    (cat.RowIdError, 422, "invalid_row_ids"),
     (cat.CorruptDocumentError, 500, "corrupt_catalog_document"),
     (fmt.IndexFormatError, 500, "corrupt_index_file"),
     (fmt.StorageUnavailableError, 503, "storage_unavailable"),
@@ -147,10 +148,21 @@ def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
             {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
             for e in exc.errors()
         ]
+        bad_json = [e for e in exc.errors() if e.get("type") == "json_invalid"]
+        if bad_json:
+            loc = list(bad_json[0].get("loc", ()))
+            position = loc[1] if len(loc) > 1 else 0
+            reason = (bad_json[0].get("ctx") or {}).get("error") or "JSON decode error"
+            return envelope(422, "invalid_request", f"request body is not valid JSON: {reason} at position {position}",
+                            {"position": position, "errors": errors})
         return envelope(422, "invalid_request", "request does not match its schema", {"errors": errors})
 
     async def on_http(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, StarletteHTTPException)
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            # FastAPI's answer to a body json.loads could not finish (RecursionError on deep nesting).
+            return envelope(422, "invalid_request",
+                            "request body could not be parsed as JSON (nested too deeply or malformed)")
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(
             exc.status_code, "http_error"
         )

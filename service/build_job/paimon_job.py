@@ -29,6 +29,7 @@ from service.catalog.model import Table
 from service.catalog.paimon import open_paimon_table, table_storage
 from service.catalog.paimon.build_plan import PaimonBuildPlan, cut_tasks, plan_build, read_task, row_ids, rows_in
 from service.catalog.paimon.commit import BuiltIndexFile, commit_index_files, index_dir, new_index_file_name
+from service.catalog.paimon.origins import BGIX_JOB_PROPERTY
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -135,7 +136,7 @@ def build_paimon(catalog: Catalog, spec: JobSpec, table: Table, spark: SparkSess
         progress.finished = True
         progress.flush(force=True)
         return PaimonCommitted(pt.snapshot_id, 0, tuple(spec.columns))
-    sid = commit_index_files(pt, written, storage, properties={"bgix.job-id": spec.job_id})
+    sid = commit_index_files(pt, written, storage, properties={BGIX_JOB_PROPERTY: spec.job_id})
     phases.done("commit")
     log.info("job %s: committed %d index file(s) as Paimon snapshot %d (%s)", spec.job_id, len(written), sid,
              phases)

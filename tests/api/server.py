@@ -24,6 +24,22 @@ def free_port() -> int:
 @contextmanager
 def bgix_server(env: dict[str, str], log: Path, timeout: float = 60.0) -> Iterator[str]:
     """Yield the base URL of a running `bgix serve`; the process is terminated (then killed) on exit."""
+    with bgix_process(env, log, timeout) as (url, _):
+        yield url
+
+
+def rss_bytes(proc: subprocess.Popen[bytes]) -> int:
+    """Resident set size of a running process (Linux /proc)."""
+    for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise RuntimeError(f"no VmRSS for pid {proc.pid}")
+
+
+@contextmanager
+def bgix_process(env: dict[str, str], log: Path, timeout: float = 60.0
+                 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """`bgix_server`, also yielding the process (for its pid and memory)."""
     port = free_port()
     full_env = {**os.environ, **env}
     with open(log, "wb") as out:
@@ -44,7 +60,7 @@ def bgix_server(env: dict[str, str], log: Path, timeout: float = 60.0) -> Iterat
             if time.monotonic() > deadline:
                 raise RuntimeError(f"bgix serve not ready after {timeout} s: {log.read_text()[-2000:]}")
             time.sleep(0.1)
-        yield url
+        yield url, proc
     finally:
         proc.terminate()
         try:

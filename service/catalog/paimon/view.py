@@ -18,6 +18,7 @@ from service.catalog.paimon.deletions import deleted_row_ids
 from service.catalog.paimon.description import PaimonTableDescription, describe_table
 from service.catalog.paimon.index_entries import BitmapIndexEntry, list_bitmap_index_entries
 from service.catalog.paimon.origins import IndexOrigin, file_origins
+from service.catalog.paimon.location import parse_location, to_storage_path
 from service.catalog.paimon.table import open_paimon_table
 
 __all__ = ["PaimonIndexSummary", "PaimonOriginSummary", "PaimonView", "latest_snapshot_id", "load_paimon_view"]
@@ -67,10 +68,21 @@ class PaimonView:
 def latest_snapshot_id(location: str, storage_options: Mapping[str, object] | None = None) -> int | None:
     """The table's latest snapshot id (None before the first commit): cheap, for freshness checks.
 
+    Reads Paimon's `snapshot/LATEST` hint and probes past it (a writer may have committed after writing the
+    hint, as Paimon's own readers allow), so a freshness check costs a read and a stat instead of opening
+    the table through a catalog. Without a hint the table is opened the full way.
+
     Raises:
         NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
     """
-    return open_paimon_table(location, storage_options=storage_options).snapshot_id
+    store = Storage(to_storage_path(parse_location(location).table_path), [], dict(storage_options or {}))
+    try:
+        sid = int(store.read_bytes("snapshot/LATEST").strip())
+    except (FileNotFoundError, ValueError):
+        return open_paimon_table(location, storage_options=storage_options).snapshot_id
+    while store.exists(f"snapshot/snapshot-{sid + 1}"):
+        sid += 1
+    return sid
 
 
 def load_paimon_view(name: str, location: str, storage: Storage) -> PaimonView:
