@@ -12,7 +12,7 @@ from index_format.errors import InvalidOptionError
 
 __all__ = [
     "CODECS", "KEY_ORDERS", "OPTION_TABLE", "IndexOptions", "OptionSpec", "WRITABLE_CODECS",
-    "format_size", "parse_options", "parse_size",
+    "format_size", "given_options", "option_error", "parse_options", "parse_size", "shown",
 ]
 
 # spec §2.4: on-disk codec ids 0..3; lzo is decodable but bgix has no LZO encoder.
@@ -30,8 +30,15 @@ _SIZE_UNITS = {
     "g": 1 << 30, "gb": 1 << 30, "gib": 1 << 30, "gibibytes": 1 << 30,
     "t": 1 << 40, "tb": 1 << 40, "tib": 1 << 40, "tebibytes": 1 << 40,
 }
-_SIZE_RE = re.compile(r"^\s*(\d+)\s*([a-zA-Z]*)\s*$")
+# At most 30 digits: anything longer is out of every range, and int() of a huge digit string is slow.
+_SIZE_RE = re.compile(r"^\s*(\d{1,30})\s*([a-zA-Z]*)\s*$")
 _INT_MAX = (1 << 31) - 1  # Java int options
+
+
+def shown(value: object, limit: int = 80) -> str:
+    """repr(value), cut short: an error message must not echo a megabyte of input."""
+    text = repr(value)
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text)} characters)"
 
 
 def parse_size(text: str | int) -> int:
@@ -41,19 +48,19 @@ def parse_size(text: str | int) -> int:
         ValueError: not a non-negative whole number with a known unit.
     """
     if isinstance(text, bool):
-        raise ValueError(f"{text!r} is not a size")
+        raise ValueError(f"{shown(text)} is not a size")
     if isinstance(text, int):
         if text < 0:
             raise ValueError(f"size {text} is negative")
         return text
     if not isinstance(text, str):
-        raise ValueError(f"{text!r} is not a size")
+        raise ValueError(f"{shown(text)} is not a size")
     m = _SIZE_RE.match(text)
     if not m:
-        raise ValueError(f"{text!r} is not a size (examples: 16384, '16 kb', '256 mb', '0 b')")
+        raise ValueError(f"{shown(text)} is not a size (examples: 16384, '16 kb', '256 mb', '0 b')")
     unit = m.group(2).lower()
     if unit not in _SIZE_UNITS:
-        raise ValueError(f"{text!r} has an unknown unit {m.group(2)!r} (b, kb, mb, gb, tb)")
+        raise ValueError(f"{shown(text)} has an unknown unit {shown(m.group(2))} (b, kb, mb, gb, tb)")
     return int(m.group(1)) * _SIZE_UNITS[unit]
 
 
@@ -71,7 +78,7 @@ def _parse_int(value: object) -> int:
         raise ValueError("a boolean is not an integer")
     if isinstance(value, int):
         return value
-    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
+    if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d{1,30}\s*", value):
         return int(value)
     raise ValueError("not an integer")
 
@@ -96,12 +103,6 @@ def _parse_key_order(value: object) -> str:
     raise ValueError(f"not a key order (allowed values: {', '.join(KEY_ORDERS)})")
 
 
-def _positive(n: int) -> int:
-    if n <= 0:
-        raise ValueError("must be positive")
-    return n
-
-
 @dataclass(frozen=True, slots=True)
 class _Kind:
     """How one option's value parses, checks and prints."""
@@ -113,7 +114,7 @@ class _Kind:
 
 def _size(value: object) -> int:
     if not isinstance(value, (str, int)):
-        raise ValueError(f"{value!r} is not a size")
+        raise ValueError(f"{shown(value)} is not a size")
     return parse_size(value)
 
 
@@ -122,32 +123,24 @@ def _render_size(value: object) -> str:
 
 
 _SIZE = _Kind("size", _size, _render_size)
-_POSITIVE_SIZE = _Kind("size", lambda v: _positive(_size(v)), _render_size)
-_POSITIVE_INT = _Kind("int", lambda v: _positive(_check_int_range(_parse_int(v))), str)
+_INT = _Kind("int", _parse_int, str)
 _BOOL = _Kind("bool", _parse_bool, lambda v: "true" if v else "false")
 _CODEC = _Kind("codec", _parse_codec, str)
 _KEY_ORDER = _Kind("choice", _parse_key_order, str)
 
-
-def _check_int_range(n: int) -> int:
-    if n > _INT_MAX:
-        raise ValueError(f"exceeds {_INT_MAX}")
-    return n
-
-
-def _zstd_level(value: object) -> int:
-    n = _parse_int(value)
-    if n not in ZSTD_LEVELS:
-        raise ValueError(f"zstd level must be in 1..22, got {n}")
-    return n
-
-
-_LEVEL = _Kind("int", _zstd_level, str)
+# Sane bounds (issue 10): a value outside them is a typo or an attack, never a tuning choice.
+MAX_DICTIONARY_BLOCK_SIZE = 64 << 20          # one block is decoded whole on every look-up
+MAX_FALLBACK_SCAN_SIZE = 2 << 30              # dictionary bytes one scan predicate may read per range
+MAX_PARALLELISM = 65_536
 
 
 @dataclass(frozen=True, slots=True)
 class OptionSpec:
-    """One row of the option table: Paimon key, older keys read as fallbacks, value kind, default."""
+    """One row of the option table: Paimon key, older keys read as fallbacks, value kind, default.
+
+    `minimum`/`maximum` bound int and size values (inclusive; None: unbounded). `shapes_files`: the value
+    changes the bytes or ranges of index files, so an existing index only takes another value by a rebuild.
+    """
 
     key: str
     fallback_keys: tuple[str, ...]
@@ -156,10 +149,44 @@ class OptionSpec:
     help: str
     field: str
     _kind: _Kind
+    minimum: int | None = None
+    maximum: int | None = None
+    shapes_files: bool = False
 
     @property
     def default_text(self) -> str:
         return self._kind.render(self.default)
+
+    @property
+    def range_text(self) -> str:
+        """'1..22', '1 b..64 mb' or '' (no bounds)."""
+        if self.minimum is None and self.maximum is None:
+            return ""
+        lo = "" if self.minimum is None else self._kind.render(self.minimum)
+        hi = "" if self.maximum is None else self._kind.render(self.maximum)
+        return f"{lo}..{hi}"
+
+    def parse(self, value: object, key: str | None = None) -> object:
+        """The checked value. Raises InvalidOptionError naming the key, the value and the allowed range."""
+        key = key or self.key
+        try:
+            parsed = self._kind.parse(value.strip() if isinstance(value, str) else value)
+        except ValueError as exc:
+            allowed = f"; allowed {self.range_text}" if self.range_text else ""
+            raise option_error(key, f"option {shown(key)}: invalid value {shown(value)}: {exc}{allowed}") from exc
+        if isinstance(parsed, int) and not isinstance(parsed, bool) and (
+                (self.minimum is not None and parsed < self.minimum)
+                or (self.maximum is not None and parsed > self.maximum)):
+            raise option_error(key, f"option {shown(key)}: invalid value {shown(value)}: out of range; "
+                                    f"allowed {self.range_text}")
+        return parsed
+
+
+def option_error(key: str, message: str) -> InvalidOptionError:
+    """An InvalidOptionError whose `option` attribute names the key (the API puts it in error details)."""
+    err = InvalidOptionError(message)
+    err.option = key  # type: ignore[attr-defined]
+    return err
 
 
 # spec §7.1 (Java defaults). bgix extensions: `bgix.key-order` (spec §2.7) and `rebuild` (rebuild
@@ -167,23 +194,26 @@ class OptionSpec:
 OPTION_TABLE: tuple[OptionSpec, ...] = (
     OptionSpec("sorted-index.records-per-range", ("btree-index.records-per-range",), "int",
                10_000_000, "Target records per index file; files rotate at floor(1.2 × value) "
-               "records; also sets build parallelism.", "records_per_range", _POSITIVE_INT),
+               "records; also sets build parallelism.", "records_per_range", _INT,
+               1, _INT_MAX, shapes_files=True),
     OptionSpec("sorted-index.build.max-parallelism", ("btree-index.build.max-parallelism",), "int",
-               4096, "Cap on the number of build tasks.", "max_parallelism", _POSITIVE_INT),
+               4096, "Cap on the number of build tasks.", "max_parallelism", _INT, 1, MAX_PARALLELISM),
     OptionSpec("bitmap-index.dictionary-block-size", (), "size", 16384,
                "Target uncompressed dictionary block size (spec §2.8).", "dictionary_block_size",
-               _POSITIVE_SIZE),
+               _SIZE, 1, MAX_DICTIONARY_BLOCK_SIZE, shapes_files=True),
     OptionSpec("bitmap-index.compression", (), "codec", "none",
                "Codec for dictionary blocks and the block index: none, zstd, lz4 (lzo: read only).",
-               "compression", _CODEC),
+               "compression", _CODEC, shapes_files=True),
     OptionSpec("bitmap-index.compression-level", (), "int", 1,
-               "zstd compression level, 1..22 (ignored by other codecs).", "compression_level", _LEVEL),
+               "zstd compression level, 1..22 (ignored by other codecs).", "compression_level", _INT,
+               ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True),
     OptionSpec("bitmap-index.fallback-scan-max-size", (), "size", 256 * 1024 * 1024,
                "Budget of dictionary bytes a scan predicate may read per range (spec §6); "
-               "'0 b' disables scans.", "fallback_scan_max_size", _SIZE),
+               "'0 b' disables scans.", "fallback_scan_max_size", _SIZE, 0, MAX_FALLBACK_SCAN_SIZE),
     OptionSpec("bgix.key-order", (), "choice", "logical",
                "bgix extension: key order of numeric, date, time and timestamp indexes (spec §2.7): "
-               "logical (Paimon Java, bgix) or bytes (pypaimon 2.1, bgix).", "key_order", _KEY_ORDER),
+               "logical (Paimon Java, bgix) or bytes (pypaimon 2.1, bgix).", "key_order", _KEY_ORDER,
+               shapes_files=True),
     OptionSpec("rebuild", (), "bool", False,
                "bgix extension: rebuild every range instead of only ranges not yet covered.",
                "rebuild", _BOOL),
@@ -218,11 +248,7 @@ class IndexOptions:
         # Direct construction is validated like parsed input.
         for spec in OPTION_TABLE:
             value = getattr(self, spec.field)
-            try:
-                parsed = spec._kind.parse(value)
-            except ValueError as exc:
-                raise InvalidOptionError(
-                    f"option {spec.key!r}: invalid value {value!r}: {exc}") from exc
+            parsed = spec.parse(value)
             if parsed != value:
                 object.__setattr__(self, spec.field, parsed)
 
@@ -247,6 +273,20 @@ class IndexOptions:
         """These options overlaid with `raw` (same parsing as parse_options)."""
         return replace(self, **_parse_fields(raw))
 
+    def differences(self, other: IndexOptions) -> list[tuple[str, str, str]]:
+        """(key, this value, other value) of every option that shapes index files and differs: files
+        built with `self` and with `other` cannot sit in one index (the level counts only under zstd)."""
+        out = []
+        for spec in OPTION_TABLE:
+            if not spec.shapes_files:
+                continue
+            if spec.field == "compression_level" and not (self.compression == other.compression == "zstd"):
+                continue
+            a, b = getattr(self, spec.field), getattr(other, spec.field)
+            if a != b:
+                out.append((spec.key, spec._kind.render(a), spec._kind.render(b)))
+        return out
+
 
 def parse_options(raw: Mapping[str, object] | str | IndexOptions | None) -> IndexOptions:
     """Validate options given as a mapping or Paimon's 'k1=v1,k2=v2' string; unset keys keep defaults.
@@ -260,26 +300,34 @@ def parse_options(raw: Mapping[str, object] | str | IndexOptions | None) -> Inde
     return IndexOptions(**_parse_fields(raw))
 
 
+def given_options(raw: Mapping[str, object] | str | None) -> dict[str, object]:
+    """Only the options `raw` sets, validated: IndexOptions field name → value (what overrides a base).
+
+    Raises:
+        InvalidOptionError: as parse_options.
+    """
+    return _parse_fields(raw)
+
+
 def _parse_fields(raw: Mapping[str, object] | str | None) -> dict[str, object]:
+    if raw is not None and not isinstance(raw, (str, Mapping)):
+        raise InvalidOptionError(f"options must be an object or a 'k1=v1,k2=v2' string, "
+                                 f"not {type(raw).__name__}")
     items = _split_string(raw) if isinstance(raw, str) else dict(raw or {})
     chosen: dict[str, tuple[int, str, object]] = {}  # field → (rank, key, value); rank 0 = primary
     for key, value in items.items():
         if not isinstance(key, str):
-            raise InvalidOptionError(f"option key {key!r} is not a string")
+            raise InvalidOptionError(f"option key {shown(key)} is not a string")
         key = key.strip()
         spec = _BY_KEY.get(key)
         if spec is None:
-            raise InvalidOptionError(_unknown_message(key))
+            raise option_error(key, _unknown_message(key))
         rank = 0 if key == spec.key else 1 + spec.fallback_keys.index(key)
         if spec.field not in chosen or rank < chosen[spec.field][0]:
             chosen[spec.field] = (rank, key, value)
     out: dict[str, object] = {}
     for field_name, (_rank, key, value) in chosen.items():
-        spec = _BY_KEY[key]
-        try:
-            out[field_name] = spec._kind.parse(value.strip() if isinstance(value, str) else value)
-        except ValueError as exc:
-            raise InvalidOptionError(f"option {key!r}: invalid value {value!r}: {exc}") from exc
+        out[field_name] = _BY_KEY[key].parse(value, key)
     return out
 
 
@@ -291,7 +339,7 @@ def _split_string(text: str) -> dict[str, str]:
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise InvalidOptionError(
-                f"option {part.strip()!r} is not 'key=value' (options are 'k1=v1,k2=v2')")
+                f"option {shown(part.strip())} is not 'key=value' (options are 'k1=v1,k2=v2')")
         out[key.strip()] = value.strip()  # last one wins, like Paimon's procedure
     return out
 
@@ -299,8 +347,8 @@ def _split_string(text: str) -> dict[str, str]:
 def _unknown_message(key: str) -> str:
     known = ", ".join(sorted(_BY_KEY))
     if key in _PAIMON_ONLY_KEYS:
-        return f"option {key!r} is not used by bgix bitmap indexes; known options: {known}"
-    return f"unknown option {key!r}; known options: {known}"
+        return f"option {shown(key)} is not used by bgix bitmap indexes; known options: {known}"
+    return f"unknown option {shown(key)}; known options: {known}"
 
 
 # The dataclass fields and the table must describe the same options.

@@ -133,7 +133,7 @@ def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
             # The service keeps serving; the file and block are named in the message and details.
             metrics.corrupt_files.inc()
             log.error("corrupt index file: %s", exc)
-        elif status == 500:
+        elif status == 500 and code == "internal":
             log.exception("internal error", exc_info=exc)
             return envelope(500, "internal", "internal server error", {"type": type(exc).__name__})
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None

@@ -18,7 +18,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +26,11 @@ from index_format.storage import Storage
 from service.api.errors import UnknownTableColumnError
 from service.api.settings import Settings
 from service.catalog import Catalog
-from service.catalog.jobspec import JobSpec
+from service.catalog.jobspec import JobSpec, check_partitions_match, resolve_options
 from service.catalog.liveness import job_process_alive, process_alive
-from service.catalog.model import JobRecord, now
+from service.catalog.model import JobRecord, Table, now
+from service.catalog.partitions import check_keys, check_matches, check_readable
+from service.catalog.view_source import load_view_source
 
 log = logging.getLogger("bgix.jobs")
 _LOG_TAIL = 2000
@@ -116,7 +118,9 @@ class JobRunner:
         Everything the job could only fail on is refused here (400), before a process is spawned.
         Raises:
             TableNotFoundError; InvalidOptionError (from JobSpec: column name, index type, spec §7.1
-            options, a read-only codec, partitions the table does not have); UnknownTableColumnError
+            options and their ranges, a read-only codec, rebuild on a Paimon table, malformed partitions or
+            ones the table does not have or that match no data file; options that differ from the existing
+            index's without rebuild); UnknownTableColumnError
             listing the columns of the table's data files; BuildInProgressError naming the running job.
         """
         t = self.catalog.get_table(table)
@@ -132,6 +136,15 @@ class JobRunner:
             if known is not None and c not in known:
                 raise UnknownTableColumnError(table, c, known)
         column = spec.index_column
+        if spec.is_paimon:
+            self._check_paimon(t, spec)
+        else:
+            check_partitions_match(self.storage, t, spec.partitions)
+            # The map as last scanned; the job rescans and checks again (service.build_job.plan).
+            check_readable(self.catalog.unreadable_files(table), t, spec.partitions)
+            # Incremental builds keep the index's options; differing ones need rebuild (jobspec.resolve_options).
+            previous = self.catalog.current_snapshot(table, column)
+            spec = replace(spec, options=resolve_options(options, previous.options if previous else None, column))
         with self._lock:  # one check-then-record at a time, so two requests cannot both pass
             self.catalog.check_no_active_build(table, column)
             self.catalog.put_job(JobRecord(id=spec.job_id, table=table, column=column, spec=spec.public_dict()))
@@ -146,6 +159,18 @@ class JobRunner:
         # The job process records its own pid and state when it starts (service.build_job.main);
         # writing the pid here too would race with that read-modify-write.
         return self.catalog.get_job(spec.job_id)
+
+    def _check_paimon(self, t: Table, spec: JobSpec) -> None:
+        """What the Paimon build would fail on, refused now: column types, partition keys, and partition
+        specs that match no data file."""
+        from service.catalog.paimon import open_paimon_table
+        from service.catalog.paimon.build_plan import check_build_columns
+        pt = open_paimon_table(t.location, storage_options=self.storage.storage_options)
+        check_keys(spec.partitions, list(pt.table.partition_keys), t.name)
+        check_build_columns(pt, spec.columns, spec.partitions)
+        if spec.partitions:
+            check_matches(spec.partitions, (f.partition for f in load_view_source(self.catalog, t.name).data_files),
+                          t.name)
 
     def cancel(self, job_id: str) -> JobRecord:
         """Terminate a queued/running job and mark it cancelled; finished jobs are returned unchanged."""

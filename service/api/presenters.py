@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 from service.api import schemas
-from service.catalog.model import DataFile, JobRecord, Table
+from service.catalog.model import DataFile, JobRecord, Table, UnreadableFile
 
 if TYPE_CHECKING:
     from service.catalog.paimon import PaimonView
@@ -64,7 +64,8 @@ def job_public(j: JobRecord) -> schemas.JobPublic:
         id=j.id, table=j.table, index_column=j.column,
         index_type=str((j.spec or {}).get("index_type", "bitmap")), state=j.state,
         progress=progress, error=j.error, snapshot_id=j.snapshot_id, created_at=iso(j.created_at),
-        started_at=iso(j.started_at), finished_at=iso(j.finished_at))
+        started_at=iso(j.started_at), finished_at=iso(j.finished_at),
+        message=None if p.get("message") is None else str(p["message"]))
 
 
 def data_file_public(f: DataFile) -> schemas.DataFilePublic:
@@ -72,3 +73,7 @@ def data_file_public(f: DataFile) -> schemas.DataFilePublic:
                                   size=f.size, partition=dict(f.partition),
                                   write_cols=None if f.write_cols is None else list(f.write_cols),
                                   max_sequence_number=f.max_sequence_number)
+
+
+def file_error_public(u: UnreadableFile) -> schemas.FileErrorPublic:
+    return schemas.FileErrorPublic(path=u.path, reason=u.reason)

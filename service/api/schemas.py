@@ -101,9 +101,17 @@ class TablePublic(BaseModel):
     paimon: PaimonTablePublic | None = Field(None, description="Paimon tables only: the served snapshot.")
 
 
+class TableErrorPublic(BaseModel):
+    name: str
+    error: ErrorBody = Field(description="Why the table cannot be shown, e.g. corrupt_catalog_document.")
+
+
 class TablesPublic(BaseModel):
     tables: list[TablePublic]
     count: int
+    errors: list[TableErrorPublic] = Field(
+        default_factory=list, description="Registered tables that cannot be read (left out of `tables` and "
+                                          "`count`); DELETE /v1/tables/{name} still drops them.")
 
 
 class DataFilePublic(BaseModel):
@@ -119,10 +127,19 @@ class DataFilePublic(BaseModel):
                                   "the file with the highest max_sequence_number that writes it.")
 
 
+class FileErrorPublic(BaseModel):
+    path: str
+    reason: str = Field(description="Why the file cannot be read (empty, not the table's format, not a regular "
+                                    "file, outside the partition layout).")
+
+
 class FilesPublic(BaseModel):
     table: str
     files: list[DataFilePublic]
     total_rows: int
+    errors: list[FileErrorPublic] = Field(
+        default_factory=list, description="Data files the last scan could not read: they have no row ids (no "
+                                          "query returns their rows) until a scan reads them.")
 
 
 # ---- jobs ---------------------------------------------------------------------------------------
@@ -164,6 +181,9 @@ class JobPublic(BaseModel):
     created_at: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    message: str | None = Field(
+        None, description="What a succeeded job did when it built nothing, e.g. 'index already up to date: "
+                          "nothing to build' (the job record's progress.message).")
 
 
 class JobsPublic(BaseModel):

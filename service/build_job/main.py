@@ -3,8 +3,8 @@
 Run as `python -m service.build_job.main --spec SPEC.json` (or spark-submit). Imports index_format,
 service.catalog and service.build_job; never service.api. Reads its configuration from the spec only:
 the JSON of service.catalog.jobspec.JobSpec (the service writes it; its docstring lists the fields).
-Exit status 0 when the job succeeded (or had nothing to do), 1 when it failed; the job record holds
-state, progress, error and snapshot_id either way.
+Exit status 0 when the job succeeded (or had nothing to do: the record's progress.message says so), 1 when
+it failed; the job record holds state, progress, error and snapshot_id either way.
 """
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from service.build_job.plan import BuildPlan, make_plan, next_snapshot
 from service.build_job.progress import Progress
 from service.catalog.catalog import Catalog
 from service.catalog.errors import JobNotFoundError
-from service.catalog.jobspec import JobSpec
+from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec
 from service.catalog.liveness import process_start
 from service.catalog.model import JobRecord, Snapshot, now
 
@@ -79,6 +79,8 @@ def run_job(spec: JobSpec | Mapping[str, Any],
         catalog.update_job(spec.job_id, state=state, finished_at=now(),
                            error=f"{type(exc).__name__}: {exc}")
         raise
+    if isinstance(snap, PaimonCommitted) and not snap.files:
+        catalog.write_progress(spec.job_id, {"message": NOTHING_TO_BUILD})
     catalog.update_job(spec.job_id, state="succeeded", finished_at=now(),
                        snapshot_id=None if snap is None else snap.id)
     return snap
@@ -114,7 +116,9 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snaps
     if not plan.ranges and not options.rebuild:
         progress.finished = True  # nothing to index: the job is done as soon as staleness is recorded
         progress.flush(force=True)
-        return _commit_staleness(catalog, plan)
+        snap, message = _commit_staleness(catalog, plan, bool(spec.partitions))
+        catalog.write_progress(spec.job_id, {"message": message})  # a succeeded job must say it built nothing
+        return snap
     progress.flush(force=True)
     out_dir = catalog.job_index_dir(table.name, column, spec.job_id)
     if spec.engine == "local" or not plan.files:
@@ -141,15 +145,29 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snaps
     return committed
 
 
-def _commit_staleness(catalog: Catalog, plan: BuildPlan) -> Snapshot | None:
-    """Nothing new to index: commit only if the staleness verdict changed."""
+_BUDGET_KEY = "bitmap-index.fallback-scan-max-size"
+
+
+def _commit_staleness(catalog: Catalog, plan: BuildPlan, selected: bool) -> tuple[Snapshot | None, str]:
+    """Nothing new to index: commit only if the staleness verdict or the scan budget (a query-time option,
+    the one option an existing index takes without a rebuild) changed. Returns the snapshot and what the
+    job did, for its record."""
     prev = plan.previous
     if prev is None:
-        return None
-    if prev.stale == bool(plan.stale_files) and prev.stale_files == plan.stale_files:
-        return prev
-    updated = replace(prev, stale=bool(plan.stale_files), stale_files=plan.stale_files)
-    return catalog.commit(prev.table, prev.column, prev.id, updated)
+        return None, "nothing to build: no rows to index" + (" in the selected partitions" if selected else "")
+    notes = []
+    changes: dict[str, object] = {}
+    if prev.stale != bool(plan.stale_files) or prev.stale_files != plan.stale_files:
+        changes.update(stale=bool(plan.stale_files), stale_files=plan.stale_files)
+        notes.append(f"staleness recorded ({len(plan.stale_files)} data file(s) rewritten or removed)")
+    budget = plan.options.to_dict()[_BUDGET_KEY]
+    if prev.options.get(_BUDGET_KEY) != budget:
+        changes["options"] = {**prev.options, _BUDGET_KEY: budget}
+        notes.append(f"{_BUDGET_KEY} set to {budget}")
+    message = NOTHING_TO_BUILD + "".join(f"; {n}" for n in notes)
+    if not changes:
+        return prev, message
+    return catalog.commit(prev.table, prev.column, prev.id, replace(prev, **changes)), message
 
 
 def parse_spec(raw: Mapping[str, Any]) -> JobSpec:

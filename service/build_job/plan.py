@@ -12,7 +12,7 @@ import numpy as np
 import pyarrow as pa
 
 from index_format import ranges as row_ranges
-from index_format.options import IndexOptions
+from index_format.options import IndexOptions, option_error
 from index_format.storage import Storage
 from service.build_job.rowids import (
     RowRange, check_row_id_column, ranges_of_ids, select_files, uncovered_ranges,
@@ -20,8 +20,13 @@ from service.build_job.rowids import (
 from service.build_job.worker import FileSlice, WorkerContext
 from service.catalog.catalog import Catalog
 from service.catalog.errors import RowIdError
+from service.catalog.jobspec import check_options_match, index_options_of
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, SourceFile, Table
+from service.catalog.partitions import check_matches, check_readable
 from service.catalog.scan import read_columns
+
+
+MAX_RANGES = 100_000  # row ranges (index files) one build may write
 
 
 @dataclass
@@ -84,11 +89,21 @@ def stale_files_of(previous: Snapshot | None, live: Sequence[DataFile]) -> list[
 
 def make_plan(catalog: Catalog, table: Table, column: str, options: IndexOptions,
               partitions: list[dict[str, str]]) -> BuildPlan:
-    """Refresh the row-id map and work out the ranges this job builds (incremental unless rebuild)."""
+    """Refresh the row-id map and work out the ranges this job builds (incremental unless rebuild).
+
+    Raises:
+        InvalidOptionError: without rebuild, options that shape index files differ from the index's; a
+            partition spec matches no live data file; more than MAX_RANGES ranges.
+    """
     live = catalog.refresh_data_files(table.name)
     previous = catalog.current_snapshot(table.name, column)
     base = None if options.rebuild else previous
+    if base is not None:  # the service resolved this already; a spec from elsewhere may still differ
+        check_options_match(index_options_of(base.options, column), options, column)
     selected = select_files(live, table, partitions)
+    check_readable(catalog.unreadable_files(table.name), table, partitions)
+    if partitions:
+        check_matches(partitions, (f.partition for f in live), table.name)
     covered_paths = {s.path for s in base.source_files} if base else set()
     covered = row_ranges.merge(base.covered_ranges) if base else []
     if table.row_id_column:
@@ -100,6 +115,11 @@ def make_plan(catalog: Catalog, table: Table, column: str, options: IndexOptions
         todo = [f for f in selected if f.row_count and any(a <= f.end_row_id - 1 and f.first_row_id <= b
                                                            for a, b in lo_hi)]
         rows = [r.rows for r in ranges]
+    if len(ranges) > MAX_RANGES:  # each range is an index file and a snapshot entry: refuse before writing
+        raise option_error("sorted-index.records-per-range",
+                           f"this build would write {len(ranges)} row ranges (index files, {sum(rows)} rows at "
+                           f"sorted-index.records-per-range={options.records_per_range}); at most {MAX_RANGES} "
+                           "per build: raise the option, or select fewer partitions per build")
     return BuildPlan(table, column, options, previous, live, todo, ranges, rows,
                      stale_files_of(base, live))
 

@@ -19,7 +19,7 @@ from index_format.storage import Storage
 from index_format.types import KeyType, parse_type
 from index_format.global_index.writer import write_index_files
 from service.build_job.rowids import position_ids
-from service.catalog.errors import RowIdError
+from service.catalog.errors import DataFileError, RowIdError
 from service.catalog.scan import read_slice
 
 # What a task returns to the driver: one row per written index file (metadata only, never row data).
@@ -174,11 +174,16 @@ def slice_batches(storage: Storage, ctx: WorkerContext, slices: Iterable[FileSli
 
     Raises:
         RowIdError: a file is shorter than the row-id map says (it changed after planning).
+        DataFileError: a file cannot be read (junk, corrupt column chunk, removed since planning); it
+            names the file, so the job record's error does.
     """
     rid = ctx.row_id_column
     cols = [ctx.column] + ([rid] if rid and rid != ctx.column else [])
     for sl in slices:
-        t = read_slice(storage, sl.path, ctx.table_format, cols, sl.start, sl.stop, sl.size)
+        try:
+            t = read_slice(storage, sl.path, ctx.table_format, cols, sl.start, sl.stop, sl.size)
+        except FileNotFoundError as exc:
+            raise DataFileError(sl.path, "removed since the build was planned") from exc
         if t.num_rows != sl.stop - sl.start:
             raise RowIdError(f"data file {sl.path!r} has fewer rows than the row-id map says; "
                              "it changed during the build")

@@ -8,8 +8,10 @@ snapshot, never a mix.
 from __future__ import annotations
 
 import json
+import logging
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, TypeVar
 
 from index_format.errors import InvalidOptionError, PathNotAllowedError
 from index_format.storage import Storage, is_absolute_location, is_under
@@ -17,20 +19,56 @@ from service.catalog import layout
 from service.catalog.errors import (
     BuildInProgressError,
     CommitConflictError,
+    CorruptDocumentError,
+    DataFileError,
     IndexNotFoundError,
     JobNotFoundError,
     LocationNotAllowedError,
+    RowIdError,
     TableExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
 )
 from service.catalog.liveness import job_process_alive
-from service.catalog.model import FORMATS, PAIMON, DataFile, JobRecord, Snapshot, Table, now
-from service.catalog.scan import count_rows, file_stat, list_data_files, parse_partition, read_schema
+from service.catalog.model import FORMATS, PAIMON, DataFile, JobRecord, Snapshot, Table, UnreadableFile, now
+from service.catalog.scan import (
+    count_rows,
+    file_stat,
+    hive_keys,
+    list_data_files,
+    parse_partition,
+    read_schema,
+    relative_dir,
+)
+
+log = logging.getLogger("bgix.catalog")
+T = TypeVar("T")
 
 
 def _dumps(doc: dict[str, Any]) -> bytes:
     return json.dumps(doc, indent=1, sort_keys=True).encode()
+
+
+def _table_of(doc: dict[str, Any]) -> Table:
+    t = Table.from_dict(doc)
+    if not isinstance(t.name, str) or not isinstance(t.location, str) or not isinstance(t.format, str):
+        raise TypeError("name, location and format must be strings")
+    return t
+
+
+def _job_of(doc: dict[str, Any]) -> JobRecord:
+    job = JobRecord.from_dict(doc)
+    if not isinstance(job.id, str) or not isinstance(job.created_at, (int, float)):
+        raise TypeError("id must be a string and created_at a number")  # list_jobs sorts by them
+    return job
+
+
+def _files_doc_of(doc: dict[str, Any]) -> dict[str, Any]:
+    """A row-id map document with its entries parsed (KeyError/TypeError/ValueError when malformed)."""
+    return {"next_row_id": int(doc["next_row_id"]),
+            "files": [DataFile.from_dict(d) for d in doc["files"]],
+            "retired": [DataFile.from_dict(d) for d in doc.get("retired") or []],
+            "unreadable": [UnreadableFile.from_dict(d) for d in doc.get("unreadable") or []]}
 
 
 class Catalog:
@@ -41,10 +79,42 @@ class Catalog:
 
     # -- documents -------------------------------------------------------------------------------
     def _read_json(self, path: str) -> dict[str, Any] | None:
+        """The parsed JSON object at `path`, None when missing.
+
+        Raises:
+            CorruptDocumentError: not UTF-8 JSON, or not a JSON object; names the document.
+        """
         try:
-            return json.loads(self.storage.read_bytes(path))  # type: ignore[no-any-return]
+            raw = self.storage.read_bytes(path)
         except FileNotFoundError:
             return None
+        except IsADirectoryError as exc:
+            raise self._corrupt(path, "is a directory") from exc
+        try:
+            doc = json.loads(raw)
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+            raise self._corrupt(path, f"is not valid JSON ({exc})") from exc
+        if not isinstance(doc, dict):
+            raise self._corrupt(path, f"is a JSON {type(doc).__name__}, not an object")
+        return doc
+
+    def _read_doc(self, path: str, parse: Callable[[dict[str, Any]], T]) -> T | None:
+        """`parse` of the document at `path` (None when missing); a document whose fields do not fit
+        raises CorruptDocumentError rather than a bare KeyError/TypeError."""
+        doc = self._read_json(path)
+        if doc is None:
+            return None
+        try:
+            return parse(doc)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise self._corrupt(path, f"does not have the expected fields ({type(exc).__name__}: {exc})") from exc
+
+    def _corrupt(self, path: str, what: str) -> CorruptDocumentError:
+        try:
+            full = self.storage.resolve(path)
+        except Exception:  # naming the document must not fail
+            full = path
+        return CorruptDocumentError(f"catalog document {full!r} {what}", path=full)
 
     # -- tables ----------------------------------------------------------------------------------
     def put_table(self, t: Table) -> Table:
@@ -59,9 +129,12 @@ class Catalog:
         layout.check_name("table", t.name)
         if t.format not in FORMATS:
             raise InvalidOptionError(f"table format {t.format!r} is not one of {list(FORMATS)}")
+        layout.check_partition_columns(t.partition_columns)
         t = replace(t, location=self.check_location(t.location))
         if t.format == PAIMON:
             self._check_paimon(t, self.storage.storage_options)
+        else:
+            self._check_partition_layout(t)
         if self.storage.write_if_absent(layout.table_json(t.name), _dumps(t.to_dict())):
             return t
         existing = self.get_table(t.name)
@@ -75,7 +148,8 @@ class Catalog:
 
         Raises:
             PathNotAllowedError: a relative path.
-            LocationNotAllowedError: outside the roots, or inside the warehouse's tables/ or jobs/.
+            LocationNotAllowedError: outside the roots; the warehouse root itself or a directory containing
+                it (its scan would list the catalog's own documents as data); inside its tables/ or jobs/.
         """
         if not is_absolute_location(location):
             raise PathNotAllowedError(f"location {location!r} must be an absolute path or an fsspec URL")
@@ -84,11 +158,40 @@ class Catalog:
             managed = [self.storage.resolve(d) for d in (layout.tables_dir(), layout.jobs_dir())]
         except PathNotAllowedError as exc:
             raise LocationNotAllowedError(str(exc)) from exc
+        warehouse = self.storage.root.rstrip("/")
+        if resolved.rstrip("/") == warehouse:
+            raise LocationNotAllowedError(f"location {location!r} is the warehouse root {warehouse!r}")
+        if is_under(warehouse, resolved.rstrip("/")):
+            raise LocationNotAllowedError(
+                f"location {location!r} contains the warehouse {warehouse!r} (its catalog documents would be "
+                "listed as data)")
         for d in managed:
             if is_under(resolved, d.rstrip("/")):
                 raise LocationNotAllowedError(
                     f"location {location!r} lies inside the catalog directory {d!r} of the warehouse")
         return resolved
+
+    def _check_partition_layout(self, t: Table) -> None:
+        """Partition columns must be the hive levels (`col=value`) of the data files already there, in
+        order; otherwise every file would fail the scan. An empty location is not checked.
+
+        Raises:
+            InvalidOptionError: naming the column and a file whose path lacks it.
+        """
+        if not t.partition_columns:
+            return
+        for path in list_data_files(self.storage, t.location, t.format):
+            keys = [k for k in hive_keys(relative_dir(t.location, path)) if k in t.partition_columns]
+            if keys == t.partition_columns:
+                continue
+            missing = [c for c in t.partition_columns if c not in keys]
+            if missing:
+                raise InvalidOptionError(
+                    f"partition column {missing[0]!r} is not a directory level ({missing[0]}=value) of data file "
+                    f"{path!r} under the location")
+            raise InvalidOptionError(
+                f"partition columns {t.partition_columns} are not in the order of the directory levels {keys} "
+                f"of data file {path!r}")
 
     @staticmethod
     def _check_paimon(t: Table, storage_options: dict[str, Any]) -> None:
@@ -101,23 +204,39 @@ class Catalog:
         open_paimon_table(t.location, storage_options=storage_options)
 
     def get_table(self, name: str) -> Table:
-        doc = self._read_json(layout.table_json(name))
-        if doc is None:
+        """Raises TableNotFoundError; CorruptDocumentError when its table.json does not parse."""
+        t = self._read_doc(layout.table_json(name), _table_of)
+        if t is None:
             raise TableNotFoundError(f"table {name!r} not found")
-        return Table.from_dict(doc)
+        return t
 
     def list_tables(self) -> list[Table]:
-        out = []
+        """Every readable table; one with a corrupt table.json is left out (see scan_tables)."""
+        return self.scan_tables()[0]
+
+    def scan_tables(self) -> tuple[list[Table], dict[str, CorruptDocumentError]]:
+        """(readable tables by name, {name: error} of tables whose table.json is corrupt)."""
+        out, broken = [], {}
         for p in self.storage.list(layout.tables_dir()):
             name = p.rstrip("/").rsplit("/", 1)[-1]
-            doc = self._read_json(layout.table_json(name))
-            if doc is not None:
-                out.append(Table.from_dict(doc))
-        return sorted(out, key=lambda t: t.name)
+            try:
+                t = self._read_doc(layout.table_json(layout.check_name("table", name)), _table_of)
+            except InvalidOptionError:  # not a directory the catalog made
+                continue
+            except CorruptDocumentError as exc:
+                log.warning("table %r: %s", name, exc)
+                broken[name] = exc
+                continue
+            if t is not None:
+                out.append(t)
+        return sorted(out, key=lambda t: t.name), broken
 
     def drop_table(self, name: str) -> None:
-        """Forget the table and delete its indexes (never its data files)."""
-        self.get_table(name)
+        """Forget the table and delete its indexes (never its data files). Works on a table whose
+        table.json is corrupt: dropping is how an operator cleans one up, and only the catalog's own
+        directory is deleted."""
+        if not self.storage.exists(layout.table_json(name)):
+            raise TableNotFoundError(f"table {name!r} not found")
         self.storage.delete(layout.table_dir(name), recursive=True)
 
     def source_columns(self, name: str) -> list[str] | None:
@@ -128,32 +247,44 @@ class Catalog:
             from service.catalog.paimon import open_paimon_table
             pt = open_paimon_table(t.location, storage_options=self.storage.storage_options)
             return [str(n) for n in pt.table.field_names]
-        paths = list_data_files(self.storage, t.location, t.format)
-        if not paths:
-            return None
-        schema = read_schema(self.storage, paths[0], t.format)
-        return [*schema.names, *(c for c in t.partition_columns if c not in schema.names)]
+        for path in list_data_files(self.storage, t.location, t.format):
+            try:
+                schema = read_schema(self.storage, path, t.format)
+            except (DataFileError, FileNotFoundError) as exc:  # a broken or vanished file: try the next
+                log.warning("table %r: skipping %s", name, exc)
+                continue
+            return [*schema.names, *(c for c in t.partition_columns if c not in schema.names)]
+        return None
 
     # -- the row-id map --------------------------------------------------------------------------
     def _files_doc(self, table: str) -> tuple[int, dict[str, Any] | None]:
-        """(version, document) of the current row-id map; (0, None) before the first scan."""
+        """(version, parsed document) of the current row-id map; (0, None) before the first scan.
+
+        Raises:
+            CorruptDocumentError: the current map does not parse (ids cannot be handed out safely).
+        """
         versions = [layout.snapshot_id_from_name(p) for p in self.storage.list(layout.files_dir(table))]
         ok = sorted(v for v in versions if v is not None)
         if not ok:
             return 0, None
-        return ok[-1], self._read_json(layout.files_json(table, ok[-1]))
+        return ok[-1], self._read_doc(layout.files_json(table, ok[-1]), _files_doc_of)
 
     def data_files(self, table: str) -> list[DataFile]:
         """The persisted row-id map (live files, ascending first_row_id); scans once if never scanned."""
         _, doc = self._files_doc(table)
         if doc is None:
             return self.refresh_data_files(table)
-        return [DataFile.from_dict(d) for d in doc["files"]]
+        return list(doc["files"])
 
     def retired_files(self, table: str) -> list[DataFile]:
         """Files that were removed or rewritten since they got their ids (their ids are never reused)."""
         _, doc = self._files_doc(table)
-        return [DataFile.from_dict(d) for d in (doc or {}).get("retired", [])]
+        return list(doc["retired"]) if doc else []
+
+    def unreadable_files(self, table: str) -> list[UnreadableFile]:
+        """Data files the last scan could not read (they have no row ids until a scan can read them)."""
+        _, doc = self._files_doc(table)
+        return list(doc["unreadable"]) if doc else []
 
     def refresh_data_files(self, table: str, *, attempts: int = 5) -> list[DataFile]:
         """Scan the table location and update the row-id map; returns the live files.
@@ -161,6 +292,9 @@ class Catalog:
         Unchanged files keep their ids. New files, sorted by path, get ids after the current maximum.
         A file whose size or mtime changed is retired and re-added at the end (its old ids now name
         no row, so indexes built over them become stale); a removed file is retired.
+        A file that cannot be read (DataFileError: empty, junk, not a regular file; or outside the
+        partition layout) gets no ids and does not fail the scan: it is recorded under "unreadable"
+        with its reason and fingerprint, and gets ids at a later scan once it reads.
         The map is versioned and written with write_if_absent, so two concurrent scans cannot hand
         out the same ids twice: the loser re-reads the winner's map and merges again.
         """
@@ -170,41 +304,59 @@ class Catalog:
         for _ in range(attempts):
             version, doc = self._files_doc(table)
             live, new_doc = self._merge_scan(t, doc)
-            if doc is not None and new_doc["files"] == doc["files"] and new_doc["retired"] == doc.get("retired"):
+            if doc is not None and all(new_doc[k] == [x.to_dict() for x in doc[k]]
+                                       for k in ("files", "retired", "unreadable")):
                 return live
             if self.storage.write_if_absent(layout.files_json(table, version + 1), _dumps(new_doc)):
                 return live
         raise CommitConflictError(f"table {table!r}: the row-id map kept changing under {attempts} scans")
 
     def _merge_scan(self, t: Table, doc: dict[str, Any] | None) -> tuple[list[DataFile], dict[str, Any]]:
-        doc = doc or {"next_row_id": 0, "files": [], "retired": []}
-        known = {d["path"]: DataFile.from_dict(d) for d in doc["files"]}
+        doc = doc or {"next_row_id": 0, "files": [], "retired": [], "unreadable": []}
+        known = {f.path: f for f in doc["files"]}
+        was_unreadable = {u.path: u for u in doc["unreadable"]}
         next_id = int(doc["next_row_id"])
         live: list[DataFile] = []
-        retired = [DataFile.from_dict(d) for d in doc.get("retired", [])]
+        retired = list(doc["retired"])
+        unreadable: list[UnreadableFile] = []
         new_paths: list[tuple[str, int, float]] = []
-        root = t.location.rstrip("/")
-        seen = set()
+        kept = set()
         for path in list_data_files(self.storage, t.location, t.format):
-            seen.add(path)
-            size, mtime = file_stat(self.storage, path)
+            try:
+                size, mtime = file_stat(self.storage, path)
+            except FileNotFoundError:  # removed since the listing
+                continue
+            except DataFileError as exc:
+                unreadable.append(UnreadableFile(path, exc.reason))
+                continue
             old = known.get(path)
             if old is not None and old.size == size and old.mtime == mtime:
                 live.append(old)
+                kept.add(path)
                 continue
-            if old is not None:
-                retired.append(old)
             new_paths.append((path, size, mtime))
-        retired.extend(f for p, f in known.items() if p not in seen)
+        retired.extend(f for p, f in known.items() if p not in kept)  # changed, unreadable now, or removed
         for path, size, mtime in new_paths:  # already sorted by path
-            rel = path[len(root) + 1:]
-            rel_dir = rel.rsplit("/", 1)[0] if "/" in rel else ""
-            rows = count_rows(self.storage, path, t.format, size)
-            live.append(DataFile(path, size, mtime, rows, next_id, parse_partition(rel_dir, t.partition_columns)))
+            bad = was_unreadable.get(path)
+            if bad is not None and (bad.size, bad.mtime) == (size, mtime):
+                unreadable.append(bad)  # unchanged since it failed: do not read it again
+                continue
+            try:
+                partition = parse_partition(relative_dir(t.location, path), t.partition_columns)
+                rows = count_rows(self.storage, path, t.format, size)
+            except FileNotFoundError:
+                continue
+            except (DataFileError, RowIdError) as exc:
+                reason = exc.reason if isinstance(exc, DataFileError) else str(exc)
+                log.warning("table %r: data file %r gets no row ids: %s", t.name, path, reason)
+                unreadable.append(UnreadableFile(path, reason, size, mtime))
+                continue
+            live.append(DataFile(path, size, mtime, rows, next_id, partition))
             next_id += rows
         live.sort(key=lambda f: f.first_row_id)
         return live, {"next_row_id": next_id, "files": [f.to_dict() for f in live],
-                      "retired": [f.to_dict() for f in retired], "scanned_at": now()}
+                      "retired": [f.to_dict() for f in retired],
+                      "unreadable": [u.to_dict() for u in unreadable], "scanned_at": now()}
 
     # -- snapshots -------------------------------------------------------------------------------
     def snapshot_ids(self, table: str, column: str) -> list[int]:
@@ -212,10 +364,11 @@ class Catalog:
         return sorted(i for i in ids if i is not None)
 
     def get_snapshot(self, table: str, column: str, snapshot_id: int) -> Snapshot:
-        doc = self._read_json(layout.snapshot_json(table, column, snapshot_id))
-        if doc is None:
+        """Raises IndexNotFoundError; CorruptDocumentError when the snapshot document does not parse."""
+        snap = self._read_doc(layout.snapshot_json(table, column, snapshot_id), Snapshot.from_dict)
+        if snap is None:
             raise IndexNotFoundError(f"index on {table}.{column} has no snapshot {snapshot_id}")
-        return Snapshot.from_dict(doc)
+        return snap
 
     def current_snapshot(self, table: str, column: str) -> Snapshot | None:
         """The highest committed snapshot, or None when the column has no index."""
@@ -229,14 +382,28 @@ class Catalog:
         return snap
 
     def list_indexes(self, table: str) -> list[Snapshot]:
-        """Current snapshot of every indexed column of the table."""
+        """Current snapshot of every indexed column of the table; a column whose current snapshot is
+        corrupt is left out (load_indexes reports it)."""
+        return self.load_indexes(table)[0]
+
+    def load_indexes(self, table: str) -> tuple[list[Snapshot], dict[str, CorruptDocumentError]]:
+        """(current snapshots by column, {column: error} of columns whose current snapshot is corrupt):
+        one broken column must not take the table's other indexes down."""
         self.get_table(table)
-        out = []
+        out, broken = [], {}
         for p in self.storage.list(layout.indexes_dir(table)):
-            snap = self.current_snapshot(table, p.rstrip("/").rsplit("/", 1)[-1])
+            column = p.rstrip("/").rsplit("/", 1)[-1]
+            try:
+                snap = self.current_snapshot(table, column)
+            except InvalidOptionError:  # not a directory the catalog made
+                continue
+            except CorruptDocumentError as exc:
+                log.warning("index %s.%s: %s", table, column, exc)
+                broken[column] = exc
+                continue
             if snap is not None:
                 out.append(snap)
-        return sorted(out, key=lambda s: s.column)
+        return sorted(out, key=lambda s: s.column), broken
 
     def commit(self, table: str, column: str, expected_snapshot_id: int | None, snapshot: Snapshot) -> Snapshot:
         """Make `snapshot` current if the current snapshot is still `expected_snapshot_id` (None = none).
@@ -258,8 +425,10 @@ class Catalog:
         return stored
 
     def drop_index(self, table: str, column: str) -> None:
-        """Remove the index: its snapshots and all its files."""
-        self.require_snapshot(table, column)
+        """Remove the index: its snapshots and all its files. Does not parse the snapshots, so an index
+        whose current snapshot is corrupt can still be dropped."""
+        if not self.snapshot_ids(table, column):
+            raise IndexNotFoundError(f"table {table!r} has no index on column {column!r}")
         self.storage.delete(layout.index_root(table, column), recursive=True)
 
     def index_dir(self, table: str, column: str) -> str:
@@ -301,20 +470,31 @@ class Catalog:
         return job
 
     def get_job(self, job_id: str) -> JobRecord:
-        doc = self._read_json(layout.job_json(job_id))
-        if doc is None:
+        """Raises JobNotFoundError; CorruptDocumentError when the record does not parse."""
+        job = self._read_doc(layout.job_json(job_id), _job_of)
+        if job is None:
             raise JobNotFoundError(f"job {job_id!r} not found")
-        return JobRecord.from_dict(doc)
+        return job
 
     def list_jobs(self) -> list[JobRecord]:
-        out = []
+        """Every readable job record, oldest first; corrupt records are left out (see scan_jobs)."""
+        return self.scan_jobs()[0]
+
+    def scan_jobs(self) -> tuple[list[JobRecord], dict[str, CorruptDocumentError]]:
+        """(readable job records oldest first, {job id: error} of records that do not parse)."""
+        out, broken = [], {}
         for p in self.storage.list(layout.jobs_dir()):
             name = p.rstrip("/").rsplit("/", 1)[-1]
             if name.endswith(".json") and not name.startswith("."):
-                doc = self._read_json(p)
-                if doc is not None:
-                    out.append(JobRecord.from_dict(doc))
-        return sorted(out, key=lambda j: j.created_at)
+                try:
+                    job = self._read_doc(p, _job_of)
+                except CorruptDocumentError as exc:
+                    log.warning("job record skipped: %s", exc)
+                    broken[name[: -len(".json")]] = exc
+                    continue
+                if job is not None:
+                    out.append(job)
+        return sorted(out, key=lambda j: (j.created_at, j.id)), broken
 
     def update_job(self, job_id: str, **changes: Any) -> JobRecord:
         """Read-modify-write of one job record (only its own process and the service write it)."""

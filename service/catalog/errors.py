@@ -63,9 +63,12 @@ class CorruptDocumentError(CatalogError):
     """A catalog JSON document (table, snapshot, row-id map, job) that does not parse; `path` names it.
     Only requests that need that document fail."""
 
-    def __init__(self, message: str, *, path: str) -> None:
+    def __init__(self, message: str, path: str) -> None:
         super().__init__(message)
         self.path = path
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return (type(self), (str(self), self.path))
 
 
 class DataFileError(CatalogError):
@@ -76,6 +79,9 @@ class DataFileError(CatalogError):
         super().__init__(f"data file {path!r} cannot be read: {reason}")
         self.path = path
         self.reason = reason
+
+    def __reduce__(self) -> tuple[type, tuple[str, str]]:
+        return (type(self), (self.path, self.reason))   # crosses process boundaries (build workers)
 
 
 __all__ = [

@@ -8,14 +8,16 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from index_format.errors import InvalidOptionError
-from index_format.options import IndexOptions, parse_options
+from index_format.options import IndexOptions, given_options, option_error, parse_options
+from index_format.storage import Storage
 from service.catalog import layout
 from service.catalog.model import Table
-from service.catalog.partitions import parse_partitions, select_files
+from service.catalog.partitions import check_matches, parse_partitions, select_files
+from service.catalog.scan import list_data_files, parse_partition, relative_dir
 
 log = logging.getLogger("bgix.jobspec")
 INDEX_TYPES = ("bitmap",)
@@ -23,6 +25,8 @@ ENGINES = ("spark", "local")
 SCANS = ("direct", "spark")
 _REQUIRED = ("job_id", "warehouse", "table", "index_column")
 _SECRETS = ("storage_options",)   # passed to the job in its spec file, never kept in job records
+MAX_COLUMNS = 64                  # columns one Paimon build may index together
+NOTHING_TO_BUILD = "index already up to date: nothing to build"
 
 
 def check_index_type(index_type: str) -> str:
@@ -40,9 +44,14 @@ def check_column_names(column: str, *, several: bool) -> str:
         InvalidOptionError: several columns where one is required, a repeated name, or a name that is not
             a plain token.
     """
+    if not isinstance(column, str) or not column.strip():
+        raise InvalidOptionError(f"index_column {column!r} names no column")
     if not several or "," not in column:
         return check_column_name(column)
     names = [layout.check_name("column", c.strip()) for c in column.split(",")]
+    if len(names) > MAX_COLUMNS:
+        raise InvalidOptionError(f"index_column names {len(names)} columns; one build indexes at most "
+                                 f"{MAX_COLUMNS}")
     if len(set(names)) != len(names):
         raise InvalidOptionError(f"index_column {column!r} names a column twice")
     return ",".join(names)
@@ -111,6 +120,9 @@ class JobSpec:
         layout.check_name("job", self.job_id)
         options = parse_options(self.options)
         options.writable_compression()  # lzo is read-only (spec §7.1): refuse now, not mid-build
+        if options.rebuild and self.table_format == "paimon":  # refused now, not when the job runs
+            raise option_error("rebuild", "option 'rebuild' is not supported for Paimon tables "
+                                          "(drop the index first, then build it again)")
         normalized = {
             "index_type": check_index_type(self.index_type),
             "index_column": check_column_names(self.index_column, several=self.is_paimon),
@@ -182,3 +194,69 @@ class JobSpec:
             raise InvalidOptionError(f"column {self.index_column!r} is a partition column of {table.name!r}; "
                                      "its value lives in the directory names, not in the data files")
         select_files([], table, self.partitions)
+
+
+def index_options_of(recorded: Mapping[str, Any], column: str) -> IndexOptions:
+    """The options an existing index was built with (its snapshot's `options`).
+
+    Raises:
+        InvalidOptionError: they do not parse any more (e.g. out of today's ranges): only a rebuild helps.
+    """
+    try:
+        return parse_options(dict(recorded))
+    except InvalidOptionError as exc:
+        raise option_error("rebuild", f"the index on column {column!r} was built with options bgix no longer "
+                                      f"accepts ({exc}); pass rebuild=true to rebuild it") from exc
+
+
+def resolve_options(raw: Mapping[str, Any] | str | IndexOptions | None, recorded: Mapping[str, Any] | None,
+                    column: str) -> IndexOptions:
+    """The options of a build of `column` whose index was built with `recorded` (None: no index yet).
+
+    Without `rebuild`, an incremental build writes files like the index's own: options the request leaves
+    out are the index's, and a given option that shapes index files and differs is refused (it would take
+    effect on the new rows only, and the index would claim it for all). With `rebuild`, or without an
+    index, the request's options (and the defaults) apply.
+
+    Raises:
+        InvalidOptionError: as parse_options; an option differing from the index's without `rebuild`
+            (the message names each, the index's value and the requested one, and says to pass rebuild).
+    """
+    given = raw.to_dict() if isinstance(raw, IndexOptions) else raw
+    fields_given = given_options(given)
+    requested = IndexOptions(**fields_given)  # type: ignore[arg-type]
+    if recorded is None or requested.rebuild:
+        return requested
+    current = index_options_of(recorded, column)
+    wanted = replace(current, **{**fields_given, "rebuild": False})  # type: ignore[arg-type]
+    check_options_match(current, wanted, column)
+    return wanted
+
+
+def check_options_match(current: IndexOptions, wanted: IndexOptions, column: str) -> None:
+    """Raises InvalidOptionError when `wanted` differs from the index's `current` in an option that shapes
+    index files (an incremental build cannot apply it)."""
+    diffs = current.differences(wanted)
+    if diffs:
+        listed = "; ".join(f"{k}: index has {a!r}, request asks {b!r}" for k, a, b in diffs)
+        raise option_error(diffs[0][0], f"the index on column {column!r} was built with other options ({listed}); "
+                                        "an incremental build cannot change them: pass rebuild=true to rebuild "
+                                        "the index with the new options, or leave them out to keep the index's")
+
+
+def check_partitions_match(storage: Storage, table: Table, partitions: list[dict[str, str]]) -> None:
+    """Refuse a partition selection with a spec that matches no data file now (a typo, or a partition not
+    written yet): the build would succeed having built nothing. Lists the location; reads no file.
+
+    Raises:
+        InvalidOptionError: naming the specs that match nothing.
+    """
+    if not partitions or table.format == "paimon":
+        return
+    found = []
+    for path in list_data_files(storage, table.location, table.format):
+        try:
+            found.append(parse_partition(relative_dir(table.location, path), table.partition_columns))
+        except Exception:  # noqa: BLE001 - outside the partition layout: the build skips it too
+            continue
+    check_matches(partitions, found, table.name)

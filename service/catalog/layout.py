@@ -22,6 +22,26 @@ def check_name(kind: str, name: str) -> str:
     return name
 
 
+def check_partition_columns(columns: list[str]) -> list[str]:
+    """Partition column names are hive directory keys (`col=value`): plain names, no duplicates.
+
+    Raises:
+        InvalidOptionError: naming the first bad or repeated column.
+    """
+    seen: set[str] = set()
+    for c in columns:
+        bad = (not isinstance(c, str) or not c.strip() or c != c.strip() or any(ch in c for ch in "/\\=")
+               or ".." in c or any(ord(ch) < 32 or ord(ch) == 127 for ch in c) or len(c) > 256)
+        if bad:
+            raise InvalidOptionError(
+                f"invalid partition column {c!r}: a partition column is a plain column name (no '/', '\\', "
+                "'=', '..', control characters or surrounding whitespace)")
+        if c in seen:
+            raise InvalidOptionError(f"partition column {c!r} is given twice")
+        seen.add(c)
+    return columns
+
+
 def tables_dir() -> str:
     return "tables"
 

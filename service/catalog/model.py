@@ -1,4 +1,4 @@
-"""Catalog documents: Table, DataFile, IndexFileEntry, Snapshot, JobRecord; each round-trips to JSON.
+"""Catalog documents: Table, DataFile, UnreadableFile, IndexFileEntry, Snapshot, JobRecord; each round-trips to JSON.
 
 Imports only the standard library (no Storage, no pyarrow): these are plain records.
 """
@@ -83,6 +83,25 @@ class DataFile:
         if d.get("write_cols") is not None:
             d["write_cols"] = tuple(d["write_cols"])
         return cls(**d)
+
+
+@dataclass(frozen=True)
+class UnreadableFile:
+    """A data file the last scan could not read (empty, junk, not a regular file, outside the partition
+    layout): it has no row ids. Kept with its fingerprint so an unchanged file is not read again, and a
+    fixed one gets ids at the next scan."""
+
+    path: str
+    reason: str
+    size: int = -1
+    mtime: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> UnreadableFile:
+        return cls(**_known(cls, data))
 
 
 @dataclass(frozen=True)

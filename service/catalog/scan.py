@@ -2,17 +2,26 @@
 
 Imports index_format.storage and pyarrow; never Spark. Row counts come from file metadata
 (Parquet footer, ORC footer) or, for csv/json, from reading the file with pyarrow.
+Every reader raises DataFileError naming the file when its bytes cannot be read as the table's format
+(empty, junk, truncated, not a regular file); store outages (StorageUnavailableError), refused paths and
+vanished files (FileNotFoundError) pass through unchanged.
 """
 from __future__ import annotations
 
+import contextlib
 import io
+import os
+import stat as stat_mod
+from collections.abc import Iterator
 from typing import Any
 from urllib.parse import unquote
 
 import pyarrow as pa
 
+from index_format.errors import IndexFormatError, PathNotAllowedError, StorageUnavailableError
 from index_format.storage import Storage
-from service.catalog.errors import RowIdError
+from index_format.storage.paths import LOCAL, protocol_of
+from service.catalog.errors import DataFileError, RowIdError
 
 # File name suffixes per format; files starting with '_' or '.' (_SUCCESS, .crc, temp files) are skipped
 # like Spark and Hive do.
@@ -56,13 +65,50 @@ class RangeFile(io.RawIOBase):
         return n
 
 
+@contextlib.contextmanager
+def reading(path: str) -> Iterator[None]:
+    """Turn what a reader raises over a broken file into DataFileError(path, reason)."""
+    try:
+        yield
+    except (DataFileError, RowIdError, FileNotFoundError, StorageUnavailableError, PathNotAllowedError):
+        raise
+    except (IsADirectoryError, NotADirectoryError) as exc:
+        raise DataFileError(path, "not a regular file (a directory)") from exc
+    except IndexFormatError as exc:  # shorter than its recorded size: it changed after the scan
+        raise DataFileError(path, str(exc)) from exc
+    except (pa.ArrowException, OSError, ValueError, EOFError, IndexError, KeyError) as exc:
+        raise DataFileError(path, f"{type(exc).__name__}: {exc}") from exc
+
+
+def check_regular(storage: Storage, path: str) -> None:
+    """Raise DataFileError unless `path` is a regular file. Local paths only (object stores hold nothing
+    else): opening a FIFO for reading would block, a device would never end."""
+    full = storage.resolve(path)
+    if protocol_of(full) != LOCAL:
+        return
+    with reading(path):
+        mode = os.stat(full).st_mode
+    if not stat_mod.S_ISREG(mode):
+        kind = ("a directory" if stat_mod.S_ISDIR(mode) else "a FIFO" if stat_mod.S_ISFIFO(mode)
+                else "a socket" if stat_mod.S_ISSOCK(mode) else "a device" if stat_mod.S_ISCHR(mode)
+                or stat_mod.S_ISBLK(mode) else "special")
+        raise DataFileError(path, f"not a regular file ({kind})")
+
+
 def open_file(storage: Storage, path: str, size: int | None = None) -> io.BufferedReader:
+    """A buffered reader over the data file; refuses non-regular files before anything opens them."""
+    check_regular(storage, path)
     return io.BufferedReader(RangeFile(storage, path, size), buffer_size=1 << 20)
 
 
 def file_stat(storage: Storage, path: str) -> tuple[int, float]:
-    """(size, mtime seconds) of a data file: the fingerprint that marks an index stale when it changes."""
-    return storage.stat(path)
+    """(size, mtime seconds) of a data file: the fingerprint that marks an index stale when it changes.
+
+    Raises:
+        DataFileError: an object-store directory listed under a data file name.
+    """
+    with reading(path):
+        return storage.stat(path)
 
 
 def parse_partition(rel_dir: str, partition_columns: list[str]) -> dict[str, str]:
@@ -78,6 +124,17 @@ def parse_partition(rel_dir: str, partition_columns: list[str]) -> dict[str, str
             raise RowIdError(f"data file directory {rel_dir!r} lacks partition column(s) {missing}")
         return {c: values[c] for c in partition_columns}
     return values
+
+
+def hive_keys(rel_dir: str) -> list[str]:
+    """Keys of the `k=v` levels of a relative directory, outermost first (URL-unescaped like Hive)."""
+    return [unquote(part.split("=", 1)[0]) for part in rel_dir.split("/") if "=" in part]
+
+
+def relative_dir(location: str, path: str) -> str:
+    """Directory of data file `path` relative to the table location ('' at the top)."""
+    rel = path[len(location.rstrip("/")) + 1:]
+    return rel.rsplit("/", 1)[0] if "/" in rel else ""
 
 
 def list_data_files(storage: Storage, location: str, fmt: str) -> list[str]:
@@ -96,7 +153,7 @@ def list_data_files(storage: Storage, location: str, fmt: str) -> list[str]:
 
 def count_rows(storage: Storage, path: str, fmt: str, size: int) -> int:
     """Rows in one data file, in the order pyarrow reads them (the row-id positions)."""
-    with open_file(storage, path, size) as fh:
+    with reading(path), open_file(storage, path, size) as fh:
         if fmt == "parquet":
             import pyarrow.parquet as pq
             return int(pq.ParquetFile(fh).metadata.num_rows)
@@ -114,7 +171,7 @@ def count_rows(storage: Storage, path: str, fmt: str, size: int) -> int:
 
 def read_columns(storage: Storage, path: str, fmt: str, columns: list[str], size: int | None = None) -> pa.Table:
     """The given columns of one data file, rows in file order (the local engine's reader)."""
-    with open_file(storage, path, size) as fh:
+    with reading(path), open_file(storage, path, size) as fh:
         if fmt == "parquet":
             import pyarrow.parquet as pq
             return pq.read_table(fh, columns=columns)
@@ -132,7 +189,7 @@ def read_columns(storage: Storage, path: str, fmt: str, columns: list[str], size
 
 def read_schema(storage: Storage, path: str, fmt: str, size: int | None = None) -> pa.Schema:
     """The file's Arrow schema (Parquet/ORC: footer only)."""
-    with open_file(storage, path, size) as fh:
+    with reading(path), open_file(storage, path, size) as fh:
         if fmt == "parquet":
             import pyarrow.parquet as pq
             return pq.read_schema(fh)
@@ -143,7 +200,7 @@ def read_schema(storage: Storage, path: str, fmt: str, size: int | None = None) 
 
 
 def _read_all(storage: Storage, path: str, fmt: str, size: int | None) -> pa.Table:
-    with open_file(storage, path, size) as fh:
+    with reading(path), open_file(storage, path, size) as fh:
         if fmt == "csv":
             import pyarrow.csv as pcsv
             return pcsv.read_csv(fh)
@@ -160,7 +217,7 @@ def read_slice(storage: Storage, path: str, fmt: str, columns: list[str], start:
     if fmt != "parquet":
         return read_columns(storage, path, fmt, columns, size).slice(start, stop - start)
     import pyarrow.parquet as pq
-    with open_file(storage, path, size) as fh:
+    with reading(path), open_file(storage, path, size) as fh:
         pf = pq.ParquetFile(fh)
         groups, first, offset = [], None, 0
         for i in range(pf.metadata.num_row_groups):

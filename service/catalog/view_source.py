@@ -6,13 +6,14 @@ with it pypaimon) is imported on first use, so a service without Paimon tables d
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from pyroaring import BitMap64
 
 from index_format import ranges
 from service.catalog.catalog import Catalog
+from service.catalog.errors import CorruptDocumentError
 from service.catalog.model import PAIMON, DataFile, Snapshot, Table
 
 if TYPE_CHECKING:
@@ -32,6 +33,8 @@ class IndexViewSource:
     `retired_ranges`: the retired ids as ranges (bgix tables only; they count as covered).
     `live_ranges`: inclusive ranges of ids that hold rows; None means every id below total_rows.
     `version`: a cheap change token (the Paimon snapshot id) or None when there is none to compare.
+    `broken_columns`: indexed columns left out of `columns` because their current snapshot document is
+    corrupt; a query naming one must raise its error, queries on other columns go on.
     """
 
     table: Table
@@ -44,6 +47,7 @@ class IndexViewSource:
     live_ranges: tuple[Range, ...] | None = None
     version: int | None = None
     paimon: PaimonView | None = None
+    broken_columns: dict[str, CorruptDocumentError] = field(default_factory=dict)
 
 
 def is_paimon(table: Table) -> bool:
@@ -54,7 +58,8 @@ def load_view_source(catalog: Catalog, name: str) -> IndexViewSource:
     """The table's current view source.
 
     Raises:
-        TableNotFoundError; for Paimon tables also InvalidTableError (no longer a row-tracking Paimon
+        TableNotFoundError; CorruptDocumentError (table.json or the row-id map; a corrupt snapshot only
+        lands in `broken_columns`); for Paimon tables also InvalidTableError (no longer a row-tracking Paimon
         table), PathNotAllowedError (files outside the roots), IndexFormatError (corrupt deletion vector).
     """
     t = catalog.get_table(name)
@@ -67,9 +72,10 @@ def load_view_source(catalog: Catalog, name: str) -> IndexViewSource:
     gone: tuple[Range, ...] = ()
     if not sparse:  # with a row_id_column, ids are values: a retired file frees no id range
         gone = tuple(ranges.merge((f.first_row_id, f.end_row_id - 1) for f in catalog.retired_files(name)))
+    snapshots, broken = catalog.load_indexes(name)
     return IndexViewSource(
-        table=t, columns={s.column: s for s in catalog.list_indexes(name)}, data_files=files, total_rows=total,
-        sparse=sparse, gone=ranges.to_bitmap(gone) if gone else None, retired_ranges=gone)
+        table=t, columns={s.column: s for s in snapshots}, data_files=files, total_rows=total,
+        sparse=sparse, gone=ranges.to_bitmap(gone) if gone else None, retired_ranges=gone, broken_columns=broken)
 
 
 def source_version(table: Table, storage_options: dict[str, object] | None = None) -> int | None:

@@ -7,7 +7,8 @@ from fastapi import APIRouter, Path, Query
 
 from service.api import schemas
 from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
-from service.api.presenters import data_file_public, table_public
+from service.api.errors import classify
+from service.api.presenters import data_file_public, file_error_public, table_public
 from service.catalog.model import Table
 from service.catalog.view_source import is_paimon, refresh_source
 
@@ -22,9 +23,11 @@ ERRORS: dict[int | str, dict[str, object]] = {
 def register_table(name: TableName, body: schemas.TableCreate, services: ServicesDep) -> schemas.TablePublic:
     """Register a table (idempotent for the same definition).
 
-    The catalog checks the location: relative → 400; outside the roots or inside the warehouse's
-    tables/ or jobs/ directories → 403. Format 'paimon': the location must be a Paimon table directory
-    with row-tracking.enabled=true, else 400 invalid_table.
+    The catalog checks the location: relative → 400; outside the roots, the warehouse root, a directory
+    containing it, or inside the warehouse's tables/ or jobs/ directories → 403. Partition columns must be
+    plain names, without duplicates, and the hive directory levels (col=value) of the data files already
+    there, in order → else 400 invalid_option. Format 'paimon': the location must be a Paimon table
+    directory with row-tracking.enabled=true, else 400 invalid_table.
     """
     table = Table(name=name, location=body.location, format=body.format,
                   partition_columns=list(body.partition_columns), row_id_column=body.row_id_column)
@@ -41,9 +44,16 @@ def _shown(services: Services, t: Table) -> schemas.TablePublic:
 @router.get("", response_model=schemas.TablesPublic, dependencies=[ReadAuth], responses=ERRORS,
             response_model_exclude_unset=True)
 def list_tables(services: ServicesDep) -> schemas.TablesPublic:
-    """All registered tables."""
-    tables = [table_public(t) for t in services.catalog.list_tables()]
-    return schemas.TablesPublic(tables=tables, count=len(tables))
+    """All registered tables. A table whose catalog document cannot be read is listed under `errors`
+    (name and error), so one broken table does not hide the others."""
+    good, broken = services.catalog.scan_tables()
+    tables = [table_public(t) for t in good]
+    out = schemas.TablesPublic(tables=tables, count=len(tables))
+    if broken:  # set only when there is one, so the usual response stays as it was
+        out.errors = [schemas.TableErrorPublic(name=name, error=schemas.ErrorBody(
+            code=classify(exc)[1], message=str(exc), details={"type": type(exc).__name__, "path": exc.path}))
+            for name, exc in sorted(broken.items())]
+    return out
 
 
 @router.get("/{name}", response_model=schemas.TablePublic, dependencies=[ReadAuth], responses=ERRORS,
@@ -56,7 +66,8 @@ def get_table(name: TableName, services: ServicesDep) -> schemas.TablePublic:
 
 @router.delete("/{name}", response_model=schemas.Dropped, dependencies=[WriteAuth], responses=ERRORS)
 def drop_table(name: TableName, services: ServicesDep) -> schemas.Dropped:
-    """Forget the table and its indexes; the source data is never touched. 409 while a build runs."""
+    """Forget the table and its indexes; the source data is never touched. 409 while a build runs.
+    Works on a table whose catalog documents are corrupt (only the catalog's directory is deleted)."""
     services.catalog.check_no_active_build(name)
     services.catalog.drop_table(name)
     services.query_service.forget_table(name)
@@ -70,7 +81,8 @@ def list_files(name: TableName, services: ServicesDep, credentials: BearerDep,
                                                           "row-id map: needs the write token)")] = False,
                ) -> schemas.FilesPublic:
     """The row-id map: each data file with its first row id and row count (a Paimon table's data files
-    with their first _ROW_ID, as its current snapshot lists them)."""
+    with their first _ROW_ID, as its current snapshot lists them). `errors` lists the data files the last
+    scan could not read (path and reason): they get no row ids until a later scan can read them."""
     if refresh:
         # A rescan persists a new row-id map version: a mutation, so it needs the token like PUT.
         check_token(services, credentials)
@@ -79,4 +91,6 @@ def list_files(name: TableName, services: ServicesDep, credentials: BearerDep,
     view = services.query_service.view(name)
     files = sorted(view.data_files, key=lambda f: f.first_row_id)
     total = max((f.first_row_id + f.row_count for f in files), default=0)
-    return schemas.FilesPublic(table=name, files=[data_file_public(f) for f in files], total_rows=total)
+    errors = [] if is_paimon(view.table) else services.catalog.unreadable_files(name)
+    return schemas.FilesPublic(table=name, files=[data_file_public(f) for f in files], total_rows=total,
+                               errors=[file_error_public(u) for u in errors])
