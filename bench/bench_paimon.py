@@ -53,8 +53,9 @@ from index_format.types import parse_type  # noqa: E402
 from service.catalog import Catalog, IndexFileEntry, Snapshot, SourceFile, Table  # noqa: E402
 from service.catalog.jobspec import JobSpec  # noqa: E402
 
+from _server import start_server, stop_server  # noqa: E402  (bench/_server.py)
+
 RESULTS = REPO / "bench" / "results" / "paimon.md"
-BGIX = Path(sys.executable).with_name("bgix")
 DB, NAME = "db", "events"
 KINDS = 10
 CODES = 1000
@@ -66,6 +67,8 @@ _PHASES = re.compile(r"committed \d+ index file\(s\) as Paimon snapshot \d+ \((.
 def make_table(warehouse: Path, rows: int, commits: int, distinct: int, seed: int = 1) -> dict[str, np.ndarray]:
     """Write db.events with pypaimon in `commits` commits; returns the generated columns (row id order)."""
     from pypaimon import CatalogFactory, Schema
+
+    from service.catalog.paimon.sample import append_arrow
 
     schema = pa.schema([("status", pa.string()), ("kind", pa.string()), ("code", pa.int32())])
     cat = CatalogFactory.create({"warehouse": str(warehouse)})
@@ -82,15 +85,7 @@ def make_table(warehouse: Path, rows: int, commits: int, distinct: int, seed: in
         data = pa.table({"status": words["status"].take(pa.array(cols["status"][lo:hi])),
                          "kind": words["kind"].take(pa.array(cols["kind"][lo:hi])),
                          "code": pa.array(cols["code"][lo:hi])}, schema=schema)
-        table = cat.get_table(f"{DB}.{NAME}")
-        wb = table.new_batch_write_builder()
-        writer, commit = wb.new_write(), wb.new_commit()
-        try:
-            writer.write_arrow(data)
-            commit.commit(writer.prepare_commit())
-        finally:
-            writer.close()
-            commit.close()
+        append_arrow(cat.get_table(f"{DB}.{NAME}"), data)
     return cols
 
 
@@ -141,46 +136,6 @@ def plain_table(root: Path, warehouse: Path, status: np.ndarray, distinct: int) 
 
 
 # ---- the service -----------------------------------------------------------------------------------
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(root: Path, warehouse: Path, master: str) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "BGIX_WAREHOUSE": str(warehouse), "BGIX_ALLOWED_ROOTS": str(root),
-           "BGIX_CACHE_BYTES": str(512 << 20), "BGIX_BUILD_ENGINE": "spark", "BGIX_SPARK_MASTER": master}
-    with open(root / "serve.log", "wb") as out:
-        proc = subprocess.Popen([str(BGIX), "serve", "--host", "127.0.0.1", "--port", str(port),
-                                 "--no-access-log", "--log-level", "warning"], env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited: {(root / 'serve.log').read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("server not ready within 60 s")
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
-
-
 def register(client: httpx.Client, name: str, location: Path) -> None:
     client.put(f"/v1/tables/{name}", json={"format": "paimon", "location": str(location)}).raise_for_status()
 
@@ -415,7 +370,9 @@ def main() -> int:
         archive = wait_for_cds_archive(_CDS_WAIT)
 
         plain_table(root, bgix_wh, cols["status"], args.distinct)
-        proc, url = start_server(root, bgix_wh, args.master)
+        proc, url = start_server({"BGIX_WAREHOUSE": str(bgix_wh), "BGIX_ALLOWED_ROOTS": str(root),
+                                  "BGIX_CACHE_BYTES": str(512 << 20), "BGIX_BUILD_ENGINE": "spark",
+                                  "BGIX_SPARK_MASTER": args.master}, root / "serve.log")
         with httpx.Client(base_url=url, timeout=600) as client:
             for name in api_names:
                 register(client, name, locations[name])

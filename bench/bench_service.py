@@ -39,9 +39,10 @@ from index_format.types import parse_type
 from index_format.global_index.writer import write_index_files
 from service.catalog import Catalog, IndexFileEntry, Snapshot, SourceFile, Table
 
+from _server import start_server, stop_server  # bench/_server.py
+
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "service.md"
-BGIX = Path(sys.executable).with_name("bgix")
 TARGETS = {"p50_ms": 3.0, "p99_ms": 15.0, "rate": 300.0, "roaring_ms": 150.0}
 
 
@@ -79,47 +80,6 @@ def build(root: Path, rows: int, distinct: int, seed: int) -> tuple[np.ndarray, 
             options=options.to_dict(), covered_ranges=[[0, rows - 1]],
             source_files=[SourceFile.of(f) for f in files], row_count=rows))
     return k, flag
-
-
-# ---- server --------------------------------------------------------------------------------------
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def start_server(root: Path, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = free_port()
-    env = {**os.environ, "BGIX_WAREHOUSE": str(root / "warehouse"), "BGIX_ALLOWED_ROOTS": str(root / "data"),
-           "BGIX_CACHE_BYTES": str(512 << 20), "BGIX_BUILD_ENGINE": "local"}
-    with open(log, "wb") as out:
-        proc = subprocess.Popen([str(BGIX), "serve", "--host", "127.0.0.1", "--port", str(port),
-                                 "--no-access-log", "--log-level", "warning"], env=env,
-                                stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("server not ready within 60 s")
-
-
-def stop_server(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
 
 
 # ---- load generator (separate process) -----------------------------------------------------------
@@ -312,7 +272,9 @@ def main() -> int:
     try:
         print(f"building {args.rows:,} rows, {args.distinct:,} distinct under {root}", flush=True)
         k, flag = build(root, args.rows, args.distinct, seed=1)
-        proc, url = start_server(root, root / "serve.log")
+        proc, url = start_server({"BGIX_WAREHOUSE": str(root / "warehouse"),
+                                  "BGIX_ALLOWED_ROOTS": str(root / "data"), "BGIX_CACHE_BYTES": str(512 << 20),
+                                  "BGIX_BUILD_ENGINE": "local"}, root / "serve.log")
         # warm: open readers and decode every dictionary block once (an IN list spread over the whole key
         # range touches each block), like a service that has been up for a while
         with httpx.Client(base_url=url, timeout=120) as c:

@@ -20,7 +20,7 @@ from service.api.app import create_app
 from tests.api.helpers import TestClient, make_settings, python_runs
 from tests.api.predicates import expected_ids, to_sql
 from tests.unit.catalog.paimon.paimon_tables import (
-    STATUSES, append, create_table, make_rows, pypaimon_read, pypaimon_table,
+    STATUSES, append, create_table, delete_rows, make_rows, pypaimon_read, pypaimon_table,
 )
 
 COLUMNS = ["status", "flag", "code"]
@@ -80,15 +80,6 @@ def _ids(client: TestClient, p: dict[str, Any], *, sql: bool = False) -> dict[st
     r = client.post("/v1/tables/events/query", json={**body, "limit": 100_000})
     assert r.status_code == 200, (p, r.text)
     return r.json()
-
-
-def _delete(location: Path, ids: list[int]) -> None:
-    wb = pypaimon_table(location).new_batch_write_builder()
-    commit = wb.new_commit()
-    try:
-        commit.commit(wb.new_update().delete_by_row_id(ids))
-    finally:
-        commit.close()
 
 
 def _wait_snapshot(client: TestClient, after: int) -> dict[str, Any]:
@@ -186,7 +177,7 @@ def test_deletes_and_appends_are_seen_without_a_call(paimon: tuple[TestClient, P
     client, location = paimon
     before = client.get("/v1/tables/events").json()["paimon"]["snapshot_id"]
     deleted = sorted(random.Random(5).sample(range(3000), 150)) + [0, 999, 1000, 2999]
-    _delete(location, deleted)
+    delete_rows(location, deleted)
     append(location.parent.parent, "events", make_rows(random.Random(77), 400))
     shown = _wait_snapshot(client, before)
     if shown["snapshot_id"] < before + 2:  # the append may land a moment after the delete was seen

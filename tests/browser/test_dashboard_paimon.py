@@ -7,30 +7,20 @@ from __future__ import annotations
 
 import re
 import time
-from pathlib import Path
 
 import pytest
 from pypaimon.globalindex.create_global_index import create_global_index
 
 from tests.browser.conftest import Service, wait_job
-from tests.unit.catalog.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
+from tests.unit.catalog.paimon.paimon_tables import create_table, delete_rows, pypaimon_read, pypaimon_table
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
-
-
-def _delete(location: Path, ids: list[int]) -> None:
-    wb = pypaimon_table(location).new_batch_write_builder()
-    commit = wb.new_commit()
-    try:
-        commit.commit(wb.new_update().delete_by_row_id(ids))
-    finally:
-        commit.close()
 
 
 def test_paimon_table_snapshot_origins_and_query(browser, start_service, tmp_path) -> None:
     wh = tmp_path / "wh"
     location = create_table(wh / "source" / "paimon", "events", commits=3, rows=1000)
-    _delete(location, [3, 4, 1500, 2500])
+    delete_rows(location, [3, 4, 1500, 2500])
     assert create_global_index(pypaimon_table(location), "code", index_type="bitmap") > 0
     with start_service(wh, snapshot_ttl_seconds="0.2") as (url, http):
         http.put("/v1/tables/pevents", json={"format": "paimon", "location": str(location)}).raise_for_status()

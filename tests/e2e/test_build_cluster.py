@@ -85,30 +85,33 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
                         pass
 
 
+def _run_job(tmp_path: Path, master_url: str, **spec: Any) -> dict[str, Any]:
+    """Run the build job `spec` on the cluster as a separate driver process; its last stdout line (the result)."""
+    spec_path = tmp_path / "spec.json"
+    spec_path.write_text(json.dumps({
+        **spec, "spark_master": master_url,
+        "spark_conf": {"spark.executor.memory": "512m", "spark.executor.cores": "1",
+                       "spark.cores.max": "1", "spark.driver.host": "127.0.0.1",
+                       "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false"}}))
+    env = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
+    proc = subprocess.run([sys.executable, "-m", "service.build_job.main", "--spec", str(spec_path)],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
+
+
 def test_build_on_standalone_cluster(standalone: tuple[str, int], tmp_path: Path) -> None:
     master_url, webui = standalone
     gen = make_parquet_table(tmp_path, rows_per_file=(900, 1400, 700), partitions=[{"dt": "a"}, {"dt": "b"}])
     wh = tmp_path / "wh"
     cat = Catalog(Storage(str(wh), [str(tmp_path)]))
     cat.put_table(Table("t", str(gen.location), partition_columns=["dt"]))
-    spec = {"job_id": "cluster1", "warehouse": str(wh), "allowed_roots": [str(tmp_path)], "table": "t",
-            "index_column": "s", "options": {"sorted-index.records-per-range": "1000"},
-            "spark_master": master_url,
-            "spark_conf": {"spark.executor.memory": "512m", "spark.executor.cores": "1",
-                           "spark.cores.max": "1", "spark.driver.host": "127.0.0.1",
-                           "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false"}}
-    spec_path = tmp_path / "spec.json"
-    spec_path.write_text(json.dumps(spec))
-    env = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.run([sys.executable, "-m", "service.build_job.main", "--spec", str(spec_path)],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = _run_job(tmp_path, master_url, job_id="cluster1", warehouse=str(wh), allowed_roots=[str(tmp_path)],
+                      table="t", index_column="s", options={"sorted-index.records-per-range": "1000"})
     snap = cat.current_snapshot("t", "s")
-    assert json.loads(proc.stdout.strip().splitlines()[-1])["snapshot_id"] == snap.id == 1
+    assert result["snapshot_id"] == snap.id == 1
     assert cat.get_job("cluster1").state == "succeeded"
-    state = _master_state(webui)  # the job really ran as an application of this master
-    apps = state.get("completedapps", []) + state.get("activeapps", [])
-    assert any(a.get("name") == "bgix-build" for a in apps), apps
+    assert _build_apps(webui) >= 1  # the job really ran as an application of this master
     assert assert_index_matches(cat, snap, oracle_table(gen.files, ["s"]), "s") > 5
 
 
@@ -125,20 +128,11 @@ def test_paimon_build_on_standalone_cluster(standalone: tuple[str, int], tmp_pat
     wh = tmp_path / "wh"
     cat = Catalog(Storage(str(wh), [str(tmp_path / "data")]))
     cat.put_table(Table(name="events", location=str(location), format="paimon"))
-    spec = {"job_id": "paimon-cluster", "warehouse": str(wh), "allowed_roots": [str(tmp_path / "data")],
-            "table": "events", "index_column": "status,flag", "table_format": "paimon", "engine": "spark",
-            "options": {"sorted-index.records-per-range": "700"}, "spark_master": master_url,
-            "spark_conf": {"spark.executor.memory": "512m", "spark.executor.cores": "1",
-                           "spark.cores.max": "1", "spark.driver.host": "127.0.0.1",
-                           "spark.driver.bindAddress": "127.0.0.1", "spark.ui.enabled": "false"}}
-    spec_path = tmp_path / "spec.json"
-    spec_path.write_text(json.dumps(spec))
-    env = {**os.environ, "PYTHONPATH": str(REPO), "SPARK_LOCAL_IP": "127.0.0.1", "PYSPARK_PYTHON": sys.executable}
-    proc = subprocess.run([sys.executable, "-m", "service.build_job.main", "--spec", str(spec_path)],
-                          env=env, capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-4000:]
+    result = _run_job(tmp_path, master_url, job_id="paimon-cluster", warehouse=str(wh),
+                      allowed_roots=[str(tmp_path / "data")], table="events", index_column="status,flag",
+                      table_format="paimon", engine="spark", options={"sorted-index.records-per-range": "700"})
     sid = int(pypaimon_table(location).snapshot_manager().get_latest_snapshot().id)
-    assert json.loads(proc.stdout.strip().splitlines()[-1])["snapshot_id"] == sid == before + 1
+    assert result["snapshot_id"] == sid == before + 1
     assert cat.get_job("paimon-cluster").state == "succeeded"
     assert _build_apps(webui) == apps_before + 1  # the job ran as one more application of this master
     entries = assert_no_overlap(location)

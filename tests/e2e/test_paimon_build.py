@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pyarrow as pa
 import pytest
 from pypaimon.common.predicate_builder import PredicateBuilder
 from pypaimon.globalindex.create_global_index import create_global_index
@@ -26,21 +25,12 @@ from service.build_job.main import run_job
 from service.catalog import Catalog, CommitConflictError, Table
 from service.catalog.paimon import list_bitmap_index_entries, open_paimon_table
 from tests.api.helpers import TestClient, make_settings, wait_job
-from tests.unit.catalog.paimon.paimon_tables import append, create_table, make_rows, pypaimon_read, pypaimon_table
+from tests.unit.catalog.paimon.paimon_tables import (
+    append, create_table, make_rows, pypaimon_read, pypaimon_table, update_rows,
+)
 
 R = {"sorted-index.records-per-range": "700"}
 DEIX = 0x44454958
-
-
-def _update_status(location: Path, ids: list[int], values: list[str | None]) -> None:
-    """A data-evolution partial update: a new file over existing row ranges holding only `status`."""
-    wb = pypaimon_table(location).new_batch_write_builder()
-    commit = wb.new_commit()
-    try:
-        commit.commit(wb.new_update().with_update_type(["status"]).update_by_arrow_with_row_id(
-            pa.table({"_ROW_ID": pa.array(ids, pa.int64()), "status": pa.array(values, pa.string())})))
-    finally:
-        commit.close()
 
 
 def _predicates(column: str, fields: Any) -> list[tuple[Any, Any]]:
@@ -85,7 +75,7 @@ def _snapshot_id(location: Path) -> int:
 @pytest.fixture()
 def api(tmp_path: Path) -> Iterator[tuple[TestClient, Path]]:
     location = create_table(tmp_path / "data" / "warehouse", "events", commits=3, rows=1000)
-    _update_status(location, [5, 6, 1500, 2999], ["updated", None, "updated", "ok"])
+    update_rows(location, "status", [5, 6, 1500, 2999], ["updated", None, "updated", "ok"])
     with TestClient(create_app(make_settings(tmp_path))) as client:
         r = client.put("/v1/tables/events", json={"format": "paimon", "location": str(location)})
         assert r.status_code == 200, r.text
@@ -237,7 +227,7 @@ def test_commit_race_on_the_same_column_fails_cleanly(tmp_path: Path) -> None:
 @pytest.mark.spark
 def test_spark_build_is_judged_by_pypaimon(spark: Any, tmp_path: Path) -> None:
     location, wh = _local(tmp_path, commits=3)
-    _update_status(location, [10, 2500], ["updated", None])
+    update_rows(location, "status", [10, 2500], ["updated", None])
     result = run_job(_spec(wh, "sp", "status,flag", engine="spark"), spark=spark)
     assert result is not None and result.id == _snapshot_id(location)
     assert_no_overlap(location)

@@ -30,10 +30,11 @@ from index_format.storage import Storage
 from service.api.app import create_app
 from service.build_job.main import run_job
 from service.catalog import Catalog, Table
+from service.catalog.paimon.sample import append_arrow
 from service.catalog.paimon.table import catalog_options_for
 from tests.api.helpers import TestClient, make_settings, wait_job
 from tests.e2e.test_paimon_build import _predicates
-from tests.unit.catalog.paimon.paimon_tables import ARROW_SCHEMA, DB, FULL_OPTIONS, make_rows
+from tests.unit.catalog.paimon.paimon_tables import ARROW_SCHEMA, DB, FULL_OPTIONS, commit_update, make_rows
 
 pytestmark = [pytest.mark.s3]
 R = {"sorted-index.records-per-range": "700"}
@@ -69,23 +70,11 @@ class S3Paimon:
             self.append(make_rows(rng, rows))
 
     def append(self, data: pa.Table) -> None:
-        wb = self.table().new_batch_write_builder()
-        writer, commit = wb.new_write(), wb.new_commit()
-        try:
-            writer.write_arrow(data)
-            commit.commit(writer.prepare_commit())
-        finally:
-            writer.close()
-            commit.close()
+        append_arrow(self.table(), data)
 
     def delete(self, ids: list[int]) -> None:
         """pypaimon's delete by `_ROW_ID`: a snapshot with deletion vectors (read by bgix through fsspec)."""
-        wb = self.table().new_batch_write_builder()
-        commit = wb.new_commit()
-        try:
-            commit.commit(wb.new_update().delete_by_row_id(ids))
-        finally:
-            commit.close()
+        commit_update(self.table(), lambda wb: wb.new_update().delete_by_row_id(ids))
 
     def snapshot_id(self) -> int:
         return int(self.table().snapshot_manager().get_latest_snapshot().id)

@@ -10,26 +10,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
-import pyarrow as pa
 import pytest
 
 from service.client import Client
 from service.spark_filter import ROW_ID_COLUMN, spark_filter
 from tests.api.server import bgix_server
-from tests.unit.catalog.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
+from tests.unit.catalog.paimon.paimon_tables import create_table, delete_rows, pypaimon_read, update_rows
 
 pytestmark = pytest.mark.spark
 
 COLUMNS = ["status", "flag", "code", "dt"]
-
-
-def _commit(location: Path, make: object) -> None:
-    wb = pypaimon_table(location).new_batch_write_builder()
-    commit = wb.new_commit()
-    try:
-        commit.commit(make(wb))  # type: ignore[operator]
-    finally:
-        commit.close()
 
 
 @pytest.fixture(scope="module")
@@ -37,10 +27,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     tmp = tmp_path_factory.mktemp("paimon_filter")
     location = create_table(tmp / "wh", "events", commits=3, rows=800)
     updated = list(range(0, 1200, 7))
-    _commit(location, lambda wb: wb.new_update().with_update_type(["status"]).update_by_arrow_with_row_id(
-        pa.table({"_ROW_ID": pa.array(updated, pa.int64()),
-                  "status": pa.array(["updated"] * len(updated), pa.string())})))
-    _commit(location, lambda wb: wb.new_update().delete_by_row_id(list(range(3, 2400, 11))))
+    update_rows(location, "status", updated, ["updated"] * len(updated))
+    delete_rows(location, list(range(3, 2400, 11)))
     env = {"BGIX_WAREHOUSE": str(tmp / "bgix"), "BGIX_ALLOWED_ROOTS": str(tmp), "BGIX_BUILD_ENGINE": "local",
            "BGIX_TOKEN": ""}
     with bgix_server(env, tmp / "serve.log") as url, Client(url) as client:

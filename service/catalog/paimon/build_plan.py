@@ -142,7 +142,9 @@ def cut_tasks(plan: PaimonBuildPlan, max_task_rows: int) -> PaimonBuildPlan:
             continue
         for sub in _cut(task.split, max_task_rows):
             sr = calc_row_range(sub)
-            todo = {c: tuple(ranges.intersect(rs, [(sr.from_, sr.to)])) for c, rs in task.ranges.items()}
+            # each range clipped on its own (ranges.intersect would join neighbours past records-per-range)
+            todo = {c: tuple((max(s, sr.from_), min(e, sr.to)) for s, e in rs if s <= sr.to and e >= sr.from_)
+                    for c, rs in task.ranges.items()}
             todo = {c: rs for c, rs in todo.items() if rs}
             if todo:
                 tasks.append(replace(task, split=sub, ranges=todo))

@@ -2,6 +2,7 @@
 
 The demo must show a real Paimon table (row tracking, data evolution, a partition key, several commits) and
 Paimon's own reader answering from the files bgix committed, so both ends go through pypaimon here.
+`append_arrow` is the one plain pypaimon append (tests and benchmarks write their tables with it too).
 """
 from __future__ import annotations
 
@@ -18,7 +19,9 @@ from pypaimon.globalindex.data_evolution_global_index_scanner import DataEvoluti
 
 from service.sample_data import COUNTRIES, SCHEMA, events_batch
 
-__all__ = ["PARTITION_KEY", "REGIONS", "is_current_sample", "scanner_row_ids", "write_sample_table"]
+__all__ = [
+    "PARTITION_KEY", "REGIONS", "append_arrow", "is_current_sample", "scanner_row_ids", "write_sample_table",
+]
 
 PARTITION_KEY = "region"
 # Country → region; a null country lands in "unknown" (a partition value cannot be null in a path-friendly way).
@@ -53,7 +56,7 @@ def write_sample_table(warehouse: str | Path, database: str, name: str, *, rows:
     rng = np.random.default_rng(seed)
     bounds = np.linspace(0, rows, commits + 1).astype(int)
     for i in range(commits):
-        _commit(table, _with_region(events_batch(int(bounds[i]), int(bounds[i + 1] - bounds[i]), rng)))
+        append_arrow(table, _with_region(events_batch(int(bounds[i]), int(bounds[i + 1] - bounds[i]), rng)))
     _marker(location).write_text(json.dumps({"rows": rows, "commits": commits, "seed": seed}))
     return location
 
@@ -99,7 +102,8 @@ def _with_region(batch: pa.Table) -> pa.Table:
     return batch.append_column(PARTITION_KEY, region).cast(_arrow_schema())
 
 
-def _commit(table: object, data: pa.Table) -> None:
+def append_arrow(table: object, data: pa.Table) -> None:
+    """Write `data` to the pypaimon `table` and commit it as one new snapshot (a plain batch append)."""
     wb = table.new_batch_write_builder()  # type: ignore[attr-defined]
     writer, commit = wb.new_write(), wb.new_commit()
     try:

@@ -2,10 +2,14 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
+
+from service.catalog.paimon.sample import append_arrow
 
 DB = "db"
 ROWS_PER_COMMIT = 2000
@@ -50,15 +54,30 @@ def create_table(warehouse: Path, name: str, options: dict[str, str] | None = No
 
 
 def append(warehouse: Path, name: str, data: pa.Table) -> None:
-    table = catalog(warehouse).get_table(f"{DB}.{name}")
+    append_arrow(catalog(warehouse).get_table(f"{DB}.{name}"), data)
+
+
+def commit_update(table: Any, make: Callable[[Any], Any]) -> None:
+    """Commit the messages `make(write_builder)` returns through the pypaimon `table` (deletes, updates)."""
     wb = table.new_batch_write_builder()
-    writer, commit = wb.new_write(), wb.new_commit()
+    commit = wb.new_commit()
     try:
-        writer.write_arrow(data)
-        commit.commit(writer.prepare_commit())
+        commit.commit(make(wb))
     finally:
-        writer.close()
         commit.close()
+
+
+def delete_rows(location: Path, ids: list[int]) -> None:
+    """pypaimon's delete by `_ROW_ID`: a snapshot with deletion vectors."""
+    commit_update(pypaimon_table(location), lambda wb: wb.new_update().delete_by_row_id(ids))
+
+
+def update_rows(location: Path, column: str, ids: list[int], values: list[Any]) -> None:
+    """A data-evolution partial update: a new file over existing row ranges holding only `column`."""
+    data = pa.table({"_ROW_ID": pa.array(ids, pa.int64()),
+                     column: pa.array(values, ARROW_SCHEMA.field(column).type)})
+    commit_update(pypaimon_table(location),
+                  lambda wb: wb.new_update().with_update_type([column]).update_by_arrow_with_row_id(data))
 
 
 def pypaimon_table(location: Path):  # noqa: ANN201

@@ -7,22 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
 from pypaimon.globalindex.create_global_index import create_global_index
 
 from index_format.storage import Storage
 from service.catalog.paimon import deleted_row_ids, list_deletion_vectors, open_paimon_table
-from tests.unit.catalog.paimon.paimon_tables import pypaimon_read, pypaimon_table
-
-
-def _delete(location: Path, ids: list[int]) -> None:
-    wb = pypaimon_table(location).new_batch_write_builder()
-    messages = wb.new_update().delete_by_row_id(ids)
-    commit = wb.new_commit()
-    try:
-        commit.commit(messages)
-    finally:
-        commit.close()
+from tests.unit.catalog.paimon.paimon_tables import delete_rows, pypaimon_read, pypaimon_table, update_rows
 
 
 def _read_ids(location: Path) -> set[int]:
@@ -47,7 +36,7 @@ def test_deleted_ids_are_exactly_the_deleted_rows(table_factory: Callable[..., P
     assert len(deleted_row_ids(open_paimon_table(str(location)))) == 0
 
     first = [0, 1, 17, 1999, 2000, 3333, 5999]  # file starts and ends, every commit
-    _delete(location, first)
+    delete_rows(location, first)
     table = open_paimon_table(str(location))
     storage = _CountingStorage(str(location))
     assert set(deleted_row_ids(table, storage)) == set(first)
@@ -55,7 +44,7 @@ def test_deleted_ids_are_exactly_the_deleted_rows(table_factory: Callable[..., P
     assert _read_ids(location) == everything - set(first)  # pypaimon agrees they are gone
 
     second = [2, 2001, 4500]
-    _delete(location, second)
+    delete_rows(location, second)
     latest = open_paimon_table(str(location))
     assert set(deleted_row_ids(latest)) == set(first) | set(second)
     assert _read_ids(location) == everything - set(first) - set(second)
@@ -69,14 +58,9 @@ def test_deleted_ids_are_exactly_the_deleted_rows(table_factory: Callable[..., P
 def test_deletes_after_an_index_and_on_update_files(table_factory: Callable[..., Path]) -> None:
     location = table_factory(commits=2, rows=800)
     create_global_index(pypaimon_table(location), "status", index_type="bitmap")
-    judge = pypaimon_table(location)
-    wb = judge.new_batch_write_builder()
-    commit = wb.new_commit()
-    commit.commit(wb.new_update().with_update_type(["flag"]).update_by_arrow_with_row_id(
-        pa.table({"_ROW_ID": pa.array([10, 11, 900], pa.int64()), "flag": [True, False, True]})))
-    commit.close()
+    update_rows(location, "flag", [10, 11, 900], [True, False, True])
     ids = [10, 12, 900, 1599]  # rows in ranges that now hold an update file too
     everything = _read_ids(location)
-    _delete(location, ids)
+    delete_rows(location, ids)
     assert set(deleted_row_ids(open_paimon_table(str(location)))) == set(ids)
     assert _read_ids(location) == everything - set(ids)

@@ -4,12 +4,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pyarrow as pa
-
 from index_format.types import KeyType
 from service.catalog.paimon import describe_table, open_paimon_table
 
-from tests.unit.catalog.paimon.paimon_tables import COMMITS, ROWS_PER_COMMIT, pypaimon_read, pypaimon_table
+from tests.unit.catalog.paimon.paimon_tables import (
+    COMMITS, ROWS_PER_COMMIT, pypaimon_read, pypaimon_table, update_rows,
+)
 
 
 def test_description_matches_pypaimon(table_factory: Callable[..., Path]) -> None:
@@ -47,13 +47,7 @@ def test_description_matches_pypaimon(table_factory: Callable[..., Path]) -> Non
 
 def test_data_evolution_update_files_share_the_row_range(table_factory: Callable[..., Path]) -> None:
     location = table_factory(commits=2, rows=500)
-    judge = pypaimon_table(location)
-    wb = judge.new_batch_write_builder()
-    update = wb.new_update().with_update_type(["flag"])
-    commit = wb.new_commit()
-    commit.commit(update.update_by_arrow_with_row_id(
-        pa.table({"_ROW_ID": pa.array([3, 4, 700], pa.int64()), "flag": [True, True, False]})))
-    commit.close()
+    update_rows(location, "flag", [3, 4, 700], [True, True, False])
 
     d = describe_table(open_paimon_table(str(location)))
     assert d.row_count == 1000  # update files add no row ids

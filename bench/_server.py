@@ -1,0 +1,70 @@
+"""A real `bgix serve` for the benchmarks: on a free loopback port, ready (GET /readyz) within 60 s.
+
+    from _server import start_server, stop_server   # bench/ is on sys.path when a bench script runs
+
+    proc, url = start_server({"BGIX_WAREHOUSE": ..., "BGIX_ALLOWED_ROOTS": ...}, root / "serve.log")
+    try:
+        ...
+    finally:
+        stop_server(proc)
+"""
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from pathlib import Path
+
+import httpx
+
+BGIX = Path(sys.executable).with_name("bgix")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def start_server(env: Mapping[str, str], log: Path, *, pythonpath: str | None = None
+                 ) -> tuple[subprocess.Popen[bytes], str]:
+    """Start `bgix serve` with `env` over this process's environment, output to `log`; (process, base URL).
+
+    `pythonpath`: serve from that source tree (e.g. a checkout of another commit) instead of the installed
+    `bgix`; its modules shadow the editable install. Exits (SystemExit) when the server dies or is not ready
+    within 60 s.
+    """
+    port = free_port()
+    args = ["serve", "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning"]
+    cmd, full_env = [str(BGIX), *args], {**os.environ, **env}
+    if pythonpath:
+        full_env["PYTHONPATH"] = pythonpath
+        cmd = [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())", *args]
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, env=full_env, stdout=out, stderr=subprocess.STDOUT, cwd=pythonpath or None)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise SystemExit(f"server exited: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    proc.kill()
+    raise SystemExit("server not ready within 60 s")
+
+
+def stop_server(proc: subprocess.Popen[bytes]) -> None:
+    """Terminate, then kill after 15 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()

@@ -1,0 +1,142 @@
+"""class_data_sharing_options (engines) and the Paimon build's spark_conf that uses it.
+
+The archive key stats the java binary Spark would launch and pyspark's jars; a stub `$JAVA_HOME/bin/java` is
+enough (the options are only strings here: no JVM runs).
+"""
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from service.build_job import engines, paimon_job
+from service.build_job.engines import class_data_sharing_options
+
+QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
+
+
+@pytest.fixture
+def java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A stub java under $JAVA_HOME (the one Spark's launcher picks first)."""
+    binary = tmp_path / "jdk" / "bin" / "java"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\n")
+    binary.chmod(0o755)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "jdk"))
+    return binary
+
+
+def _archive(options: str, flag: str) -> Path:
+    found = re.fullmatch(rf"-XX:{flag}=(\S+) {re.escape(QUIET)}", options)
+    assert found, options
+    return Path(found.group(1))
+
+
+def _age(path: Path, seconds: float) -> None:
+    old = time.time() - seconds
+    os.utime(path, (old, old))
+
+
+def test_records_an_archive_in_a_new_private_dir(java: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache" / "cds"
+    part = _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit")
+    assert part.parent == cache and part.name.endswith(f".{os.getpid()}.part") and not part.exists()
+    st = cache.stat()
+    assert st.st_uid == os.getuid() and st.st_mode & 0o777 == 0o700
+
+
+def test_loads_the_archive_once_there_is_one(java: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cds"
+    part = _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit")
+    final = cache / (part.name.split(".")[0] + ".jsa")
+    final.write_bytes(b"archive")
+    assert _archive(class_data_sharing_options(cache), "SharedArchiveFile") == final
+
+
+def test_a_settled_part_is_promoted_and_later_parts_removed(java: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cds"
+    part = _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit")
+    key = part.name.split(".")[0]
+    fresh, settled, empty = (cache / f"{key}.{n}.part" for n in (101, 102, 103))
+    for p, data in ((fresh, b"fresh"), (settled, b"settled"), (empty, b"")):
+        p.write_bytes(data)
+    for p in (settled, empty):
+        _age(p, engines._CDS_SETTLE_SECONDS + 5)
+    final = _archive(class_data_sharing_options(cache), "SharedArchiveFile")
+    assert final == cache / f"{key}.jsa" and final.read_bytes() == b"settled"
+    assert not empty.exists() and fresh.exists()  # a part still being written is left alone
+    _age(fresh, engines._CDS_SETTLE_SECONDS + 5)
+    assert _archive(class_data_sharing_options(cache), "SharedArchiveFile") == final
+    assert not fresh.exists() and final.read_bytes() == b"settled"  # a redundant settled part is deleted
+
+
+def test_the_archive_name_follows_java_and_spark(java: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cds"
+    first = _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit").name.split(".")[0]
+    assert _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit").name.split(".")[0] == first
+    _age(java, 3600)  # another java binary (its mtime is part of the key)
+    assert _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit").name.split(".")[0] != first
+
+
+def test_nothing_without_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    cache = tmp_path / "cds"
+    assert class_data_sharing_options(cache) == ""
+    assert not cache.exists()
+
+
+def test_nothing_when_java_home_has_no_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    assert class_data_sharing_options(tmp_path / "cds") == ""
+
+
+def test_nothing_without_pyspark(java: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "pyspark" else real(name, *a))
+    assert class_data_sharing_options(tmp_path / "cds") == ""
+
+
+def test_nothing_in_a_dir_others_can_write(java: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cds"
+    cache.mkdir()
+    cache.chmod(0o777)
+    assert class_data_sharing_options(cache) == ""
+    cache.chmod(0o755)  # readable by others is fine: only writers could plant code
+    assert class_data_sharing_options(cache) != ""
+
+
+def test_nothing_in_a_dir_of_another_user(java: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cds"
+    cache.mkdir(mode=0o700)
+    monkeypatch.setattr(os, "getuid", lambda: cache.stat().st_uid + 1)
+    assert class_data_sharing_options(cache) == ""
+
+
+def test_nothing_when_the_dir_cannot_be_made(java: Path, tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    assert class_data_sharing_options(tmp_path / "file" / "cds") == ""
+
+
+def test_spark_conf_uses_a_per_user_dir_under_tmp(java: Path, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    opts = paimon_job.spark_conf()["spark.driver.extraJavaOptions"]
+    assert opts.startswith(paimon_job._JVM_OPTIONS + " ")
+    part = _archive(opts[len(paimon_job._JVM_OPTIONS) + 1:], "ArchiveClassesAtExit")
+    assert part.parent == tmp_path / f"bgix-spark-cds-{os.getuid()}"
+
+
+def test_spark_conf_without_cds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    conf = paimon_job.spark_conf()
+    assert conf["spark.driver.extraJavaOptions"] == paimon_job._JVM_OPTIONS
+    assert not any(tmp_path.iterdir())
