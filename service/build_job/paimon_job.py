@@ -167,8 +167,9 @@ def spark_conf() -> dict[str, str]:
 def balance_tasks(plan: PaimonBuildPlan, parallelism: int, max_rows: int) -> PaimonBuildPlan:
     """`plan` cut into about _TASKS_PER_SLOT tasks per task slot of a parallel engine, for an even load.
 
-    Files whose row ranges overlap are never split; a task is not cut below _MIN_TASK_ROWS nor left above
-    `max_rows` (records-per-range: a task holds its rows in memory) unless one file group is bigger.
+    Files whose row ranges overlap are never split. Tasks aim at `max_rows` (records-per-range: a task holds
+    its rows in memory) but are never cut below _MIN_TASK_ROWS, so with a small records-per-range a task
+    holds several ranges (each still within records-per-range); one file group bigger than that stays whole.
     """
     total = sum(t.row_id_count for t in plan.tasks)
     size = -(-total // (max(1, parallelism) * _TASKS_PER_SLOT))
