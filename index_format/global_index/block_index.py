@@ -168,6 +168,32 @@ class BlockIndex:
         for b in range(len(self.decoded())):
             yield self.block(b)
 
+    def scan_entries(self, batch: int = 256) -> Iterator[tuple[list[bytes] | None, np.ndarray, np.ndarray,
+                                                             np.ndarray, np.ndarray]]:
+        """Every entry in file order, `batch` dictionary blocks at a time, for full scans (statistics):
+        (None, key bytes buffer, key start offsets (n + 1, into the buffer), bitmap offsets, bitmap lengths).
+
+        The blocks of a batch are parsed in lockstep with numpy (entry j of every block at once), so no
+        per-entry Python objects are made, and they bypass the shared cache (a scan would evict the hot
+        blocks). A batch that does not parse cleanly is decoded the checked way, which raises the typed error.
+        """
+        idx = self.decoded()
+        for b0 in range(0, len(idx), batch):
+            b1 = min(b0 + batch, len(idx))
+            bodies = []
+            for b in range(b0, b1):
+                name = f"dictionary block {b}"
+                raw = self.reads.read(idx.offsets[b], idx.lengths[b] + TRAILER_SIZE, name)
+                bodies.append(decode_block(raw, path=self.path, block=name, offset=idx.offsets[b]))
+            got = _parse_lockstep(bodies, self.reads.size - FOOTER_SIZE, idx.keys[b0:b1])
+            if got is None:
+                for b in range(b0, b1):
+                    blk = self._decode_block(b, idx.offsets[b], idx.lengths[b], idx.keys[b])
+                    yield blk.keys, np.zeros(0, np.uint8), np.zeros(0, np.int64), *self.block_arrays(blk)
+                continue
+            self.reads.stats.blocks_decoded += b1 - b0
+            yield (None, *got)
+
     def block_arrays(self, blk: DecodedBlock) -> Locs:
         """The block's bitmap offsets and lengths as int64 arrays (cached with the block)."""
         arrs = blk.extra.get("np")
@@ -296,6 +322,87 @@ class BlockIndex:
         for blk in self.iter_blocks():
             locs.extend((o, n) for k, o, n in zip(blk.keys, blk.offsets, blk.lengths) if k.startswith(p))
         return locs_array(locs)
+
+
+def _varints(buf: np.ndarray, pos: np.ndarray, max_bytes: int) -> tuple[np.ndarray, np.ndarray, bool]:
+    """LEB128 varints at every `pos` at once: (values, positions after them, all ended within max_bytes)."""
+    val = np.zeros(len(pos), dtype=np.uint64)
+    p = pos.copy()
+    going = np.ones(len(pos), dtype=bool)
+    for j in range(max_bytes):
+        byte = buf[p]
+        val |= np.where(going, (byte & 0x7F).astype(np.uint64) << np.uint64(7 * j), np.uint64(0))
+        p += going
+        going &= (byte & 0x80) != 0
+        if not going.any():
+            return val, p, True
+    return val, p, False
+
+
+def _parse_lockstep(bodies: list[bytes], limit: int, first_keys: list[bytes]
+                    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Entries of several dictionary block bodies (spec §2.5) parsed with numpy, entry j of every block in
+    one step; None when anything does not check out (the caller then decodes the checked way)."""
+    nb = len(bodies)
+    lens = np.array([len(b) for b in bodies], dtype=np.int64)
+    starts = np.zeros(nb, dtype=np.int64)
+    np.cumsum(lens[:-1], out=starts[1:])
+    ends = starts + lens
+    # zero padding: a runaway varint reads zeros (it ends) and fails the length checks below
+    buf = np.frombuffer(b"".join(bodies) + bytes(32), dtype=np.uint8)
+    count, pos, ok = _varints(buf, starts, 5)
+    count = count.astype(np.int64)
+    if not ok or (count <= 0).any() or (count * 3 > ends - pos).any():
+        return None
+    steps = int(count.max())
+    kstart = np.zeros((steps, nb), dtype=np.int64)
+    klen = np.zeros((steps, nb), dtype=np.int64)
+    boff = np.zeros((steps, nb), dtype=np.int64)
+    blen = np.zeros((steps, nb), dtype=np.int64)
+    live = np.arange(nb)
+    p = pos
+    endpos = np.zeros(nb, dtype=np.int64)
+    for j in range(steps):
+        if j:
+            keep = count[live] > j
+            if not keep.all():
+                live, p = live[keep], p[keep]
+        kl, p, ok1 = _varints(buf, p, 5)
+        kl = kl.astype(np.int64)
+        kstart[j, live] = p
+        klen[j, live] = kl
+        p = p + kl
+        if (p > ends[live]).any():
+            return None
+        o, p, ok2 = _varints(buf, p, 10)
+        n, p, ok3 = _varints(buf, p, 5)
+        if not (ok1 and ok2 and ok3):
+            return None
+        boff[j, live] = o.astype(np.int64)
+        blen[j, live] = n.astype(np.int64)
+        endpos[live] = p
+    if (endpos != ends).any():   # each block's entries must end exactly at its body's end
+        return None
+    valid = (np.arange(steps)[:, None] < count[None, :]).T.ravel()   # block-major = file order
+    ks, kl, bo, bl = (a.T.ravel()[valid] for a in (kstart, klen, boff, blen))
+    if (bo < 0).any() or (bo + bl > limit).any():
+        return None
+    ends_blk = np.cumsum(count)
+    koffs = np.zeros(len(kl) + 1, dtype=np.int64)
+    np.cumsum(kl, out=koffs[1:])
+    # keys lie in the buffer in file order: mark their bytes (+1 at a start, -1 past an end) and take them,
+    # one byte of scratch per body byte instead of an int64 index per key byte
+    edge = np.zeros(len(buf) + 1, dtype=np.int8)
+    np.add.at(edge, ks, 1)
+    np.add.at(edge, ks + kl, -1)
+    kbuf = buf[np.cumsum(edge[:-1], dtype=np.int8).view(np.bool_)]
+    if len(kbuf) != koffs[-1]:
+        return None
+    firsts = ends_blk - count
+    for b, i in enumerate(firsts.tolist()):
+        if kbuf[koffs[i]:koffs[i + 1]].tobytes() != first_keys[b]:
+            return None
+    return kbuf, koffs, bo, bl
 
 
 def concat_locs(parts: list[Locs]) -> Locs:

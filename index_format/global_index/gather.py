@@ -122,3 +122,20 @@ def cardinalities(reads: FileReads, offs: np.ndarray, lens: np.ndarray) -> np.nd
     counts = np.empty(len(offs), dtype=np.int64)
     counts[order] = cards
     return counts
+
+
+def cardinalities_without(reads: FileReads, offs: np.ndarray, lens: np.ndarray, dead: BitMap64) -> np.ndarray:
+    """Like cardinalities, but rows in `dead` (the file's local ids) are not counted: every bitmap is
+    decoded (neighbours read at once)."""
+    order = np.argsort(offs, kind="stable")
+    raw, rel, s_offs, s_lens = gather(reads, offs, lens)
+    cards = np.empty(len(s_offs), dtype=np.int64)
+    mv = memoryview(raw)
+    lo, hi = dead.min(), dead.max()
+    for j, (p, n, o) in enumerate(zip(rel.tolist(), s_lens.tolist(), s_offs.tolist())):
+        bm = bitmaps.deserialize(mv[p:p + n], path=reads.path, block=f"bitmap at offset {o}", offset=o)
+        # most bitmaps lie wholly outside the dead ids' span: no set operation needed
+        cards[j] = len(bm) if not bm or bm.max() < lo or bm.min() > hi else bm.difference_cardinality(dead)
+    counts = np.empty(len(offs), dtype=np.int64)
+    counts[order] = cards
+    return counts

@@ -24,6 +24,8 @@ from index_format.types import KeyType, parse_type
 
 __all__ = ["BlockCache", "IndexReader", "ReadStats", "open_index"]
 
+_SCAN_BITMAP_BYTES = 4 << 20   # key_counts: bitmap bytes read per gather
+
 
 def open_index(source: RangeSource | str, kt: KeyType | str, *, storage: Storage | None = None,
                size: int | None = None, cache: BlockCache | None = None) -> IndexReader:
@@ -193,6 +195,25 @@ class IndexReader:
         kt = self.kt
         for (k, _o, _n), c in zip(items, counts.tolist()):
             yield deserialize_key(kt, k), c
+
+    def key_counts(self, dead: BitMap64 | None = None
+                   ) -> Iterator[tuple[list[bytes] | tuple[np.ndarray, np.ndarray], np.ndarray]]:
+        """(keys, row counts) of every key in file order, a batch of dictionary blocks at a time, for
+        statistics over every key. Keys are a list of bytes, or (key bytes buffer, n + 1 start offsets).
+
+        Counts come from bitmap headers; with `dead` (local ids to leave out, non-empty) every bitmap is
+        decoded. Only one batch is held at a time and blocks bypass the shared cache, so memory stays
+        bounded whatever the file's size.
+        """
+        count = gather.cardinalities if not dead else (
+            lambda reads, o, n: gather.cardinalities_without(reads, o, n, dead))
+        for keys, kbuf, koffs, offs, lens in self.blocks.scan_entries():
+            # bitmaps are read a bounded number of bytes at a time (few keys can hold large bitmaps)
+            chunk_of = np.cumsum(lens) // _SCAN_BITMAP_BYTES
+            cuts = [0, *(np.flatnonzero(chunk_of[1:] != chunk_of[:-1]) + 1).tolist(), len(offs)]
+            counts = np.concatenate([count(self._reads, offs[a:b], lens[a:b]) for a, b in zip(cuts[:-1], cuts[1:])
+                                     if b > a] or [np.zeros(0, np.int64)])
+            yield (keys if keys is not None else (kbuf, koffs)), counts
 
     # ------------------------------------------------------------ helpers
 

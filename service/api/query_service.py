@@ -6,8 +6,6 @@ access goes through Storage and the index_format reader.
 """
 from __future__ import annotations
 
-import heapq
-import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -16,25 +14,26 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import pyarrow as pa
 from pyroaring import BitMap64
 
 from index_format import errors as fmt
 from index_format import ranges
 from index_format.global_index.filemeta import parse_meta
-from index_format.keys import sort_key
 from index_format.options import parse_options
 from index_format.predicate.bind import bind
 from index_format.predicate.combine import Answer, ColumnIndex, IndexFileRef, evaluate
 from index_format.predicate.json import from_json
 from index_format.predicate.sql import parse_where
-from index_format.predicate.visitors import referenced_columns
+from index_format.predicate.tree import BoundLeaf, Leaf
+from index_format.predicate.visitors import Visitor, referenced_columns, visit
 from index_format.global_index.reader import BlockCache, IndexReader, open_index
 from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
 from service.api.cache import ByteLRU
 from service.api.metrics import Metrics
-from service.catalog import Catalog, layout
-from service.catalog.errors import IndexNotFoundError
+from service.catalog import Catalog, index_stats, layout
+from service.catalog.errors import CorruptDocumentError, IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
 from service.catalog.scan import read_columns
 from service.catalog.view_source import load_view_source, source_version
@@ -46,7 +45,7 @@ if TYPE_CHECKING:
 _PARSE_CACHE = 4096
 # Measured: a decoded 16 KB dictionary block holds about 180 KB of Python objects (keys, offsets, lookup).
 _DECODED_BLOCK_COST = 12 * 16384
-_RANKINGS_KEPT = 8
+_STATS_KEPT = 64          # stored-statistics handles kept in memory (small: counts and Parquet footers)
 _ROW_ID_FILES_KEPT = 64   # row_id_column tables: files whose id column is kept for result "files"
 
 
@@ -95,6 +94,17 @@ class TableView:
     live_ranges: tuple[tuple[int, int], ...] | None = None   # ids holding rows; None: all below total_rows
     version: int | None = None        # the source's cheap change token (Paimon snapshot id), if any
     paimon: PaimonView | None = None
+    # Indexed columns whose current snapshot document is corrupt: left out of `columns`, named when asked for.
+    broken_columns: Mapping[str, CorruptDocumentError] = field(default_factory=dict)
+
+    def check_not_broken(self, names: Iterable[str]) -> None:
+        """Raises CorruptDocumentError (naming the document) for a name that means a broken column."""
+        for name in names:
+            if name in self.columns:
+                continue
+            for broken, exc in self.broken_columns.items():
+                if broken.lower() == name.lower():
+                    raise CorruptDocumentError(str(exc), exc.path)   # a fresh instance per request
 
     def uncovered(self, covered: Iterable[Sequence[int]]) -> list[list[int]]:
         """Inclusive [first, last] ranges of live row ids outside `covered` (retired ids hold no row to cover)."""
@@ -128,8 +138,9 @@ class QueryService:
         # Read at scrape time, so the gauge always equals what the reader LRU holds.
         metrics.cache_bytes.set_function(lambda: float(self.readers.bytes))
         self._views: dict[str, TableView] = {}
-        self._rankings: dict[tuple[Any, ...], list[tuple[object, int]]] = {}
-        self._stats: dict[tuple[Any, ...], dict[str, int]] = {}
+        self._stats: dict[tuple[Any, ...], index_stats.IndexStats] = {}
+        # One statistics computation at a time: each holds every (key, rows) of an index in memory.
+        self._stats_compute = threading.Lock()
         self._file_ids: dict[tuple[str, int, float], tuple[np.ndarray, BitMap64]] = {}
         self._lock = threading.Lock()
 
@@ -156,9 +167,8 @@ class QueryService:
         """Drop cached snapshots, rankings, stats and readers of a table whose indexes were dropped."""
         self.invalidate(table)
         with self._lock:
-            for memo in (self._rankings, self._stats):
-                for key in [k for k in memo if k[0] == table]:
-                    del memo[key]
+            for key in [k for k in self._stats if k[0] == table]:
+                del self._stats[key]
         self.readers.discard_prefix(self.storage.resolve(layout.indexes_dir(table)).rstrip("/") + "/")
 
     def view(self, table: str) -> TableView:
@@ -182,11 +192,15 @@ class QueryService:
         columns = {c: self._column_view(s, src.sparse) for c, s in src.columns.items()}
         return TableView(table=src.table, columns=columns, data_files=src.data_files, total_rows=src.total_rows,
                          retired=src.gone, retired_ranges=src.retired_ranges, live_ranges=src.live_ranges,
-                         version=src.version, paimon=src.paimon)
+                         version=src.version, paimon=src.paimon, broken_columns=src.broken_columns)
 
     def _column_view(self, snap: Snapshot, sparse: bool) -> ColumnView:
         kt = parse_type(snap.key_type)
-        budget = parse_options(dict(snap.options)).fallback_scan_max_size
+        try:
+            budget = parse_options(dict(snap.options)).fallback_scan_max_size
+        except fmt.InvalidOptionError:
+            # Written before today's option ranges: the index stays queryable with the default budget.
+            budget = parse_options({}).fallback_scan_max_size
         refs = [
             IndexFileRef(
                 path=e.path, range_start=e.range_start, range_end=e.range_end,
@@ -234,9 +248,11 @@ class QueryService:
             QueryTimeoutError once `deadline` has passed.
         """
         view = self.view(table)
+        view.check_not_broken(referenced_columns(node))
         types = {name: cv.kt for name, cv in view.columns.items()}
         bound = bind(node, types)
-        used_cols = sorted(referenced_columns(node) & set(view.columns))
+        # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
+        used_cols = sorted(visit(bound, _BoundColumns()) & set(view.columns))
         answer = evaluate(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
                           with_unknown=False, deleted=view.retired, deadline=deadline)
         # combine's coverage: the ranges indexed for every column used (for a constant predicate, which
@@ -268,101 +284,118 @@ class QueryService:
         return self._column_of(self.view(table), column)
 
     @staticmethod
-    def _column_of(view: TableView, column: str) -> ColumnView:
-        cv = view.columns.get(column)
-        if cv is None:
-            raise IndexNotFoundError(
-                f"table {view.table.name!r} has no index on column {column!r}; indexed columns: "
-                f"{', '.join(sorted(view.columns)) or '(none)'}")
-        return cv
+    def resolve_column(view: TableView, column: str) -> str:
+        """The indexed column `column` names: exact, else case-insensitive when unambiguous (as bind)."""
+        if column in view.columns:
+            return column
+        folded = [c for c in view.columns if c.lower() == column.lower()]
+        if len(folded) == 1:
+            return folded[0]
+        view.check_not_broken([column])
+        raise IndexNotFoundError(
+            f"table {view.table.name!r} has no index on column {column!r}; indexed columns: "
+            f"{', '.join(sorted(view.columns)) or '(none)'}")
 
-    @staticmethod
-    def _dead_rows(ref: IndexFileRef, retired: BitMap64 | None) -> BitMap64 | None:
-        """Retired or deleted ids inside the file's range, as the file's local ids (row id − range_start)."""
-        if not retired:
-            return None
-        dead = retired & ranges.to_bitmap([(ref.range_start, ref.range_end)])
-        return dead.shift(-ref.range_start) if dead else None
+    @classmethod
+    def _column_of(cls, view: TableView, column: str) -> ColumnView:
+        return view.columns[cls.resolve_column(view, column)]
 
-    def _file_value_counts(self, kt: KeyType, ref: IndexFileRef, prefix: str | None,
-                           retired: BitMap64 | None) -> Iterator[tuple[object, int]]:
-        """(value, rows) of one file in logical order. Only when some of the file's ids were retired
-        or deleted are bitmaps read, to leave those rows out; otherwise cardinalities suffice."""
-        reader = ref.open()
-        dead = self._dead_rows(ref, retired)
-        if dead is None:
-            return reader.value_counts(prefix)
-        items = []
-        for value, offset, length in reader.entries():
-            if prefix and not str(value).startswith(prefix):
-                continue
-            rows = reader.bitmap_at(offset, length).difference_cardinality(dead)
-            if rows:
-                items.append((value, rows))
-        items.sort(key=lambda vn: sort_key(kt, vn[0]))
-        return iter(items)
+    def stored_stats(self, cv: ColumnView, view: TableView, *, force: bool = False) -> index_stats.IndexStats:
+        """The column's statistics document (service.catalog.index_stats), read or computed once per index
+        files and dead rows; handles are kept in memory by snapshot, files and retired set."""
+        files = [index_stats.StatsFile(path=r.path, size=r.file_size, range_start=r.range_start,
+                                       range_end=r.range_end, open=r.open) for r in cv.index.files]
+        memo = (cv.snapshot.table, cv.snapshot.column, cv.snapshot.id,
+                tuple((f.path, f.size, f.range_start, f.range_end) for f in files), view.retired_ranges,
+                view.version if view.paimon is not None else None)
+        with self._lock:
+            hit = self._stats.get(memo)
+        if hit is not None and not force:
+            return hit
+        with self._stats_compute:
+            with self._lock:
+                hit = self._stats.get(memo)
+            if hit is not None and not force:
+                return hit
+            stats = index_stats.load_or_compute(self.storage, cv.snapshot.table, cv.snapshot.column, cv.kt,
+                                                files, view.retired, force=force)
+        with self._lock:
+            self._stats[memo] = stats
+            while len(self._stats) > _STATS_KEPT:
+                self._stats.pop(next(iter(self._stats)))
+        return stats
 
-    def value_counts(self, table: str, column: str, prefix: str | None,
-                     order: str) -> tuple[ColumnView, Iterator[tuple[object, int]]]:
-        """(value, rows) merged across the snapshot's files from bitmap cardinalities.
+    def value_page(self, table: str, column: str, prefix: str | None, order: str, offset: int,
+                   limit: int) -> tuple[ColumnView, list[tuple[object, int]]]:
+        """(value, rows) at [offset, offset + limit) of the column's values, from the stored statistics.
 
-        order='value' streams in logical key order; order='count' is rows descending, then value.
-        The same key in several files (row ranges) is summed; rows of retired data files are left out.
+        order='value' is logical key order; order='count' is rows descending, then value. The same key in
+        several files (row ranges) is summed; rows of retired data files and deleted rows are left out.
         """
         view = self.view(table)
         cv = self._column_of(view, column)
-        kt = cv.kt
-        if prefix is not None and kt.name != "string":
-            raise fmt.BindError(f"prefix look-up needs a string column; {column!r} is {kt.spelling}")
-        retired = view.retired_ranges   # with cv.snapshot.id (the Paimon snapshot id), keys the ranking
-        streams = [
-            ((sort_key(kt, v), v, n) for v, n in self._file_value_counts(kt, ref, prefix, view.retired))
-            for ref in cv.index.files
-        ]
-        merged = heapq.merge(*streams, key=lambda t: t[0])
+        if prefix is not None and cv.kt.name != "string":
+            raise fmt.BindError(f"prefix look-up needs a string column; {cv.index.column!r} is {cv.kt.spelling}")
+        stats = self.stored_stats(cv, view)
+        try:
+            return cv, index_stats.page(self.storage, stats, cv.kt, order, prefix, offset, limit)
+        except (FileNotFoundError, OSError, pa.ArrowException):
+            # pruned or damaged since it was opened: compute it again, once
+            stats = self.stored_stats(cv, view, force=True)
+            return cv, index_stats.page(self.storage, stats, cv.kt, order, prefix, offset, limit)
 
-        def grouped() -> Iterator[tuple[object, int]]:
-            for _, group in itertools.groupby(merged, key=lambda t: t[0]):
-                items = list(group)
-                yield items[0][1], sum(n for _, _, n in items)
+    def value_counts(self, table: str, column: str, prefix: str | None,
+                     order: str) -> tuple[ColumnView, Iterator[tuple[object, int]]]:
+        """Every (value, rows) of the look-up in `order`, streamed a page at a time (see value_page)."""
+        cv, first = self.value_page(table, column, prefix, order, 0, index_stats.ROW_GROUP)
 
-        if order == "value":
-            return cv, grouped()
-        # Ranking needs every value; keep the last few rankings so paging does not redo the merge.
-        key = (table, column, cv.snapshot.id, prefix, retired)
-        with self._lock:
-            ranked = self._rankings.get(key)
-        if ranked is None:
-            ranked = sorted(grouped(), key=lambda vn: -vn[1])  # stable: ties keep value order
-            with self._lock:
-                self._rankings[key] = ranked
-                while len(self._rankings) > _RANKINGS_KEPT:
-                    self._rankings.pop(next(iter(self._rankings)))
-        return cv, iter(ranked)
+        def rest() -> Iterator[tuple[object, int]]:
+            page, offset = first, 0
+            while page:
+                yield from page
+                offset += len(page)
+                if len(page) < index_stats.ROW_GROUP:
+                    return
+                page = self.value_page(table, column, prefix, order, offset, index_stats.ROW_GROUP)[1]
+
+        return cv, rest()
 
     def index_stats(self, cv: ColumnView, view: TableView) -> dict[str, int]:
         """Distinct values and null rows of a column's snapshot, without rows of retired data files or
-        deleted rows (cached per snapshot id and retired set; a Paimon snapshot id fixes its deletions)."""
-        retired = view.retired_ranges
-        key = (cv.snapshot.table, cv.snapshot.column, cv.snapshot.id, retired)
-        with self._lock:
-            cached = self._stats.get(key)
-        if cached is not None:
-            return cached
-        nulls = 0
-        for ref in cv.index.files:
-            dead = self._dead_rows(ref, view.retired)
-            null_rows = ref.open().null_rows()
-            nulls += null_rows.difference_cardinality(dead) if dead is not None else len(null_rows)
-        if len(cv.index.files) == 1 and not view.retired:
-            distinct = int(cv.index.files[0].open().value_count)
-        else:  # the same key in several files (row ranges) counts once
-            _, counts = self.value_counts(cv.snapshot.table, cv.snapshot.column, None, "value")
-            distinct = sum(1 for _ in counts)
-        stats = {"distinct_values": distinct, "null_rows": nulls}
-        with self._lock:
-            self._stats[key] = stats
-        return stats
+        deleted rows. One file and no dead rows: its footer and null bitmap; else the stored statistics."""
+        files = cv.index.files
+        if len(files) == 1 and index_stats.dead_in_file(
+                index_stats.StatsFile(files[0].path, files[0].file_size, files[0].range_start,
+                                      files[0].range_end, files[0].open), view.retired) is None:
+            reader = files[0].open()
+            return {"distinct_values": int(reader.value_count), "null_rows": len(reader.null_rows())}
+        if not files:
+            return {"distinct_values": 0, "null_rows": 0}
+        stats = self.stored_stats(cv, view)
+        return {"distinct_values": stats.distinct_values, "null_rows": stats.null_rows}
+
+
+class _BoundColumns(Visitor[frozenset[str]]):
+    """Columns of the leaves of a tree, bound or not (bound leaves carry the canonical name)."""
+
+    def visit_true(self) -> frozenset[str]:
+        return frozenset()
+
+    visit_false = visit_unknown = visit_true
+
+    def visit_not(self, child: frozenset[str]) -> frozenset[str]:
+        return child
+
+    def visit_and(self, left: frozenset[str], right: frozenset[str]) -> frozenset[str]:
+        return left | right
+
+    visit_or = visit_and
+
+    def visit_leaf(self, leaf: Leaf) -> frozenset[str]:
+        return frozenset((leaf.column,))
+
+    def visit_bound_leaf(self, leaf: BoundLeaf) -> frozenset[str]:
+        return frozenset((leaf.column,))
 
 
 def _reader_cost(reader: IndexReader) -> int:

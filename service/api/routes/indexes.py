@@ -109,22 +109,21 @@ def list_values(
 ) -> schemas.ValuesPublic:
     """Distinct values with their row counts, from bitmap cardinalities (no row ids materialized);
     the same value in several files or row ranges of the snapshot is summed."""
-    cv, counts = services.query_service.value_counts(name, column, prefix, order)
     key = f"{order}|{prefix}"
     offset = 0
+    snap = None
     if cursor is not None:
         offset, snap, ckey = _decode_values_cursor(cursor)
         if ckey != key:
             raise InvalidCursorError("cursor belongs to a different look-up")
-        if snap != cv.snapshot.id:
+        if snap != services.query_service.column(name, column).snapshot.id:   # before any statistics work
             raise SnapshotChangedError("index snapshot changed since the first page; restart without a cursor")
-    values = []
-    for i, (value, rows) in enumerate(counts):
-        if i < offset:
-            continue
-        if len(values) == limit:
-            return schemas.ValuesPublic(
-                column=column, values=values, snapshot_id=cv.snapshot.id,
-                next_cursor=_encode_values_cursor(offset + limit, cv.snapshot.id, key))
-        values.append(schemas.ValueCount(value=to_json(cv.kt, value), rows=rows))
-    return schemas.ValuesPublic(column=column, values=values, snapshot_id=cv.snapshot.id, next_cursor=None)
+    # One more than the page tells whether another page follows; only those rows are read.
+    cv, items = services.query_service.value_page(name, column, prefix, order, offset, limit + 1)
+    if snap is not None and snap != cv.snapshot.id:
+        raise SnapshotChangedError("index snapshot changed since the first page; restart without a cursor")
+    values = [schemas.ValueCount(value=to_json(cv.kt, value), rows=rows) for value, rows in items[:limit]]
+    more = len(items) > limit
+    return schemas.ValuesPublic(
+        column=cv.index.column, values=values, snapshot_id=cv.snapshot.id,
+        next_cursor=_encode_values_cursor(offset + limit, cv.snapshot.id, key) if more else None)
