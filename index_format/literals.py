@@ -18,7 +18,23 @@ from index_format.types import KeyType
 
 
 def _bind(kt: KeyType, value: object, why: str) -> BindError:
-    return BindError(f"literal {value!r} does not fit column type {kt.spelling}: {why}")
+    return BindError(f"literal {show(value)} does not fit column type {kt.spelling}: {why}")
+
+
+def show(value: object, limit: int = 80) -> str:
+    """repr() for messages, shortened; never raises (repr of an int over 4300 digits does)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 256:
+        return f"<integer of about {int(value.bit_length() * 0.30103) + 1} digits>"
+    try:
+        text = repr(value)
+    except Exception:  # noqa: BLE001 - a message must not fail
+        return f"<{type(value).__name__}>"
+    return text if len(text) <= limit else text[:limit - 5] + "…" + text[-4:]
+
+
+# Integers, decimals and exponents beyond this cannot fit any column type; checking first keeps
+# int(Decimal('1E+999999999')) from building a billion-digit number.
+_MAX_ADJUSTED_EXPONENT = 40
 
 
 _TRUE = {"true", "t", "1", "yes", "y"}
@@ -35,6 +51,10 @@ def coerce_literal(kt: KeyType, value: object) -> object:
     name = kt.name
     if name == "string":
         if isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError as e:
+                raise _bind(kt, value, f"not valid Unicode (lone surrogate at character {e.start})") from None
             return value
         if isinstance(value, bytes):
             try:
@@ -73,7 +93,11 @@ def _coerce_int(kt: KeyType, value: object) -> int:
             raise _bind(kt, value, "not an integral number")
         out = int(value)
     elif isinstance(value, decimal.Decimal):
-        if not value.is_finite() or value != value.to_integral_value():
+        if not value.is_finite():
+            raise _bind(kt, value, "not an integral number")
+        if value and value.adjusted() > _MAX_ADJUSTED_EXPONENT:
+            raise _bind(kt, value, "out of range")
+        if value != value.to_integral_value():
             raise _bind(kt, value, "not an integral number")
         out = int(value)
     elif isinstance(value, str):
@@ -140,6 +164,8 @@ def _coerce_decimal(kt: KeyType, value: object) -> decimal.Decimal:
         raise _bind(kt, value, "not a number") from None
     if not d.is_finite():
         raise _bind(kt, value, "not finite")
+    if d and d.adjusted() > _MAX_ADJUSTED_EXPONENT:
+        raise _bind(kt, value, f"more than {kt.decimal_precision} digits")
     scale = kt.decimal_scale
     q = decimal.Decimal(1).scaleb(-scale)
     with decimal.localcontext() as ctx:

@@ -78,14 +78,14 @@ def bind_leaf(leaf: Leaf, column: str, kt: KeyType) -> BoundLeaf:
         if leaf.pattern is None:
             return unsupported("LIKE NULL (spec §5.5)")
         if not isinstance(leaf.pattern, str):
-            raise BindError(f"column {column!r}: LIKE pattern must be a string, got {leaf.pattern!r}")
+            raise BindError(f"column {column!r}: LIKE pattern must be a string, got {literals.show(leaf.pattern)}")
         return _bind_like(leaf.pattern, column, kt, make)
     if leaf.value is None:
         if op in ("eq", "ne"):
             return make("always_unknown")  # `x = NULL`, `x <> NULL`: UNKNOWN for every row → empty
         return unsupported(f"{op} with a NULL literal (spec §5.5)")
     if spec.strings_only and not isinstance(leaf.value, str):
-        raise BindError(f"column {column!r}: {op} needs a string literal, got {leaf.value!r}")
+        raise BindError(f"column {column!r}: {op} needs a string literal, got {literals.show(leaf.value)}")
     return make(value=_coerce(column, kt, leaf.value))
 
 
@@ -96,7 +96,8 @@ def _coerce(column: str, kt: KeyType, value: object) -> object:
         raise BindError(f"column {column!r} ({kt.spelling}): {e}") from None
     except (ValueError, TypeError, ArithmeticError) as e:
         # Odd Python inputs (Decimal('sNaN'), huge numbers) must still surface as a BindError.
-        raise BindError(f"column {column!r} ({kt.spelling}): literal {value!r} does not fit: {e}") from None
+        raise BindError(f"column {column!r} ({kt.spelling}): literal {literals.show(value)} does not fit: "
+                        f"{str(e)[:200]}") from None
 
 
 def _bind_list(leaf: Leaf, column: str, kt: KeyType, make: Callable[..., BoundLeaf]) -> BoundLeaf:
@@ -117,6 +118,11 @@ def _bind_list(leaf: Leaf, column: str, kt: KeyType, make: Callable[..., BoundLe
 
 
 def _bind_like(pattern: str, column: str, kt: KeyType, make: Callable[..., BoundLeaf]) -> BoundLeaf:
+    try:
+        pattern.encode("utf-8")
+    except UnicodeEncodeError as e:
+        raise BindError(f"column {column!r}: LIKE pattern is not valid Unicode (lone surrogate at character "
+                        f"{e.start})") from None
     # spec §6: simple patterns (no `_`, no `\`) with one non-empty literal part are rewritten.
     if "_" not in pattern and "\\" not in pattern:
         core = pattern.strip("%")

@@ -7,7 +7,7 @@ Imports evaluate/operators/tree/visitors/keys/ranges; the reader only through In
 """
 from __future__ import annotations
 
-import functools
+import threading
 import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping
@@ -111,7 +111,11 @@ def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool =
         if name not in columns:
             raise UnknownColumnError(name, list(columns))
     run = _Run(columns, used, explain, deadline)
-    value = run.eval(tree, with_unknown)
+    _sorted_memo.lists = {}
+    try:
+        value = run.eval(tree, with_unknown)
+    finally:
+        _sorted_memo.lists = None   # a big IN list's sort keys live as long as its query, no longer
     covered = ranges.intersect(*(_ranges(columns[c]) for c in used))
     uncovered = ranges.subtract([r for c in used for r in _ranges(columns[c])], covered)
     info = run.summary()
@@ -175,7 +179,8 @@ class _Run:
         if isinstance(a, Unsupported) or isinstance(b, Unsupported):
             kept = b if isinstance(a, Unsupported) else a
             assert isinstance(kept, _Result)
-            self.dropped.append(repr(node.left if isinstance(a, Unsupported) else node.right))
+            text = repr(node.left if isinstance(a, Unsupported) else node.right)
+            self.dropped.append(text if len(text) <= 500 else text[:500] + "…")   # may be a huge subtree
             return _Result(kept.t, kept.u, False)  # spec §5.3 step 5: dropped child → superset
         t = a.t & b.t
         u = None
@@ -407,9 +412,24 @@ def _values_in_bounds(leaf: BoundLeaf, meta: FileMeta) -> tuple[object, ...]:
     return values_sorted[lo:hi]
 
 
-@functools.lru_cache(maxsize=64)
+# Per evaluation (and thread): a big IN list is sorted once per query, not once per file. A process-wide
+# cache kept up to 64 lists of 70k literals alive after their queries (~10 MB each).
+_sorted_memo = threading.local()
+
+
 def _sorted_literals(leaf: BoundLeaf) -> tuple[list[Any], tuple[object, ...]]:
-    # Cached per bound leaf: a big IN list is sorted once, not once per file.
+    memo: dict[int, tuple[BoundLeaf, tuple[list[Any], tuple[object, ...]]]] | None = getattr(
+        _sorted_memo, "lists", None)
+    hit = memo.get(id(leaf)) if memo is not None else None
+    if hit is not None and hit[0] is leaf:
+        return hit[1]
+    result = _sort_literals(leaf)
+    if memo is not None:
+        memo[id(leaf)] = (leaf, result)
+    return result
+
+
+def _sort_literals(leaf: BoundLeaf) -> tuple[list[Any], tuple[object, ...]]:
     pairs: list[tuple[Any, int]] = [(keys.sort_key(leaf.kt, v), i) for i, v in enumerate(leaf.values)]
     pairs.sort(key=lambda p: p[0])
     return [k for k, _ in pairs], tuple(leaf.values[i] for _, i in pairs)

@@ -18,6 +18,7 @@ from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from index_format.predicate.limits import PredicateLimits
 from index_format.storage import Storage
 from service.api.deps import Services
 from service.api.query_service import QueryService
@@ -74,8 +75,11 @@ def build_services(settings: Settings) -> Services:
     storage = Storage(settings.warehouse, settings.effective_allowed_roots(), settings.storage_options)
     catalog = Catalog(storage)
     metrics = Metrics()
+    limits = PredicateLimits(max_depth=settings.max_predicate_depth, max_in_values=settings.max_in_values,
+                             max_literal_bytes=settings.max_literal_bytes)
     query_service = QueryService(catalog, storage, metrics, cache_bytes=settings.cache_bytes,
-                         snapshot_ttl=settings.snapshot_ttl_seconds)
+                                 snapshot_ttl=settings.snapshot_ttl_seconds, limits=limits,
+                                 parse_cache_bytes=settings.parse_cache_bytes)
     runner = JobRunner(catalog, storage, settings, on_finished=query_service.invalidate)
     metrics.watch_jobs(runner.state_counts)
     return Services(settings=settings, storage=storage, catalog=catalog, query_service=query_service, jobs=runner,

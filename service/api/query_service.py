@@ -10,7 +10,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from index_format.options import parse_options
 from index_format.predicate.bind import bind
 from index_format.predicate.combine import Answer, ColumnIndex, IndexFileRef, evaluate
 from index_format.predicate.json import from_json
-from index_format.predicate.sql import parse_where
+from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits
 from index_format.predicate.tree import BoundLeaf, Leaf
 from index_format.predicate.visitors import Visitor, referenced_columns, visit
 from index_format.global_index.reader import BlockCache, IndexReader, open_index
@@ -32,6 +31,7 @@ from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
 from service.api.cache import ByteLRU
 from service.api.metrics import Metrics
+from service.api.parse_cache import ParseCache
 from service.catalog import Catalog, index_stats, layout
 from service.catalog.errors import CorruptDocumentError, IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
@@ -41,17 +41,10 @@ from service.catalog.view_source import load_view_source, source_version
 if TYPE_CHECKING:
     from service.catalog.paimon import PaimonView
 
-# A parsed predicate is immutable and independent of the catalog, so repeated texts skip sqlglot.
-_PARSE_CACHE = 4096
 # Measured: a decoded 16 KB dictionary block holds about 180 KB of Python objects (keys, offsets, lookup).
 _DECODED_BLOCK_COST = 12 * 16384
 _STATS_KEPT = 64          # stored-statistics handles kept in memory (small: counts and Parquet footers)
 _ROW_ID_FILES_KEPT = 64   # row_id_column tables: files whose id column is kept for result "files"
-
-
-@lru_cache(maxsize=_PARSE_CACHE)
-def _parse_where_cached(text: str) -> Any:
-    return parse_where(text)
 
 
 class _CountingSource:
@@ -126,8 +119,12 @@ class QueryService:
     """Answers predicates and value look-ups against the current snapshots of a table."""
 
     def __init__(self, catalog: Catalog, storage: Storage, metrics: Metrics, *,
-                 cache_bytes: int, snapshot_ttl: float) -> None:
+                 cache_bytes: int, snapshot_ttl: float, limits: PredicateLimits = DEFAULT_LIMITS,
+                 parse_cache_bytes: int = 16 << 20) -> None:
         self.catalog = catalog
+        self.limits = limits
+        # Parsed SQL predicates by text, budgeted in bytes (a tree costs several times its text).
+        self.parse_cache = ParseCache(parse_cache_bytes, limits)
         self.storage = storage
         self.metrics = metrics
         self.snapshot_ttl = snapshot_ttl
@@ -234,8 +231,8 @@ class QueryService:
     def parse(self, where: str | None, predicate: Mapping[str, Any] | None) -> Any:
         """Unbound tree from SQL text (cached) or the JSON wire form. Raises ParseError."""
         if where is not None:
-            return _parse_where_cached(where)
-        return from_json(dict(predicate or {}))
+            return self.parse_cache.parse(where)
+        return from_json(dict(predicate or {}), limits=self.limits)
 
     def query(self, table: str, node: Any, *, explain: bool = False,
               deadline: float | None = None) -> QueryOutcome:

@@ -20,6 +20,10 @@ from service.catalog.model import DataFile
 
 # Runs are found on numpy windows of ids; a run longer than the window is extended by a binary search.
 _RUN_WINDOW = 1 << 16
+# Cursors we encode are ~100 bytes; anything much larger is not ours and is refused before decoding.
+_MAX_CURSOR_CHARS = 4096
+_MAX_ROW_ID = (1 << 64) - 1
+_INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 @dataclass(frozen=True)
@@ -37,18 +41,22 @@ class Cursor:
 
     @classmethod
     def decode(cls, text: str) -> Cursor:
-        """Raises InvalidCursorError when the text was not produced by `encode`."""
+        """Raises InvalidCursorError when the text was not produced by `encode`: oversized, not base64 JSON,
+        `after` outside [-1, 2^64-1] (row ids are unsigned 64-bit) or snapshot ids outside int64."""
+        if not isinstance(text, str) or len(text) > _MAX_CURSOR_CHARS:
+            raise InvalidCursorError("invalid cursor")
         try:
             raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
             obj = json.loads(raw)
             after = obj["a"]
             snaps = obj["s"]
             query = obj["q"]
-            if not (isinstance(after, int) and after >= -1 and isinstance(snaps, dict)
+            if not (_is_int(after) and -1 <= after <= _MAX_ROW_ID and isinstance(snaps, dict)
                     and isinstance(query, str)
-                    and all(isinstance(k, str) and isinstance(v, int) for k, v in snaps.items())):
+                    and all(isinstance(k, str) and _is_int(v) and _INT64[0] <= v <= _INT64[1]
+                            for k, v in snaps.items())):
                 raise ValueError("bad cursor fields")
-        except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
+        except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError, RecursionError) as exc:
             raise InvalidCursorError("invalid cursor") from exc
         return cls(after=after, snapshots=dict(snaps), query=query)
 
@@ -62,6 +70,19 @@ class Cursor:
                 "restart paging without a cursor")
 
 
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _rank_after(rows: BitMap64, after: int) -> int:
+    """How many ids are <= `after` (0 for after < 0); ids past the uint64 range are all of them."""
+    if after < 0:
+        return 0
+    if after >= _MAX_ROW_ID:
+        return len(rows)
+    return rows.rank(after)
+
+
 def query_fingerprint(table: str, where: str | None, predicate: object, result: str) -> str:
     """Short digest tying a cursor to its query."""
     text = json.dumps([table, where, predicate, result], sort_keys=True, default=str)
@@ -70,7 +91,7 @@ def query_fingerprint(table: str, where: str | None, predicate: object, result: 
 
 def page_ids(rows: BitMap64, after: int, limit: int) -> tuple[list[int], int | None]:
     """Up to `limit` ids greater than `after`; the second item is the last id when more remain."""
-    start = rows.rank(after) if after >= 0 else 0
+    start = _rank_after(rows, after)
     page = rows[start:start + limit]
     ids = list(page)
     more = start + limit < len(rows)
@@ -80,7 +101,7 @@ def page_ids(rows: BitMap64, after: int, limit: int) -> tuple[list[int], int | N
 def page_runs(rows: BitMap64, after: int, limit: int) -> tuple[list[list[int]], int | None]:
     """Up to `limit` inclusive [first, last] runs of consecutive ids, starting after id `after`."""
     runs: list[list[int]] = []
-    pos = rows.rank(after) if after >= 0 else 0
+    pos = _rank_after(rows, after)
     n = len(rows)
     while pos < n and len(runs) < limit:
         window = np.asarray(rows[pos:pos + _RUN_WINDOW].to_array(), dtype=np.uint64)
@@ -105,17 +126,24 @@ def page_runs(rows: BitMap64, after: int, limit: int) -> tuple[list[list[int]], 
 def _extend_run(rows: BitMap64, first: int, last: int) -> int:
     """Largest x ≥ last with every id in [first, x] present (exponential then binary search)."""
     step = 1
-    while rows.contains_range(first, last + step + 1):
+    while last + step <= _MAX_ROW_ID and _all_present(rows, first, last + step):
         last += step
         step *= 2
-    lo, hi = last, last + step  # [first, lo] present; [first, hi] not
+    lo, hi = last, min(last + step, _MAX_ROW_ID + 1)  # [first, lo] present; [first, hi] not (or hi > max)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        if rows.contains_range(first, mid + 1):
+        if _all_present(rows, first, mid):
             lo = mid
         else:
             hi = mid
     return lo
+
+
+def _all_present(rows: BitMap64, first: int, last: int) -> bool:
+    """Every id in [first, last] is in `rows`; contains_range's exclusive end cannot pass 2^64 - 1."""
+    if last < _MAX_ROW_ID:
+        return bool(rows.contains_range(first, last + 1))
+    return last in rows and (first == last or bool(rows.contains_range(first, last)))
 
 
 def file_matches(rows: BitMap64, files: list[DataFile], page: list[int]) -> list[dict[str, object]]:

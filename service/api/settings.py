@@ -66,7 +66,8 @@ class Settings(BaseSettings):
     )
     parse_cache_bytes: int = Field(
         16 * 1024 * 1024, ge=0,
-        description="Byte budget of the parsed-predicate cache, counted by predicate text size.",
+        description="Byte budget of the parsed-predicate cache, counted as the memory each text and its parsed "
+        "tree hold; 0 turns it off.",
     )
 
     @field_validator("allowed_roots", mode="before")

@@ -4,6 +4,7 @@ document fails only the requests that need it."""
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -77,7 +78,7 @@ def test_registration_refuses_the_warehouse_and_its_parents(tmp_path: Path) -> N
         assert client.get("/v1/tables").json()["tables"] == []
 
 
-def test_broken_data_files_are_listed_per_file_and_skipped_by_the_build(tmp_path: Path) -> None:
+def test_broken_data_files_are_listed_per_file_and_refused_by_the_build(tmp_path: Path) -> None:
     loc = tmp_path / "data" / "t"
     df = _frame(900)
     write_table(loc, df, 3)
@@ -100,17 +101,22 @@ def test_broken_data_files_are_listed_per_file_and_skipped_by_the_build(tmp_path
             errors = {e["path"]: e["reason"] for e in body["errors"]}
             assert set(errors) == broken and all(errors.values())
             assert "FIFO" in errors[str(loc / "part-002a.parquet")]
-        job = _build(client, "t", "status")
-        assert job["state"] == "succeeded", job
-        assert _count(client, "t", "status = 'vip'") == int((df["status"] == "vip").sum())
+        # A build would quietly leave the broken files' rows out: it is refused, naming one of them.
+        r = client.post("/v1/create_global_index", json={"table": "t", "index_column": "status"})
+        assert r.status_code == 422, r.text
+        err = r.json()["error"]
+        assert err["code"] == "unreadable_data_file" and err["details"]["path"] in broken, err
 
-        # The junk file is fixed: the next scan gives it ids after the others, and the index covers it later.
+        # The junk file is fixed and the rest removed: the next scan gives it ids after the others.
         extra = _frame(40, seed=9)
         pq.write_table(pa.Table.from_pandas(extra, preserve_index=False), loc / "part-001a.parquet")
+        (loc / "part-000a.parquet").unlink()
+        (loc / "part-002a.parquet").unlink()
+        shutil.rmtree(loc / "z.parquet")
         body = client.get("/v1/tables/t/files", params={"refresh": "true"}).json()
         assert body["files"][-1]["path"] == str(loc / "part-001a.parquet")
         assert body["files"][-1]["first_row_id"] == len(df) and body["total_rows"] == len(df) + 40
-        assert str(loc / "part-001a.parquet") not in {e["path"] for e in body["errors"]}
+        assert body["errors"] == []
         assert _build(client, "t", "status")["state"] == "succeeded"
         assert _count(client, "t", "status = 'vip'") == int((df["status"] == "vip").sum() +
                                                             (extra["status"] == "vip").sum())
