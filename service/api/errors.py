@@ -118,6 +118,12 @@ def _details(exc: BaseException) -> dict[str, object]:
     return jsonable_encoder(details)
 
 
+def describe(exc: BaseException) -> dict[str, object]:
+    """The error body's fields for an exception reported inside a 200 answer (a broken table or index in a
+    listing): the same code, message and details a request failing on it would get."""
+    return {"code": classify(exc)[1], "message": str(exc), "details": _details(exc)}
+
+
 def envelope(status: int, code: str, message: str, details: object = None) -> JSONResponse:
     """The one error body every failure uses."""
     body = {"error": {"code": code, "message": message, "details": details or {}}}

@@ -217,9 +217,17 @@ class IndexPublic(BaseModel):
                           "files differ; null when not known or when the order does not matter (strings).")
 
 
+class IndexErrorPublic(BaseModel):
+    column: str
+    error: ErrorBody = Field(description="Why the index cannot be shown, e.g. corrupt_catalog_document.")
+
+
 class IndexesPublic(BaseModel):
     table: str
     indexes: list[IndexPublic]
+    errors: list[IndexErrorPublic] = Field(
+        default_factory=list, description="Indexed columns whose current snapshot cannot be read (left out of "
+                                          "`indexes`); drop_global_index still drops them.")
 
 
 class ValueCount(BaseModel):

@@ -184,6 +184,16 @@ def test_cursor_with_numbers_out_of_range_is_400(server: Server) -> None:
     assert err["details"]["errors"][0]["loc"] == ["body", "cursor"]  # type: ignore[index]
 
 
+def test_values_cursor_with_numbers_out_of_range_is_400(server: Server) -> None:
+    first = server.http.get("/v1/tables/t/indexes/s/values", params={"limit": 1})
+    assert first.status_code == 200 and first.json()["next_cursor"], first.text
+    doc = json.loads(base64.urlsafe_b64decode(first.json()["next_cursor"] + "=="))
+    for field, value in (("o", 2**64), ("o", -1), ("o", True), ("s", 2**70)):
+        forged = base64.urlsafe_b64encode(json.dumps({**doc, field: value}).encode()).decode().rstrip("=")
+        r = server.http.get("/v1/tables/t/indexes/s/values", params={"limit": 1, "cursor": forged})
+        _error(r, 400, "invalid_cursor")
+
+
 # ---- 4. table registration ------------------------------------------------------------------------------
 def test_partition_columns_with_path_syntax_are_refused(server: Server) -> None:
     for bad in (["../x"], ["a/b"], [""], ["dt", "dt"]):
@@ -242,6 +252,10 @@ def test_a_corrupt_document_fails_only_what_needs_it(server: Server) -> None:
     assert r.status_code == 200 and r.json()["count"] == _count(df, df.s == "beta"), r.text
     err = _error(server.query("docs", where="n > 0"), 500, "corrupt_catalog_document")
     assert n_snaps[-1].name in str(err["message"])
+    indexes = server.http.get("/v1/tables/docs/indexes").json()
+    assert [i["column"] for i in indexes["indexes"]] == ["s"]
+    assert [(e["column"], e["error"]["code"]) for e in indexes["errors"]] == [("n", "corrupt_catalog_document")]
+    assert indexes["errors"][0]["error"]["details"]["path"].endswith(n_snaps[-1].name)
 
     # A garbage table.json: the list shows the rest and flags this one; DELETE still cleans up.
     table_json = server.root / "warehouse" / "tables" / "docs" / "table.json"

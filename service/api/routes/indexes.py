@@ -12,7 +12,7 @@ from fastapi.responses import JSONResponse
 from index_format.literals import to_json
 from service.api import schemas
 from service.api.deps import ReadAuth, ServicesDep, WriteAuth
-from service.api.errors import InvalidCursorError, SnapshotChangedError
+from service.api.errors import InvalidCursorError, SnapshotChangedError, describe
 from service.api.presenters import iso
 from service.api.query_service import ColumnView
 from service.api.routes.tables import ERRORS, TableName
@@ -68,7 +68,9 @@ def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPubli
             built_at=iso(snap.created_at), stale=bool(snap.stale or changed),
             options={str(k): str(v) for k, v in snap.options.items()},
             key_order=_key_order(cv, view.paimon is not None)))
-    return schemas.IndexesPublic(table=name, indexes=out)
+    errors = [schemas.IndexErrorPublic(column=column, error=schemas.ErrorBody(**describe(exc)))
+              for column, exc in sorted(view.broken_columns.items())]
+    return schemas.IndexesPublic(table=name, indexes=out, errors=errors)
 
 
 def _key_order(cv: ColumnView, paimon: bool) -> str | None:
@@ -86,7 +88,8 @@ def _decode_values_cursor(text: str) -> tuple[int, int, str]:
     try:
         obj = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
         offset, snap, key = obj["o"], obj["s"], obj["k"]
-        if not (isinstance(offset, int) and offset >= 0 and isinstance(snap, int) and isinstance(key, str)):
+        if not (type(offset) is int and 0 <= offset < 2**63 and type(snap) is int and -2**63 <= snap < 2**63
+                and isinstance(key, str)):
             raise ValueError("bad cursor")
     except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
         raise InvalidCursorError("invalid cursor") from exc

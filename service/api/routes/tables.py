@@ -7,7 +7,7 @@ from fastapi import APIRouter, Path, Query
 
 from service.api import schemas
 from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
-from service.api.errors import classify
+from service.api.errors import describe
 from service.api.presenters import data_file_public, file_error_public, table_public
 from service.catalog.model import Table
 from service.catalog.view_source import is_paimon, refresh_source
@@ -50,9 +50,8 @@ def list_tables(services: ServicesDep) -> schemas.TablesPublic:
     tables = [table_public(t) for t in good]
     out = schemas.TablesPublic(tables=tables, count=len(tables))
     if broken:  # set only when there is one, so the usual response stays as it was
-        out.errors = [schemas.TableErrorPublic(name=name, error=schemas.ErrorBody(
-            code=classify(exc)[1], message=str(exc), details={"type": type(exc).__name__, "path": exc.path}))
-            for name, exc in sorted(broken.items())]
+        out.errors = [schemas.TableErrorPublic(name=name, error=schemas.ErrorBody(**describe(exc)))
+                      for name, exc in sorted(broken.items())]
     return out
 
 
