@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from pyroaring import BitMap64
 
 from index_format import ranges
+from service.catalog import index_stats
 from service.catalog.catalog import Catalog
 from service.catalog.errors import CorruptDocumentError
 from service.catalog.model import PAIMON, DataFile, Snapshot, Table
@@ -109,6 +110,8 @@ def drop_index(catalog: Catalog, name: str, column: str) -> None:
     if is_paimon(t):
         from service.catalog import paimon
         paimon.drop_bitmap_index(t.location, column, storage_options=catalog.storage.storage_options)
+        # bgix's statistics of those files live in the warehouse, not in the Paimon table.
+        catalog.storage.delete(index_stats.stats_dir(name, column), recursive=True)
         return
     catalog.drop_index(name, column)
 

@@ -80,6 +80,9 @@ def test_drop_commits_index_deletes_for_one_column_only(paimon: tuple[TestClient
     assert {e[2] for es in before.values() for e in es} <= files
     served = {i["column"] for i in client.get("/v1/tables/events/indexes").json()["indexes"]}
     assert served == {"status", "flag"}
+    # /indexes stored bgix's statistics of both columns in the warehouse (outside the Paimon table)
+    stats = Path(client.app.state.services.settings.warehouse) / "tables" / "events" / "indexes"
+    assert {c for c in ("status", "flag") if any((stats / c / "stats").glob("*.json"))} == {"status", "flag"}
     assert client.post("/v1/tables/events/query", json={"where": "status = 'ok'"}).status_code == 200
 
     # same auth rules as plain tables: a mutation needs the token
@@ -98,6 +101,7 @@ def test_drop_commits_index_deletes_for_one_column_only(paimon: tuple[TestClient
     # data untouched (same rows, same values), and the index files are still on disk (older snapshots)
     pd.testing.assert_frame_equal(_frame(location), data_before)
     assert {p.name for p in (location / "index").iterdir()} == files
+    assert not (stats / "status" / "stats").exists() and any((stats / "flag" / "stats").glob("*.json"))
 
     # the serving side: status has no index any more (as on plain tables: unknown column), flag still exact
     err = client.post("/v1/tables/events/query", json={"where": "status = 'ok'"})
