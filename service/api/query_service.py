@@ -44,7 +44,6 @@ if TYPE_CHECKING:
 # Measured: a decoded 16 KB dictionary block holds about 180 KB of Python objects (keys, offsets, lookup).
 _DECODED_BLOCK_COST = 12 * 16384
 _STATS_KEPT = 64          # stored-statistics handles kept in memory (small: counts and Parquet footers)
-_ROW_ID_FILES_KEPT = 64   # row_id_column tables: files whose id column is kept for result "files"
 
 
 class _CountingSource:
@@ -138,7 +137,8 @@ class QueryService:
         self._stats: dict[tuple[Any, ...], index_stats.IndexStats] = {}
         # One statistics computation at a time: each holds every (key, rows) of an index in memory.
         self._stats_compute = threading.Lock()
-        self._file_ids: dict[tuple[str, int, float], tuple[np.ndarray, BitMap64]] = {}
+        # row_id_column tables: files' id columns kept for result "files", within a quarter of the budget.
+        self._file_ids: ByteLRU[tuple[np.ndarray, BitMap64]] = ByteLRU(cache_bytes // 4, _file_ids_cost)
         self._lock = threading.Lock()
 
     # ---- snapshot resolution --------------------------------------------------------------
@@ -262,19 +262,14 @@ class QueryService:
         """A row_id_column table's ids of one data file, in file order, and as a set (cached by the
         file's fingerprint, so a rewritten file is read again)."""
         assert table.row_id_column is not None
-        key = (f.path, f.size, f.mtime)
-        with self._lock:
-            hit = self._file_ids.get(key)
-        if hit is not None:
-            return hit
-        col = read_columns(self.storage, f.path, table.format, [table.row_id_column], f.size).column(0)
-        ids = np.asarray(col.to_numpy(), dtype=np.int64)
-        value = (ids, BitMap64(ids.astype(np.uint64)))
-        with self._lock:
-            self._file_ids[key] = value
-            while len(self._file_ids) > _ROW_ID_FILES_KEPT:
-                self._file_ids.pop(next(iter(self._file_ids)))
-        return value
+
+        def load() -> tuple[np.ndarray, BitMap64]:
+            col = read_columns(self.storage, f.path, table.format, [table.row_id_column], f.size).column(0)
+            ids = np.asarray(col.to_numpy(), dtype=np.int64)
+            return ids, BitMap64(ids.astype(np.uint64))
+
+        # The mtime is part of the key, so a file rewritten in place (same size) is read again.
+        return self._file_ids.get_or_load((f"{f.path}@{f.mtime!r}", f.size), load)
 
     # ---- value look-ups ---------------------------------------------------------------------
     def column(self, table: str, column: str) -> ColumnView:
@@ -393,6 +388,12 @@ class _BoundColumns(Visitor[frozenset[str]]):
 
     def visit_bound_leaf(self, leaf: BoundLeaf) -> frozenset[str]:
         return frozenset((leaf.column,))
+
+
+def _file_ids_cost(value: tuple[np.ndarray, BitMap64]) -> int:
+    stats = value[1].get_statistics()
+    return int(value[0].nbytes + stats["n_bytes_array_containers"] + stats["n_bytes_run_containers"]
+               + stats["n_bytes_bitset_containers"])
 
 
 def _reader_cost(reader: IndexReader) -> int:
