@@ -1,21 +1,21 @@
 """The catalog: tables, the row-id map of their data files, versioned index snapshots, job records.
 
-JSON documents on Storage (local dir or s3://). Imports index_format.storage and service.catalog only.
+JSON documents on Storage (local dir or s3://), read one by one (documents.py); a plain table's row-id map
+is merged from a scan by rowid_map.py. Imports index_format.storage and service.catalog only.
 Commit protocol: snapshot N+1 is created with Storage.write_if_absent, so of two writers expecting N
 exactly one creates it; readers take the highest committed id, so they see the old or the new
 snapshot, never a mix.
 """
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any
 
 from index_format.errors import InvalidOptionError, PathNotAllowedError
 from index_format.storage import Storage, is_absolute_location, is_under
 from service.catalog import layout
+from service.catalog.documents import dumps, files_doc_of, job_of, read_doc, table_of
 from service.catalog.errors import (
     BuildInProgressError,
     CommitConflictError,
@@ -24,51 +24,16 @@ from service.catalog.errors import (
     IndexNotFoundError,
     JobNotFoundError,
     LocationNotAllowedError,
-    RowIdError,
     TableExistsError,
     TableNotFoundError,
     UnsupportedOperationError,
 )
 from service.catalog.liveness import job_process_alive
 from service.catalog.model import FORMATS, PAIMON, DataFile, JobRecord, Snapshot, Table, UnreadableFile, now
-from service.catalog.scan import (
-    count_rows,
-    file_stat,
-    hive_keys,
-    list_data_files,
-    parse_partition,
-    read_schema,
-    relative_dir,
-)
+from service.catalog.rowid_map import merge_scan
+from service.catalog.scan import hive_keys, list_data_files, read_schema, relative_dir
 
 log = logging.getLogger("bgix.catalog")
-T = TypeVar("T")
-
-
-def _dumps(doc: dict[str, Any]) -> bytes:
-    return json.dumps(doc, indent=1, sort_keys=True).encode()
-
-
-def _table_of(doc: dict[str, Any]) -> Table:
-    t = Table.from_dict(doc)
-    if not isinstance(t.name, str) or not isinstance(t.location, str) or not isinstance(t.format, str):
-        raise TypeError("name, location and format must be strings")
-    return t
-
-
-def _job_of(doc: dict[str, Any]) -> JobRecord:
-    job = JobRecord.from_dict(doc)
-    if not isinstance(job.id, str) or not isinstance(job.created_at, (int, float)):
-        raise TypeError("id must be a string and created_at a number")  # list_jobs sorts by them
-    return job
-
-
-def _files_doc_of(doc: dict[str, Any]) -> dict[str, Any]:
-    """A row-id map document with its entries parsed (KeyError/TypeError/ValueError when malformed)."""
-    return {"next_row_id": int(doc["next_row_id"]),
-            "files": [DataFile.from_dict(d) for d in doc["files"]],
-            "retired": [DataFile.from_dict(d) for d in doc.get("retired") or []],
-            "unreadable": [UnreadableFile.from_dict(d) for d in doc.get("unreadable") or []]}
 
 
 class Catalog:
@@ -76,45 +41,6 @@ class Catalog:
 
     def __init__(self, storage: Storage) -> None:
         self.storage = storage
-
-    # -- documents -------------------------------------------------------------------------------
-    def _read_json(self, path: str) -> dict[str, Any] | None:
-        """The parsed JSON object at `path`, None when missing.
-
-        Raises:
-            CorruptDocumentError: not UTF-8 JSON, or not a JSON object; names the document.
-        """
-        try:
-            raw = self.storage.read_bytes(path)
-        except FileNotFoundError:
-            return None
-        except IsADirectoryError as exc:
-            raise self._corrupt(path, "is a directory") from exc
-        try:
-            doc = json.loads(raw)
-        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-            raise self._corrupt(path, f"is not valid JSON ({exc})") from exc
-        if not isinstance(doc, dict):
-            raise self._corrupt(path, f"is a JSON {type(doc).__name__}, not an object")
-        return doc
-
-    def _read_doc(self, path: str, parse: Callable[[dict[str, Any]], T]) -> T | None:
-        """`parse` of the document at `path` (None when missing); a document whose fields do not fit
-        raises CorruptDocumentError rather than a bare KeyError/TypeError."""
-        doc = self._read_json(path)
-        if doc is None:
-            return None
-        try:
-            return parse(doc)
-        except (KeyError, TypeError, ValueError, AttributeError) as exc:
-            raise self._corrupt(path, f"does not have the expected fields ({type(exc).__name__}: {exc})") from exc
-
-    def _corrupt(self, path: str, what: str) -> CorruptDocumentError:
-        try:
-            full = self.storage.resolve(path)
-        except Exception:  # naming the document must not fail
-            full = path
-        return CorruptDocumentError(f"catalog document {full!r} {what}", path=full)
 
     # -- tables ----------------------------------------------------------------------------------
     def put_table(self, t: Table) -> Table:
@@ -135,7 +61,7 @@ class Catalog:
             self._check_paimon(t, self.storage.storage_options)
         else:
             self._check_partition_layout(t)
-        if self.storage.write_if_absent(layout.table_json(t.name), _dumps(t.to_dict())):
+        if self.storage.write_if_absent(layout.table_json(t.name), dumps(t.to_dict())):
             return t
         existing = self.get_table(t.name)
         if existing.same_definition(t):
@@ -205,7 +131,7 @@ class Catalog:
 
     def get_table(self, name: str) -> Table:
         """Raises TableNotFoundError; CorruptDocumentError when its table.json does not parse."""
-        t = self._read_doc(layout.table_json(name), _table_of)
+        t = read_doc(self.storage, layout.table_json(name), table_of)
         if t is None:
             raise TableNotFoundError(f"table {name!r} not found")
         return t
@@ -220,7 +146,7 @@ class Catalog:
         for p in self.storage.list(layout.tables_dir()):
             name = p.rstrip("/").rsplit("/", 1)[-1]
             try:
-                t = self._read_doc(layout.table_json(layout.check_name("table", name)), _table_of)
+                t = read_doc(self.storage, layout.table_json(layout.check_name("table", name)), table_of)
             except InvalidOptionError:  # not a directory the catalog made
                 continue
             except CorruptDocumentError as exc:
@@ -267,7 +193,7 @@ class Catalog:
         ok = sorted(v for v in versions if v is not None)
         if not ok:
             return 0, None
-        return ok[-1], self._read_doc(layout.files_json(table, ok[-1]), _files_doc_of)
+        return ok[-1], read_doc(self.storage, layout.files_json(table, ok[-1]), files_doc_of)
 
     def data_files(self, table: str) -> list[DataFile]:
         """The persisted row-id map (live files, ascending first_row_id); scans once if never scanned."""
@@ -303,60 +229,13 @@ class Catalog:
             raise UnsupportedOperationError(f"table {table!r} is a Paimon table: its data files come from Paimon")
         for _ in range(attempts):
             version, doc = self._files_doc(table)
-            live, new_doc = self._merge_scan(t, doc)
+            live, new_doc = merge_scan(self.storage, t, doc)
             if doc is not None and all(new_doc[k] == [x.to_dict() for x in doc[k]]
                                        for k in ("files", "retired", "unreadable")):
                 return live
-            if self.storage.write_if_absent(layout.files_json(table, version + 1), _dumps(new_doc)):
+            if self.storage.write_if_absent(layout.files_json(table, version + 1), dumps(new_doc)):
                 return live
         raise CommitConflictError(f"table {table!r}: the row-id map kept changing under {attempts} scans")
-
-    def _merge_scan(self, t: Table, doc: dict[str, Any] | None) -> tuple[list[DataFile], dict[str, Any]]:
-        doc = doc or {"next_row_id": 0, "files": [], "retired": [], "unreadable": []}
-        known = {f.path: f for f in doc["files"]}
-        was_unreadable = {u.path: u for u in doc["unreadable"]}
-        next_id = int(doc["next_row_id"])
-        live: list[DataFile] = []
-        retired = list(doc["retired"])
-        unreadable: list[UnreadableFile] = []
-        new_paths: list[tuple[str, int, float]] = []
-        kept = set()
-        for path in list_data_files(self.storage, t.location, t.format):
-            try:
-                size, mtime = file_stat(self.storage, path)
-            except FileNotFoundError:  # removed since the listing
-                continue
-            except DataFileError as exc:
-                unreadable.append(UnreadableFile(path, exc.reason))
-                continue
-            old = known.get(path)
-            if old is not None and old.size == size and old.mtime == mtime:
-                live.append(old)
-                kept.add(path)
-                continue
-            new_paths.append((path, size, mtime))
-        retired.extend(f for p, f in known.items() if p not in kept)  # changed, unreadable now, or removed
-        for path, size, mtime in new_paths:  # already sorted by path
-            bad = was_unreadable.get(path)
-            if bad is not None and (bad.size, bad.mtime) == (size, mtime):
-                unreadable.append(bad)  # unchanged since it failed: do not read it again
-                continue
-            try:
-                partition = parse_partition(relative_dir(t.location, path), t.partition_columns)
-                rows = count_rows(self.storage, path, t.format, size)
-            except FileNotFoundError:
-                continue
-            except (DataFileError, RowIdError) as exc:
-                reason = exc.reason if isinstance(exc, DataFileError) else str(exc)
-                log.warning("table %r: data file %r gets no row ids: %s", t.name, path, reason)
-                unreadable.append(UnreadableFile(path, reason, size, mtime))
-                continue
-            live.append(DataFile(path, size, mtime, rows, next_id, partition))
-            next_id += rows
-        live.sort(key=lambda f: f.first_row_id)
-        return live, {"next_row_id": next_id, "files": [f.to_dict() for f in live],
-                      "retired": [f.to_dict() for f in retired],
-                      "unreadable": [u.to_dict() for u in unreadable], "scanned_at": now()}
 
     # -- snapshots -------------------------------------------------------------------------------
     def snapshot_ids(self, table: str, column: str) -> list[int]:
@@ -365,7 +244,7 @@ class Catalog:
 
     def get_snapshot(self, table: str, column: str, snapshot_id: int) -> Snapshot:
         """Raises IndexNotFoundError; CorruptDocumentError when the snapshot document does not parse."""
-        snap = self._read_doc(layout.snapshot_json(table, column, snapshot_id), Snapshot.from_dict)
+        snap = read_doc(self.storage, layout.snapshot_json(table, column, snapshot_id), Snapshot.from_dict)
         if snap is None:
             raise IndexNotFoundError(f"index on {table}.{column} has no snapshot {snapshot_id}")
         return snap
@@ -420,7 +299,7 @@ class Catalog:
         new_id = (expected_snapshot_id or 0) + 1
         stored = replace(snapshot, id=new_id, parent_id=expected_snapshot_id, table=table, column=column,
                          created_at=now())
-        if not self.storage.write_if_absent(layout.snapshot_json(table, column, new_id), _dumps(stored.to_dict())):
+        if not self.storage.write_if_absent(layout.snapshot_json(table, column, new_id), dumps(stored.to_dict())):
             raise CommitConflictError(f"index {table}.{column}: snapshot {new_id} was committed by another writer")
         return stored
 
@@ -466,12 +345,12 @@ class Catalog:
 
     # -- jobs ------------------------------------------------------------------------------------
     def put_job(self, job: JobRecord) -> JobRecord:
-        self.storage.write_atomic(layout.job_json(job.id), _dumps(job.to_dict()))
+        self.storage.write_atomic(layout.job_json(job.id), dumps(job.to_dict()))
         return job
 
     def get_job(self, job_id: str) -> JobRecord:
         """Raises JobNotFoundError; CorruptDocumentError when the record does not parse."""
-        job = self._read_doc(layout.job_json(job_id), _job_of)
+        job = read_doc(self.storage, layout.job_json(job_id), job_of)
         if job is None:
             raise JobNotFoundError(f"job {job_id!r} not found")
         return job
@@ -487,7 +366,7 @@ class Catalog:
             name = p.rstrip("/").rsplit("/", 1)[-1]
             if name.endswith(".json") and not name.startswith("."):
                 try:
-                    job = self._read_doc(p, _job_of)
+                    job = read_doc(self.storage, p, job_of)
                 except CorruptDocumentError as exc:
                     log.warning("job record skipped: %s", exc)
                     broken[name[: -len(".json")]] = exc
