@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import base64
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -31,6 +30,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from _server import start_server, stop_server   # bench/ is on sys.path when a bench script runs
+
 from index_format.global_index.writer import write_index_files
 from index_format.options import IndexOptions
 from index_format.storage import Storage
@@ -38,7 +39,6 @@ from index_format.types import parse_type
 from service.catalog import Catalog, IndexFileEntry, Snapshot, SourceFile, Table
 
 REPO = Path(__file__).resolve().parents[1]
-BGIX = Path(sys.executable).with_name("bgix")
 TARGET_S = 2.0
 
 
@@ -85,41 +85,9 @@ def proc_mem(pid: int) -> tuple[float, float]:
 
 
 def serve(root: Path, cache: int, pythonpath: str | None, log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    env = {**os.environ, "BGIX_WAREHOUSE": str(root / "warehouse"), "BGIX_ALLOWED_ROOTS": str(root / "data"),
+    env = {"BGIX_WAREHOUSE": str(root / "warehouse"), "BGIX_ALLOWED_ROOTS": str(root / "data"),
            "BGIX_CACHE_BYTES": str(cache), "BGIX_BUILD_ENGINE": "local"}
-    cmd = [str(BGIX), "serve", "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level",
-           "warning"]
-    if pythonpath:   # the committed tree: its modules shadow the editable install
-        env["PYTHONPATH"] = pythonpath
-        cmd = [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())", *cmd[1:]]
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, cwd=pythonpath or None)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server exited: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{url}/readyz", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    proc.kill()
-    raise SystemExit("server not ready within 60 s")
-
-
-def stop(proc: subprocess.Popen[bytes]) -> None:
-    proc.terminate()
-    try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait()
+    return start_server(env, log, pythonpath=pythonpath)
 
 
 def cursor(offset: int, snap: int, key: str) -> str:
@@ -199,7 +167,7 @@ def main() -> int:
                 for table in ("big", "multi"):
                     results += measure(url, proc.pid, table, deep, label)
             finally:
-                stop(proc)
+                stop_server(proc)
         by = {name: v for name, v, _, _ in results}
         for label in [r[0] for r in runs]:
             for table in ("big", "multi"):

@@ -24,8 +24,7 @@ from index_format.predicate.bind import bind
 from index_format.predicate.combine import Answer, ColumnIndex, IndexFileRef, evaluate
 from index_format.predicate.json import from_json
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits
-from index_format.predicate.tree import BoundLeaf, Leaf
-from index_format.predicate.visitors import Visitor, referenced_columns, visit
+from index_format.predicate.visitors import referenced_columns
 from index_format.global_index.reader import BlockCache, IndexReader, open_index
 from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
@@ -249,7 +248,7 @@ class QueryService:
         types = {name: cv.kt for name, cv in view.columns.items()}
         bound = bind(node, types)
         # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
-        used_cols = sorted(visit(bound, _BoundColumns()) & set(view.columns))
+        used_cols = sorted(referenced_columns(bound) & set(view.columns))
         answer = evaluate(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
                           with_unknown=False, deleted=view.retired, deadline=deadline)
         # combine's coverage: the ranges indexed for every column used (for a constant predicate, which
@@ -365,29 +364,6 @@ class QueryService:
             return {"distinct_values": 0, "null_rows": 0}
         stats = self.stored_stats(cv, view)
         return {"distinct_values": stats.distinct_values, "null_rows": stats.null_rows}
-
-
-class _BoundColumns(Visitor[frozenset[str]]):
-    """Columns of the leaves of a tree, bound or not (bound leaves carry the canonical name)."""
-
-    def visit_true(self) -> frozenset[str]:
-        return frozenset()
-
-    visit_false = visit_unknown = visit_true
-
-    def visit_not(self, child: frozenset[str]) -> frozenset[str]:
-        return child
-
-    def visit_and(self, left: frozenset[str], right: frozenset[str]) -> frozenset[str]:
-        return left | right
-
-    visit_or = visit_and
-
-    def visit_leaf(self, leaf: Leaf) -> frozenset[str]:
-        return frozenset((leaf.column,))
-
-    def visit_bound_leaf(self, leaf: BoundLeaf) -> frozenset[str]:
-        return frozenset((leaf.column,))
 
 
 def _file_ids_cost(value: tuple[np.ndarray, BitMap64]) -> int:
