@@ -274,3 +274,39 @@ def test_failed_job_shows_state_and_the_api_error(browser, start_service, tmp_pa
             assert page.locator("#jobs .job-error").filter(has_text=job["error"]).count() == 1
         finally:
             context.close()
+
+
+def test_broken_table_file_and_index_are_named_on_the_page(browser, start_service, tmp_path) -> None:
+    """A garbage table.json, a junk data file and a corrupt index snapshot: each is named on the page,
+    and the readable rest (the other index) still shows its figures."""
+    warehouse = tmp_path / "wh"
+    source = warehouse / "source" / "events"
+    write_events(source, rows=2_000, files=2, seed=5)
+    with start_service(warehouse, token="tok") as (url, http):
+        for name in ("events", "other"):
+            http.put(f"/v1/tables/{name}", json={"location": str(source)}).raise_for_status()
+        for column in ("status", "country"):
+            job = http.post("/v1/create_global_index", json={"table": "events", "index_column": column}
+                            ).raise_for_status().json()["job_id"]
+            assert wait_job(http, job)["state"] == "succeeded"
+        junk = source / "part-junk.parquet"
+        junk.write_bytes(b"not parquet")
+        assert http.get("/v1/tables/events/files", params={"refresh": "true"}).json()["errors"]
+        snapshots = sorted((warehouse / "tables" / "events" / "indexes" / "country" / "snapshots").glob("*.json"))
+        snapshots[-1].write_text("{not json")
+        (warehouse / "tables" / "other" / "table.json").write_text("garbage")
+        context = browser.new_context()
+        page = context.new_page()
+        page.set_default_timeout(20_000)
+        try:
+            page.goto(f"{url}/dashboard")
+            page.locator("#tables tr[data-column=status]").wait_for()
+            broken = page.locator("#tables .table-card.broken[data-table=other]")
+            assert "corrupt_catalog_document" in broken.inner_text() and "table.json" in broken.inner_text()
+            card = page.locator("#tables .table-card[data-table=events]")
+            assert "part-junk.parquet" in card.locator(".file-error").inner_text()
+            index_error = card.locator(".index-error[data-column=country]").inner_text()
+            assert snapshots[-1].name in index_error
+            assert card.locator("tr[data-column=country]").count() == 0
+        finally:
+            context.close()

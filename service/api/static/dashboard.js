@@ -7,7 +7,7 @@ const IDLE_POLL_MS = 5000;
 const SUGGEST_DEBOUNCE_MS = 150;
 const TOP_VALUES = 15;
 
-const state = { tables: [], explore: null, activeJobs: new Set(), knownJobs: new Map(), tokenWaiters: [] };
+const state = { tables: [], brokenTables: [], explore: null, activeJobs: new Set(), knownJobs: new Map(), tokenWaiters: [] };
 const $ = (id) => document.getElementById(id);
 
 // ---- API access: one place for the token, the error envelope and 401 handling ----------------------
@@ -111,9 +111,11 @@ async function loadTables() {
       api("GET", `/v1/tables/${enc(t.name)}/files`).catch(() => null),
       t.format === "paimon" ? api("GET", `/v1/tables/${enc(t.name)}`).catch(() => null) : null,
     ]);
-    return { table: t, indexes: idx.indexes || [], indexError: idx.error, files, paimon: shown && shown.paimon };
+    return { table: t, indexes: idx.indexes || [], indexErrors: idx.errors || [], indexError: idx.error, files,
+             paimon: shown && shown.paimon };
   }));
   state.tables = details;
+  state.brokenTables = (data && data.errors) || [];   // registered, but their table.json does not read
   renderTables();
   fillTableSelects();
 }
@@ -121,11 +123,32 @@ async function loadTables() {
 function renderTables() {
   const root = $("tables");
   root.replaceChildren();
+  for (const b of state.brokenTables) root.append(brokenTableCard(b));
   if (!state.tables.length) {
-    root.append(el("p", { class: "muted" }, "No tables registered yet. Register one with PUT /v1/tables/{name}."));
+    if (!state.brokenTables.length) {
+      root.append(el("p", { class: "muted" }, "No tables registered yet. Register one with PUT /v1/tables/{name}."));
+    }
     return;
   }
   for (const d of state.tables) root.append(tableCard(d));
+}
+
+// A broken catalog document or data file is named where the operator looks, not only in the server log.
+function brokenTableCard(b) {
+  return el("div", { class: "table-card broken", "data-table": b.name },
+    el("div", { class: "table-head" }, el("span", { class: "name" }, b.name), el("span", { class: "badge bad" }, "unreadable")),
+    el("div", { class: "error-box" }, `${b.error.code}: ${b.error.message} — DELETE /v1/tables/${b.name} removes it.`));
+}
+
+function problemBoxes(d) {
+  const out = [];
+  for (const e of (d.files && d.files.errors) || []) {
+    out.push(el("div", { class: "error-box file-error", "data-path": e.path }, `data file ${e.path} has no row ids: ${e.reason}`));
+  }
+  for (const e of d.indexErrors || []) {
+    out.push(el("div", { class: "error-box index-error", "data-column": e.column }, `index on ${e.column}: ${e.error.message}`));
+  }
+  return out;
 }
 
 function tableCard(d) {
@@ -144,7 +167,7 @@ function tableCard(d) {
     // (a write: needs the token) is what notices changed or new files, so the stale badge can appear.
     el("button", { type: "button", class: "ghost rescan-btn", title: "rescan the table location for changed or new files",
                    onclick: () => rescanTable(t.name, card) }, "Rescan files"));
-  const card = el("div", { class: "table-card", "data-table": t.name }, head);
+  const card = el("div", { class: "table-card", "data-table": t.name }, head, problemBoxes(d));
   if (d.indexError) { const box = el("div", { class: "error-box" }); showError(box, d.indexError); card.append(box); }
   if (!d.indexes.length) { card.append(el("p", { class: "muted" }, "No indexes yet.")); return card; }
   const rows = d.indexes.map((ix) => indexRow(t.name, ix, totalRows));
@@ -177,7 +200,7 @@ function paimonCard(d) {
     p ? el("span", { class: "muted paimon-rows" },
            `${fmtInt(p.row_count - p.deleted_rows)} rows · ${fmtInt(p.deleted_rows)} deleted`
            + (p.partition_keys.length ? ` · partitioned by ${p.partition_keys.join(", ")}` : " · unpartitioned")) : null);
-  const card = el("div", { class: "table-card", "data-table": t.name, "data-format": "paimon" }, head);
+  const card = el("div", { class: "table-card", "data-table": t.name, "data-format": "paimon" }, head, problemBoxes(d));
   if (d.indexError) { const box = el("div", { class: "error-box" }); showError(box, d.indexError); card.append(box); }
   if (!p) { card.append(el("p", { class: "muted" }, "The Paimon snapshot could not be read.")); return card; }
   if (!p.indexes.length) { card.append(el("p", { class: "muted" }, "No bitmap global index in this snapshot yet.")); return card; }
