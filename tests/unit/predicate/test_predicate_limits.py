@@ -15,6 +15,7 @@ from index_format.global_index.reader import open_index
 from index_format.global_index.writer import write_index_bytes
 from index_format.predicate import bind, from_json, parse_where, rewrite_not, to_json
 from index_format.predicate import sql as sql_module
+from index_format.predicate import sql_fast, sql_scan
 from index_format.predicate.combine import ColumnIndex, IndexFileRef, evaluate
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits, tree_depth
 from index_format.predicate.tree import And, Leaf, Not, Or
@@ -182,7 +183,7 @@ def test_json_wide_or_round_trips() -> None:
 @pytest.mark.parametrize("fast", [True, False])
 def test_in_list_limit(fast: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     if not fast:
-        monkeypatch.setattr(sql_module, "_FAST_IN_MIN", 10**9)
+        monkeypatch.setattr(sql_scan, "_FAST_IN_MIN", 10**9)
     small = PredicateLimits(max_in_values=1000)
     ok = "n IN (" + ",".join(str(i) for i in range(1000)) + ")"
     assert parse_where(ok, limits=small).values == tuple(range(1000))
@@ -245,7 +246,7 @@ def test_in_list_fast_path_matches_the_general_path(monkeypatch: pytest.MonkeyPa
         sep = rng.choice([",", ", ", " , "])
         texts.append(f"x {rng.choice(['IN', 'NOT IN', 'in'])} ({sep.join(lits)}) AND y = 1")
     fast = [parse_where(t) for t in texts]
-    monkeypatch.setattr(sql_module, "_FAST_IN_MIN", 10**9)
+    monkeypatch.setattr(sql_scan, "_FAST_IN_MIN", 10**9)
     slow = [parse_where(t) for t in texts]
     for f, s, t in zip(fast, slow, texts, strict=True):
         assert f == s, t
@@ -314,8 +315,8 @@ def test_simple_chain_fast_path_matches_the_general_path(monkeypatch: pytest.Mon
     texts = [_random_chain(rng, rng.randrange(20, 120)) for _ in range(60)]
     texts += ["WHERE " + " OR ".join(f"s = 'v{i}'" for i in range(200))]
     fast = [parse_where(t) for t in texts]
-    monkeypatch.setattr(sql_module, "_FAST_CHAIN_MIN", 10**9)
-    monkeypatch.setattr(sql_module, "_FAST_IN_MIN", 10**9)
+    monkeypatch.setattr(sql_fast, "_FAST_CHAIN_MIN", 10**9)
+    monkeypatch.setattr(sql_scan, "_FAST_IN_MIN", 10**9)
     slow = [parse_where(t) for t in texts]
     for f, s, t in zip(fast, slow, texts, strict=True):
         assert f == s, t
@@ -336,7 +337,7 @@ def test_big_texts_are_refused_before_tokenizing(monkeypatch: pytest.MonkeyPatch
     def no_tokenize(self: object, sql: str) -> list:
         raise AssertionError("tokenized a text the regex pre-scan should have refused")
 
-    monkeypatch.setattr(sql_module._WhereDialect, "tokenize", no_tokenize)
+    monkeypatch.setattr(sql_module.WhereDialect, "tokenize", no_tokenize)
     with pytest.raises(PredicateLimitError, match="BGIX_MAX_IN_VALUES"):
         parse_where("n IN (" + ",".join(["1"] * 3_000_000) + ")")
     with pytest.raises(PredicateLimitError, match="BGIX_MAX_PREDICATE_DEPTH"):
@@ -362,21 +363,21 @@ def test_text_chain_fast_path_matches_the_token_path(monkeypatch: pytest.MonkeyP
         " OR ".join(f"a = -{i}.0" for i in range(400)) + " or b <=> 1",
     ]
     used = []
-    original = sql_module._text_chain
+    original = sql_module.text_chain
 
     def spy(*args: object) -> object:
         result = original(*args)  # type: ignore[arg-type]
         used.append(result is not None)
         return result
 
-    monkeypatch.setattr(sql_module, "_text_chain", spy)
+    monkeypatch.setattr(sql_module, "text_chain", spy)
     fast = []
     for t in texts:
         try:
             fast.append(repr(parse_where(t)))
         except ParseError as e:
             fast.append(f"error {e.position}")
-    monkeypatch.setattr(sql_module, "_TEXT_CHAIN_MIN", 10**9)
+    monkeypatch.setattr(sql_module, "TEXT_CHAIN_MIN", 10**9)
     for t, f in zip(texts, fast, strict=True):
         try:
             slow = repr(parse_where(t))
@@ -414,14 +415,14 @@ def test_text_chain_with_in_lists_matches_the_token_path(monkeypatch: pytest.Mon
               "s NOT IN (" + ", ".join(str(i) for i in range(2000)) + ", NULL) AND t IN ()"]
     texts = [t for t in texts if len(t) >= 4096] + [t.ljust(4096) for t in texts if len(t) < 4096]
     used = []
-    original = sql_module._text_chain
+    original = sql_module.text_chain
 
     def spy(*args: object) -> object:
         result = original(*args)  # type: ignore[arg-type]
         used.append(result is not None)
         return result
 
-    monkeypatch.setattr(sql_module, "_text_chain", spy)
+    monkeypatch.setattr(sql_module, "text_chain", spy)
 
     def outcome(t: str) -> str:
         try:
@@ -430,7 +431,7 @@ def test_text_chain_with_in_lists_matches_the_token_path(monkeypatch: pytest.Mon
             return f"error {e.position}"
 
     fast = [outcome(t) for t in texts]
-    monkeypatch.setattr(sql_module, "_TEXT_CHAIN_MIN", 10**9)
+    monkeypatch.setattr(sql_module, "TEXT_CHAIN_MIN", 10**9)
     for t, f in zip(texts, fast, strict=True):
         assert f == outcome(t), t[:300]
     assert sum(used) >= 10 and not all(used)
@@ -473,6 +474,6 @@ def test_mutated_big_texts_agree_between_paths(monkeypatch: pytest.MonkeyPatch) 
             return f"{type(e).__name__} {e.position}"
 
     fast = [outcome(t) for t in texts]
-    monkeypatch.setattr(sql_module, "_TEXT_CHAIN_MIN", 10**9)
+    monkeypatch.setattr(sql_module, "TEXT_CHAIN_MIN", 10**9)
     for t, f in zip(texts, fast, strict=True):
         assert f == outcome(t), t
