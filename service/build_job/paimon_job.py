@@ -126,6 +126,7 @@ def build_paimon(catalog: Catalog, spec: JobSpec, table: Table, spark: SparkSess
                 progress.range_rows_done(i, rows[i])
         else:
             written = _run_spark(spark, spec, ctx)
+            progress.set_range_totals(dict(enumerate(rows)))   # every task returned: all its rows are written
         phases.done("tasks")
         _pause_before_commit(spec.test_hooks)
     except BaseException:

@@ -230,6 +230,10 @@ def test_spark_build_is_judged_by_pypaimon(spark: Any, tmp_path: Path) -> None:
     update_rows(location, "status", [10, 2500], ["updated", None])
     result = run_job(_spec(wh, "sp", "status,flag", engine="spark"), spark=spark)
     assert result is not None and result.id == _snapshot_id(location)
+    progress = Catalog(Storage(str(wh), [str(tmp_path / "data")])).get_job("sp").progress
+    rows = pypaimon_read(location, ["status"]).num_rows
+    assert progress["fraction"] == 1.0 and progress["rows_indexed"] == 2 * rows   # two columns
+    assert progress["ranges_done"] == progress["ranges_total"] > 0
     assert_no_overlap(location)
     assert_pypaimon_agrees(location, "status")
     assert_pypaimon_agrees(location, "flag")
