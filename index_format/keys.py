@@ -262,3 +262,12 @@ def sort_keys_of_bytes(kt: KeyType, keys: Sequence[bytes]) -> list:
         if len(joined) == width * len(keys):
             return np.frombuffer(joined, dtype=dtype).tolist()
     return [sort_key_of_bytes(kt, k) for k in keys]
+
+
+def prefix_upper_bound(prefix: bytes) -> bytes | None:
+    """Exclusive upper bound of the byte strings starting with `prefix` (drop trailing 0xFF, increment the
+    last byte; spec §2.10); None when every string from `prefix` on starts with it."""
+    trimmed = prefix.rstrip(b"\xff")
+    if not trimmed:
+        return None
+    return trimmed[:-1] + bytes((trimmed[-1] + 1,))

@@ -94,6 +94,16 @@ def oracle_table(files_in_id_order: Sequence[Path], columns: Sequence[str]) -> p
     return pa.concat_tables(parts)
 
 
+def file_id_oracle(paths: Sequence[Path]) -> list[tuple[str, int, int]]:
+    """(path, first_row_id, rows) of files given ids in path order, rows counted by pyarrow (not by bgix)."""
+    out, next_id = [], 0
+    for p in sorted(str(x) for x in paths):
+        n = pq.ParquetFile(p).metadata.num_rows
+        out.append((p, next_id, n))
+        next_id += n
+    return out
+
+
 def index_answer(catalog: object, snapshot: object, ask: object) -> object:
     """Global row ids answered by a snapshot's index files: `ask(reader)` per file, shifted by the file's
     range start (spec §5.1) and ORed. Uses index_format.open_index; the expected side never does."""

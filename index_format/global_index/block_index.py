@@ -19,7 +19,7 @@ from index_format.errors import CorruptFileError
 from index_format.global_index.dictionary import DecodedBlock, decode_entries
 from index_format.global_index.footer import Footer
 from index_format.global_index.reads import FileReads
-from index_format.keys import sort_key_of_bytes, sort_keys_of_bytes
+from index_format.keys import prefix_upper_bound, sort_key_of_bytes, sort_keys_of_bytes
 from index_format.layout import FOOTER_SIZE, TRAILER_SIZE
 from index_format.types import KeyType
 
@@ -265,7 +265,7 @@ class BlockIndex:
     def prefix_span(self, p: bytes) -> Span | None:
         """Like range_span for keys starting with `p` (byte order = logical order for strings)."""
         keys = self.decoded().keys
-        upper = _upper_bound(p)
+        upper = prefix_upper_bound(p)
         b0 = max(bisect_right(keys, p) - 1, 0)
         b1 = len(keys) - 1 if upper is None else bisect_left(keys, upper) - 1
         if b1 < b0:
@@ -433,14 +433,3 @@ def _nonempty(b0: int, j0: int, b1: int, j1: int, n0: int) -> Span | None:
     if b0 > b1 or (b0 == b1 and j0 >= j1):
         return None
     return b0, j0, b1, j1
-
-
-def _upper_bound(prefix: bytes) -> bytes | None:
-    """Exclusive upper bound of keys with `prefix`: drop trailing 0xFF, increment (spec §2.10)."""
-    p = bytearray(prefix)
-    while p and p[-1] == 0xFF:
-        p.pop()
-    if not p:
-        return None
-    p[-1] += 1
-    return bytes(p)

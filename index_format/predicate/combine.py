@@ -398,7 +398,7 @@ def file_may_match(leaf: BoundLeaf, meta: FileMeta, *, positive: bool = False) -
         prefix = str(leaf.value).encode("utf-8")
         if not prefix:
             return True
-        bound = _prefix_upper_bound(prefix)
+        bound = keys.prefix_upper_bound(prefix)
         return le_last(prefix) and (bound is None or ge_first(bound, strict=True))
     return True  # ends_with, contains, like: literal non-null and not only-nulls
 
@@ -433,14 +433,6 @@ def _sort_literals(leaf: BoundLeaf) -> tuple[list[Any], tuple[object, ...]]:
     pairs: list[tuple[Any, int]] = [(keys.sort_key(leaf.kt, v), i) for i, v in enumerate(leaf.values)]
     pairs.sort(key=lambda p: p[0])
     return [k for k, _ in pairs], tuple(leaf.values[i] for _, i in pairs)
-
-
-def _prefix_upper_bound(prefix: bytes) -> bytes | None:
-    """Smallest byte string greater than every string starting with `prefix` (spec §2.10), or None."""
-    trimmed = prefix.rstrip(b"\xff")
-    if not trimmed:
-        return None
-    return trimmed[:-1] + bytes((trimmed[-1] + 1,))
 
 
 # ---------------------------------------------------------------------- row ranges

@@ -32,7 +32,7 @@ from pyroaring import BitMap64
 from index_format import ranges
 from index_format.errors import IndexFormatError, InvalidOptionError, PathNotAllowedError, StorageUnavailableError
 from index_format.global_index.reader import IndexReader
-from index_format.keys import deserialize_key, sort_keys_of_bytes
+from index_format.keys import deserialize_key, prefix_upper_bound, sort_keys_of_bytes
 from index_format.storage import Storage
 from index_format.types import KeyType
 from service.catalog import layout
@@ -330,16 +330,6 @@ def _position(storage: Storage, stats: IndexStats, key: bytes) -> int:
     return g * ROW_GROUP + bisect_left(keys, key)
 
 
-def _upper(prefix: bytes) -> bytes | None:
-    p = bytearray(prefix)
-    while p and p[-1] == 0xFF:
-        p.pop()
-    if not p:
-        return None
-    p[-1] += 1
-    return bytes(p)
-
-
 def page(storage: Storage, stats: IndexStats, kt: KeyType, order: str, prefix: str | None, offset: int,
          limit: int) -> list[tuple[object, int]]:
     """(value, rows) at positions [offset, offset + limit) of the look-up, reading only what those need.
@@ -350,7 +340,7 @@ def page(storage: Storage, stats: IndexStats, kt: KeyType, order: str, prefix: s
     if prefix:
         p = prefix.encode("utf-8")
         lo = _position(storage, stats, p)
-        up = _upper(p)
+        up = prefix_upper_bound(p)
         hi = stats.distinct_values if up is None else _position(storage, stats, up)
         if order == "value":
             tbl = _rows(storage, stats, "value", lo + offset, min(hi, lo + offset + limit))

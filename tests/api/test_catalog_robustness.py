@@ -16,21 +16,12 @@ import pytest
 from service.api.app import create_app
 from service.catalog import layout
 from tests.api.helpers import TestClient, make_settings, wait_job, write_table
+from tests.factories import file_id_oracle
 
 
 def _frame(n: int, seed: int = 3) -> pd.DataFrame:
     rng = np.random.default_rng(seed)
     return pd.DataFrame({"status": rng.choice(["vip", "new", "old"], n), "age": rng.integers(0, 90, n)})
-
-
-def _files_oracle(paths: list[Path]) -> list[tuple[str, int, int]]:
-    """(path, first_row_id, rows) of readable files in path order, counted with pyarrow."""
-    out, next_id = [], 0
-    for p in sorted(str(x) for x in paths):
-        n = pq.ParquetFile(p).metadata.num_rows
-        out.append((p, next_id, n))
-        next_id += n
-    return out
 
 
 def _build(client: TestClient, table: str, column: str) -> dict[str, object]:
@@ -96,7 +87,7 @@ def test_broken_data_files_are_listed_per_file_and_refused_by_the_build(tmp_path
             r = client.get("/v1/tables/t/files", params=params)
             assert r.status_code == 200, r.text
             body = r.json()
-            assert [(f["path"], f["first_row_id"], f["row_count"]) for f in body["files"]] == _files_oracle(good)
+            assert [(f["path"], f["first_row_id"], f["row_count"]) for f in body["files"]] == file_id_oracle(good)
             assert body["total_rows"] == len(df)
             errors = {e["path"]: e["reason"] for e in body["errors"]}
             assert set(errors) == broken and all(errors.values())

@@ -21,7 +21,7 @@ from service.catalog import layout
 from service.catalog.errors import CorruptDocumentError, DataFileError, LocationNotAllowedError
 from service.catalog.scan import count_rows, read_columns, read_schema, read_slice
 from service.catalog.view_source import load_view_source
-from tests.factories import make_parquet_table, make_rows
+from tests.factories import file_id_oracle, make_parquet_table, make_rows
 
 
 @pytest.fixture()
@@ -106,16 +106,6 @@ def test_non_regular_files_are_refused_without_opening_them(tmp_path: Path, kind
         assert exc.path == str(f) and ("FIFO" if kind == "fifo" else "directory") in exc.reason
 
 
-def _oracle(paths: list[Path]) -> list[tuple[str, int, int]]:
-    """(path, first_row_id, rows) for readable files in path order, counted with pyarrow."""
-    out, next_id = [], 0
-    for p in sorted(str(x) for x in paths):
-        n = pq.ParquetFile(p).metadata.num_rows
-        out.append((p, next_id, n))
-        next_id += n
-    return out
-
-
 def _broken_table(tmp_path: Path) -> tuple[Path, list[Path], dict[str, str]]:
     gen = make_parquet_table(tmp_path / "data", rows_per_file=(300, 200, 100))
     loc = gen.location
@@ -135,7 +125,7 @@ def test_scan_maps_readable_files_and_reports_broken_ones(catalog: Catalog, tmp_
     live = _in_time(lambda: catalog.refresh_data_files("t"))
     assert live is None  # returned without raising or hanging
     files = catalog.data_files("t")
-    assert [(f.path, f.first_row_id, f.row_count) for f in files] == _oracle(good)
+    assert [(f.path, f.first_row_id, f.row_count) for f in files] == file_id_oracle(good)
     bad = {u.path: u.reason for u in catalog.unreadable_files("t")}
     assert set(bad) == set(broken)
     for path, needle in broken.items():
