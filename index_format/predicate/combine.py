@@ -21,7 +21,9 @@ from index_format.errors import QueryTimeoutError, UnknownColumnError
 from index_format.global_index.filemeta import FileMeta
 from index_format.options import IndexOptions
 from index_format.predicate.evaluate import UNSUPPORTED, Unsupported, matching_rows
-from index_format.predicate.operators import NONE, OPERATORS, VALUES
+from index_format.predicate.intervals import Interval
+from index_format.predicate.merge import merge_ranges
+from index_format.predicate.operators import NONE, OPERATORS, VALUES, spec_of
 from index_format.predicate.tree import FALSE, TRUE, UNKNOWN, And, BoundLeaf, Node, Not, Or
 from index_format.predicate.visitors import referenced_columns, rewrite_not
 from index_format.types import KeyType
@@ -105,7 +107,7 @@ def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool =
         UnknownColumnError: the tree names a column missing from `columns`.
         QueryTimeoutError: `deadline` passed before the answer was complete.
     """
-    tree = rewrite_not(bound)
+    tree = merge_ranges(rewrite_not(bound))
     used = sorted(referenced_columns(tree)) or sorted(columns)
     for name in used:
         if name not in columns:
@@ -221,7 +223,7 @@ class _Run:
         """One leaf over one row range: the positive operator's matches from the candidate files, then the
         operator table's complement rule (range − nulls − matches, spec §5.4) and null rules (spec §5.5)."""
         self.check_deadline()
-        op = OPERATORS[leaf.op]
+        op = spec_of(leaf.op)
         if leaf.null_in_list and op.complement and not need_u:
             return _Result(BitMap64(), None)  # spec §5.5: NOT IN (…, NULL) is never TRUE; no file is read
         candidates = [r for r in refs if file_may_match(leaf, r.meta, positive=True)]
@@ -248,7 +250,7 @@ class _Run:
                          refs: list[IndexFileRef], candidates: list[IndexFileRef]) -> BitMap64:
         """Global rows of one range where the leaf's positive operator is TRUE: the OR of the per-file
         answers (evaluate.matching_rows) of the candidate files, shifted by the range start."""
-        positive = OPERATORS[OPERATORS[leaf.op].positive]
+        positive = spec_of(spec_of(leaf.op).positive)
         if positive.shape == NONE:  # IS NULL: the range's null rows, read once and cached per range
             return self.range_nulls(ci, start, end, refs)
         narrow = positive.shape == VALUES  # an IN list: only the literals inside each file's key bounds
@@ -357,6 +359,8 @@ def file_may_match(leaf: BoundLeaf, meta: FileMeta, *, positive: bool = False) -
     `positive=True` asks for the positive form of a complement (`ne` → `eq`, `not_in` → `in`), which is
     what the Java range rule (spec §5.4) subtracts.
     """
+    if leaf.op == "range_set":
+        return not meta.only_nulls and any(_interval_may_match(leaf, iv, meta) for iv in leaf.intervals)
     if leaf.op not in OPERATORS:
         return True  # a bind-time constant: decided without reading files
     op = OPERATORS[leaf.op].positive if positive else leaf.op
@@ -401,6 +405,20 @@ def file_may_match(leaf: BoundLeaf, meta: FileMeta, *, positive: bool = False) -
         bound = keys.prefix_upper_bound(prefix)
         return le_last(prefix) and (bound is None or ge_first(bound, strict=True))
     return True  # ends_with, contains, like: literal non-null and not only-nulls
+
+
+def _interval_may_match(leaf: BoundLeaf, iv: Interval, meta: FileMeta) -> bool:
+    """Does the key interval `iv` overlap the file's [first, last] keys (a null bound is open)?"""
+    kt = leaf.kt
+    if iv.high is not None and meta.first_key is not None:
+        hi, first = keys.sort_key(kt, iv.high), keys.sort_key(kt, meta.first_key)
+        if hi < first or (hi == first and not iv.high_inclusive):  # type: ignore[operator]
+            return False
+    if iv.low is not None and meta.last_key is not None:
+        lo, last = keys.sort_key(kt, iv.low), keys.sort_key(kt, meta.last_key)
+        if lo > last or (lo == last and not iv.low_inclusive):  # type: ignore[operator]
+            return False
+    return True
 
 
 def _values_in_bounds(leaf: BoundLeaf, meta: FileMeta) -> tuple[object, ...]:

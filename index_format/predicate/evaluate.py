@@ -74,6 +74,15 @@ def matching_rows(leaf: BoundLeaf, reader: IndexReader, values: tuple[object, ..
     if op == "not_between":
         below = reader.range(None, leaf.low, high_inclusive=False)
         return below | reader.range(leaf.high, None, low_inclusive=False)
+    if op == "range_set":
+        # merged comparisons (predicate/merge.py): single keys in one lookup, then each interval
+        points = [iv.low for iv in leaf.intervals if iv.is_point]
+        out = reader.isin(points) if points else BitMap64()
+        for iv in leaf.intervals:
+            if not iv.is_point:
+                out |= reader.range(iv.low, iv.high, low_inclusive=iv.low_inclusive,
+                                    high_inclusive=iv.high_inclusive)
+        return out
     if op in ("starts_with", "ends_with", "contains") and leaf.value == "":
         return reader.non_null_rows()  # spec §5.5: empty literal → every non-null row
     if op == "starts_with":

@@ -13,6 +13,7 @@ VALUE = "value"      # column + one literal "value"      (eq, starts_with)
 VALUES = "values"    # column + literal list "values"    (in)
 RANGE = "range"      # column + "low" and "high"         (between)
 PATTERN = "pattern"  # column + LIKE "pattern"           (like)
+INTERVALS = "intervals"  # column + "intervals"           (range_set: merged comparisons, bound trees only)
 
 FIELDS: dict[str, tuple[str, ...]] = {
     NONE: (),
@@ -20,6 +21,7 @@ FIELDS: dict[str, tuple[str, ...]] = {
     VALUES: ("values",),
     RANGE: ("low", "high"),
     PATTERN: ("pattern",),
+    INTERVALS: ("intervals",),
 }
 
 
@@ -86,6 +88,21 @@ _OPS = (
 )
 
 OPERATORS: dict[str, Operator] = {op.name: op for op in _OPS}
+
+# Operators that only appear in bound trees, never on the wire: comparisons, IN lists and their complements
+# on one column merged into one set of key intervals (predicate/merge.py). Budgeted like a range: without a
+# range sidecar the keys inside the intervals are read.
+INTERNAL_OPERATORS: dict[str, Operator] = {
+    "range_set": Operator("range_set", "merged comparisons on one column", INTERVALS, None, False, True, False,
+                          "—", "range sidecar (range-bitmap), else the keys inside each interval"),
+}
+
+
+def spec_of(name: str) -> Operator:
+    """The operator called `name`, internal ones included. Raises KeyError if unknown."""
+    op = OPERATORS.get(name)
+    return op if op is not None else INTERNAL_OPERATORS[name]
+
 
 # Comparison operators with the literal on the left are flipped: `5 < x` ≡ `x > 5`.
 FLIPPED: dict[str, str] = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
-from index_format.predicate.operators import OPERATORS
+from index_format.predicate.operators import OPERATORS, spec_of
 from index_format.types import KeyType
+
+if TYPE_CHECKING:
+    from index_format.predicate.intervals import Interval
 
 
 class Node:
@@ -140,19 +143,20 @@ class BoundLeaf(Node):
     null_in_list: bool = False
     unsupported: str | None = None
     source: Leaf | None = field(default=None, compare=False)
+    intervals: tuple[Interval, ...] = ()   # range_set only: sorted, disjoint key intervals
 
     def __invert__(self) -> Node:
         if self.unsupported is not None:
             return Not(self)
         if self.op in _BOUND_CONSTANT_NEGATION:
             return _replace_op(self, _BOUND_CONSTANT_NEGATION[self.op])
-        neg = OPERATORS[self.op].negation
+        neg = spec_of(self.op).negation
         return Not(self) if neg is None else _replace_op(self, neg)
 
     def __repr__(self) -> str:
         if self.op in BOUND_CONSTANT_OPS:
             return f"BoundLeaf({self.op!r}, {self.column!r})"
-        parts = [f"{name}={getattr(self, name)!r}" for name in OPERATORS[self.op].fields]
+        parts = [f"{name}={getattr(self, name)!r}" for name in spec_of(self.op).fields]
         extra = ", null_in_list=True" if self.null_in_list else ""
         extra += f", unsupported={self.unsupported!r}" if self.unsupported else ""
         return f"BoundLeaf({self.op!r}, {self.column!r}, {self.kt.spelling}{''.join(', ' + p for p in parts)}{extra})"
@@ -160,7 +164,7 @@ class BoundLeaf(Node):
 
 def _replace_op(leaf: BoundLeaf, op: str) -> BoundLeaf:
     return BoundLeaf(op, leaf.column, leaf.kt, leaf.value, leaf.values, leaf.low, leaf.high,
-                     leaf.pattern, leaf.regex, leaf.null_in_list, leaf.unsupported, leaf.source)
+                     leaf.pattern, leaf.regex, leaf.null_in_list, leaf.unsupported, leaf.source, leaf.intervals)
 
 
 class _Binary(Node):
