@@ -6,12 +6,12 @@ Reads only through FileReads.
 from __future__ import annotations
 
 import numpy as np
-from pyroaring import BitMap, BitMap64
+from pyroaring import BitMap, BitMap64, FrozenBitMap64
 
 from index_format import bitmaps
 from index_format.errors import CorruptFileError
 from index_format.global_index.block_index import Locs
-from index_format.global_index.reads import FileReads
+from index_format.global_index.reads import FileReads, decode_piece
 from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
 
 # Bitmaps closer than this are fetched with one read (the gap is usually a dictionary block).
@@ -21,6 +21,9 @@ _BULK_MIN = 64
 # Bitmap bytes decoded vectorized at once (bounds the decoder's temporary memory).
 _BULK_CHUNK = 32 * 1024 * 1024
 _PREFIX = BITMAP64_ONE_BUCKET_HIGH0
+# Unions of up to this many bitmaps go through the decoded-bitmap cache (when the reader has one); larger
+# ones (wide ranges at high cardinality) decode vectorized and are not kept: the range sidecar answers those.
+_CACHED_UNION_MAX = 4096
 
 
 def gather(reads: FileReads, offs: np.ndarray, lens: np.ndarray) -> tuple[bytes, np.ndarray, np.ndarray, np.ndarray]:
@@ -60,9 +63,14 @@ def union(reads: FileReads, locs: list[tuple[int, int]] | Locs) -> BitMap64:
         return BitMap64()
     if len(offs) == 1:
         return reads.bitmap_at(int(offs[0]), int(lens[0]))
-    reads.stats.bitmaps_read += len(offs)
     small: list[BitMap] = []
     large: list[BitMap64] = []
+    if reads.cache is not None and len(offs) <= _CACHED_UNION_MAX:
+        offs, lens = _from_cache(reads, offs, lens, small, large)
+        if len(offs):
+            _decode_and_keep(reads, offs, lens, small, large)
+        return _merge(small, large)
+    reads.stats.bitmaps_read += len(offs)
     order = np.argsort(offs, kind="stable")
     offs, lens = offs[order], lens[order]
     # chunks of ≤ _BULK_CHUNK bytes bound the memory of the vectorized decode
@@ -70,11 +78,43 @@ def union(reads: FileReads, locs: list[tuple[int, int]] | Locs) -> BitMap64:
     cuts = [0, *(np.flatnonzero(chunk_of[1:] != chunk_of[:-1]) + 1).tolist(), len(offs)]
     for a, b in zip(cuts[:-1], cuts[1:]):
         _union_chunk(reads, offs[a:b], lens[a:b], small, large)
+    return _merge(small, large)
+
+
+def _merge(small: list[BitMap], large: list[BitMap64]) -> BitMap64:
+    """One multi-way union of the 32-bit maps, converted once, then one of the 64-bit ones."""
     if small:
-        merged = BitMap.union(*small) if len(small) > 1 else small[0]
+        merged = BitMap().union(*small)  # a mutable result even when the first map is a frozen cached one
         merged.run_optimize()
         large.append(BitMap64.deserialize(_PREFIX + merged.serialize()) if len(merged) else BitMap64())
     return bitmaps.union(large)
+
+
+def _from_cache(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: list[BitMap],
+                large: list[BitMap64]) -> tuple[np.ndarray, np.ndarray]:
+    """Put the cached bitmaps of (offs, lens) in small/large; return the ones not cached."""
+    missing: list[int] = []
+    for i, off in enumerate(offs.tolist()):
+        hit = reads.cached(off)
+        if hit is None:
+            missing.append(i)
+        elif isinstance(hit, FrozenBitMap64):
+            large.append(hit)  # type: ignore[arg-type]
+        else:
+            small.append(hit)  # type: ignore[arg-type]
+    return offs[missing], lens[missing]
+
+
+def _decode_and_keep(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: list[BitMap],
+                     large: list[BitMap64]) -> None:
+    """Read (neighbours at once) and decode the bitmaps one by one, keeping each in the cache."""
+    reads.stats.bitmaps_read += len(offs)
+    raw, rel, s_offs, s_lens = gather(reads, offs, lens)
+    mv = memoryview(raw)
+    for p, n, o in zip(rel.tolist(), s_lens.tolist(), s_offs.tolist()):
+        bm = decode_piece(reads, mv[p:p + n], o)
+        reads.keep(o, bm, n)
+        (large if isinstance(bm, FrozenBitMap64) else small).append(bm)  # type: ignore[arg-type]
 
 
 def _union_chunk(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: list[BitMap],

@@ -16,22 +16,24 @@ from index_format.errors import TruncatedFileError, UnsupportedTypeError
 from index_format.global_index import gather
 from index_format.global_index.block_index import BlockCache, BlockIndex, Locs, Span
 from index_format.global_index.footer import Footer, parse_footer
-from index_format.global_index.reads import FileReads, ReadStats
+from index_format.global_index.reads import BitmapCache, FileReads, ReadStats
 from index_format.keys import deserialize_key, serialize_key, sort_key_of_bytes
 from index_format.layout import FOOTER_SIZE
 from index_format.storage import RangeSource, SizedSource, Storage, open_file
 from index_format.types import KeyType, parse_type
 
-__all__ = ["BlockCache", "IndexReader", "ReadStats", "open_index"]
+__all__ = ["BitmapCache", "BlockCache", "IndexReader", "ReadStats", "open_index"]
 
 _SCAN_BITMAP_BYTES = 4 << 20   # key_counts: bitmap bytes read per gather
 
 
 def open_index(source: RangeSource | str, kt: KeyType | str, *, storage: Storage | None = None,
-               size: int | None = None, cache: BlockCache | None = None) -> IndexReader:
+               size: int | None = None, cache: BlockCache | None = None,
+               bitmap_cache: BitmapCache | None = None) -> IndexReader:
     """Open a file by reading only its footer; `size` should come from the manifest (spec §2.2).
 
     `source` is a RangeSource or a path: resolved by `storage` when given, else a local file.
+    `bitmap_cache` keeps decoded bitmaps across readers and queries (warm answers skip I/O and decoding).
     Raises:
         FileNotFoundError: a path that does not exist. IndexFormatError: a bad footer.
         PathNotAllowedError: a path outside the storage roots.
@@ -43,19 +45,20 @@ def open_index(source: RangeSource | str, kt: KeyType | str, *, storage: Storage
         src = source
         if size is not None and size != src.size:
             src = SizedSource(src, size)
-    return IndexReader(src, parse_type(kt) if isinstance(kt, str) else kt, cache=cache)
+    return IndexReader(src, parse_type(kt) if isinstance(kt, str) else kt, cache=cache, bitmap_cache=bitmap_cache)
 
 
 class IndexReader:
     """Read-only view of one bitmap index file; every lookup is correct for both key orders."""
 
-    def __init__(self, source: RangeSource, kt: KeyType, *, cache: BlockCache | None = None) -> None:
+    def __init__(self, source: RangeSource, kt: KeyType, *, cache: BlockCache | None = None,
+                 bitmap_cache: BitmapCache | None = None) -> None:
         self.source = source
         self.path: str = source.name
         self.kt = kt
         self.size = source.size
         self.stats = ReadStats()
-        self._reads = FileReads(source, self.stats)
+        self._reads = FileReads(source, self.stats, bitmap_cache)
         if self.size < FOOTER_SIZE:
             raise TruncatedFileError(f"file of {self.size} bytes is shorter than the 48-byte footer",
                                      path=self.path, block="footer")

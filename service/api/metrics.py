@@ -46,7 +46,7 @@ class Metrics:
         self.cache_hits = Counter("bgix_cache_hits", "Reader cache hits", registry=r)
         self.cache_misses = Counter("bgix_cache_misses", "Reader cache misses", registry=r)
         self.cache_hit_ratio = Gauge("bgix_cache_hit_ratio", "Reader cache hits / lookups", registry=r)
-        self.cache_bytes = Gauge("bgix_cache_bytes", "Bytes held by the reader cache", registry=r)
+        self.cache_bytes = Gauge("bgix_cache_bytes", "Bytes held by the reader and decoded-bitmap caches", registry=r)
         self.bytes_read = Counter("bgix_index_bytes_read", "Bytes read from index files", registry=r)
         self.corrupt_files = Counter("bgix_corrupt_index_files", "Corrupt index file errors", registry=r)
         self._lock = threading.Lock()

@@ -25,10 +25,10 @@ from index_format.predicate.combine import Answer, ColumnIndex, IndexFileRef, ev
 from index_format.predicate.json import from_json
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits
 from index_format.predicate.visitors import referenced_columns
-from index_format.global_index.reader import BlockCache, IndexReader, open_index
+from index_format.global_index.reader import BitmapCache, BlockCache, IndexReader, open_index
 from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
-from service.api.cache import ByteLRU
+from index_format.lru import ByteLRU
 from service.api.metrics import Metrics
 from service.api.parse_cache import ParseCache
 from service.catalog import Catalog, index_stats, layout
@@ -128,10 +128,13 @@ class QueryService:
         self.snapshot_ttl = snapshot_ttl
         # Half the budget for open readers (block index, null bitmaps), half for decoded dictionary
         # blocks shared by all readers.
-        self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 2, _reader_cost, metrics.record_cache)
-        self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 2 // _DECODED_BLOCK_COST))
+        # The cache budget: a quarter for open readers, a quarter for decoded dictionary blocks, half for
+        # decoded bitmaps (a warm query then does no I/O and no decoding for the bitmaps it has seen).
+        self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 4, _reader_cost, metrics.record_cache)
+        self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 4 // _DECODED_BLOCK_COST))
+        self.bitmaps: BitmapCache = ByteLRU(cache_bytes // 2, _unsized)
         # Read at scrape time, so the gauge always equals what the reader LRU holds.
-        metrics.cache_bytes.set_function(lambda: float(self.readers.bytes))
+        metrics.cache_bytes.set_function(lambda: float(self.readers.bytes + self.bitmaps.bytes))
         self._views: dict[str, TableView] = {}
         self._stats: dict[tuple[Any, ...], index_stats.IndexStats] = {}
         # One statistics computation at a time: each holds every (key, rows) of an index in memory.
@@ -165,7 +168,9 @@ class QueryService:
         with self._lock:
             for key in [k for k in self._stats if k[0] == table]:
                 del self._stats[key]
-        self.readers.discard_prefix(self.storage.resolve(layout.indexes_dir(table)).rstrip("/") + "/")
+        prefix = self.storage.resolve(layout.indexes_dir(table)).rstrip("/") + "/"
+        self.readers.discard_prefix(prefix)
+        self.bitmaps.discard_prefix(prefix)
 
     def view(self, table: str) -> TableView:
         """The table's current snapshots, re-resolved after `snapshot_ttl` seconds (cheap pointer cache)."""
@@ -217,7 +222,8 @@ class QueryService:
                 source = self.storage.open_source(resolved[0], size)
             except FileNotFoundError as exc:
                 raise fmt.TruncatedFileError("index file is missing", path=resolved[0]) from exc
-            return open_index(_CountingSource(source, self.metrics), kt, cache=self.blocks)
+            return open_index(_CountingSource(source, self.metrics), kt, cache=self.blocks,
+                              bitmap_cache=self.bitmaps)
 
         def open_reader() -> IndexReader:
             if not resolved:
@@ -370,6 +376,10 @@ def _file_ids_cost(value: tuple[np.ndarray, BitMap64]) -> int:
     stats = value[1].get_statistics()
     return int(value[0].nbytes + stats["n_bytes_array_containers"] + stats["n_bytes_run_containers"]
                + stats["n_bytes_bitset_containers"])
+
+
+def _unsized(value: object) -> int:
+    raise AssertionError("decoded bitmaps are put with their cost")  # only ByteLRU.put is used
 
 
 def _reader_cost(reader: IndexReader) -> int:

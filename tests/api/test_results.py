@@ -7,7 +7,7 @@ import random
 import pytest
 from pyroaring import BitMap64
 
-from service.api.cache import ByteLRU
+from index_format.lru import ByteLRU
 from service.api.errors import InvalidCursorError, SnapshotChangedError
 from service.api.results import Cursor, file_matches, page_ids, page_runs
 from service.catalog.model import DataFile

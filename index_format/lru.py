@@ -1,17 +1,17 @@
-"""Byte-budgeted LRU of open index readers, keyed by (path, file_size), shared by all requests.
+"""Byte-budgeted, thread-safe LRU keyed by tuples that start with a file path: open readers, decoded bitmaps.
 
-A new file (different size or path) is a new key, so a re-committed snapshot never sees a stale reader.
-Must not import fastapi or pyspark.
+Keys carry the file's size (and offset where needed), so a re-committed file never serves stale entries.
+Imports nothing from the package.
 """
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 V = TypeVar("V")
-Key = tuple[str, int]
+Key = tuple[Hashable, ...]   # (path, size, …)
 
 
 class ByteLRU(Generic[V]):
@@ -49,6 +49,29 @@ class ByteLRU(Generic[V]):
                 self._evict()
         return value
 
+    def get(self, key: Key) -> V | None:
+        """The cached value (refreshed as most recently used), or None; counted as a lookup."""
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                self._entries.move_to_end(key)
+        if self._on_lookup is not None:
+            self._on_lookup(hit is not None)
+        return None if hit is None else hit[0]
+
+    def put(self, key: Key, value: V, cost: int) -> None:
+        """Keep `value` at `cost` bytes unless it alone exceeds the budget."""
+        cost = max(1, int(cost))
+        if cost > self.budget:
+            return
+        with self._lock:
+            old = self._entries.pop(key, None)
+            if old is not None:
+                self.bytes -= old[1]
+            self._entries[key] = (value, cost)
+            self.bytes += cost
+            self._evict()
+
     def _evict(self) -> None:
         while self.bytes > self.budget and self._entries:
             _, (_, cost) = self._entries.popitem(last=False)
@@ -57,7 +80,7 @@ class ByteLRU(Generic[V]):
     def discard_prefix(self, prefix: str) -> None:
         """Forget every entry whose path starts with `prefix` (dropped index or table)."""
         with self._lock:
-            for key in [k for k in self._entries if k[0].startswith(prefix)]:
+            for key in [k for k in self._entries if str(k[0]).startswith(prefix)]:
                 self.bytes -= self._entries.pop(key)[1]
 
     def __len__(self) -> int:
