@@ -1,0 +1,1 @@
+"""Range-bitmap sidecars next to bitmap global index files (spec section 5)."""
