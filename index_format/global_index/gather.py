@@ -147,6 +147,20 @@ def _union_chunk(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: li
                                              offset=off))
 
 
+def row_arrays(reads: FileReads, offs: np.ndarray, lens: np.ndarray) -> list[np.ndarray]:
+    """The ids of each bitmap at (offs, lens) as uint64 arrays, in input order (neighbours read at once)."""
+    order = np.argsort(offs, kind="stable")
+    raw, rel, s_offs, s_lens = gather(reads, offs, lens)
+    mv = memoryview(raw)
+    out: list[np.ndarray] = [np.zeros(0, np.uint64)] * len(offs)
+    for j, (p, n, o) in enumerate(zip(rel.tolist(), s_lens.tolist(), s_offs.tolist())):
+        piece = mv[p:p + n]
+        bm = decode_piece(reads, piece, o)
+        ids = np.frombuffer(bm.to_array(), dtype=np.uint32 if not isinstance(bm, FrozenBitMap64) else np.uint64)
+        out[int(order[j])] = ids.astype(np.uint64, copy=False)
+    return out
+
+
 def cardinalities(reads: FileReads, offs: np.ndarray, lens: np.ndarray) -> np.ndarray:
     """Row count of each bitmap at (offs, lens), in input order, from the container headers of all
     bitmaps at once (no decoding); bitmaps whose headers cannot be summed are decoded."""

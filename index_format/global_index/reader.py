@@ -179,6 +179,19 @@ class IndexReader:
         for k, o, n in self.raw_entries():
             yield deserialize_key(kt, k), o, n
 
+    def key_rows(self) -> Iterator[tuple[bytes, np.ndarray]]:
+        """(key bytes, its local row ids as uint64) for every key in logical order, bitmaps read a bounded
+        number of bytes at a time (deriving a range sidecar from this file)."""
+        items = list(self.raw_entries())
+        if self.blocks.order != "logical":
+            kt = self.kt
+            items.sort(key=lambda e: sort_key_of_bytes(kt, e[0]))
+        for a in range(0, len(items), 4096):
+            part = items[a:a + 4096]
+            offs = np.fromiter((e[1] for e in part), dtype=np.int64, count=len(part))
+            lens = np.fromiter((e[2] for e in part), dtype=np.int64, count=len(part))
+            yield from zip((e[0] for e in part), gather.row_arrays(self._reads, offs, lens))
+
     def value_counts(self, prefix: str | None = None) -> Iterator[tuple[object, int]]:
         """(value, row count) per key in logical order, optionally only keys with a string prefix."""
         if prefix:

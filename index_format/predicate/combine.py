@@ -20,7 +20,7 @@ from index_format import keys, ranges
 from index_format.errors import QueryTimeoutError, UnknownColumnError
 from index_format.global_index.filemeta import FileMeta
 from index_format.options import IndexOptions
-from index_format.predicate.evaluate import UNSUPPORTED, Unsupported, matching_rows
+from index_format.predicate.evaluate import SIDECAR_OPS, UNSUPPORTED, Unsupported, matching_rows, sidecar_rows
 from index_format.predicate.intervals import Interval
 from index_format.predicate.merge import merge_ranges
 from index_format.predicate.operators import NONE, OPERATORS, VALUES, spec_of
@@ -30,8 +30,12 @@ from index_format.types import KeyType
 
 if TYPE_CHECKING:
     from index_format.global_index.reader import IndexReader
+    from index_format.range_bitmap import RangeBitmapReader
 
 DEFAULT_FALLBACK_SCAN_MAX_SIZE = IndexOptions().fallback_scan_max_size
+# A merged range leaf with more intervals than this is answered from the bitmap file (two code comparisons
+# per interval would cost more than the look-ups).
+_SIDECAR_MAX_INTERVALS = 64
 _STAT_NAMES = ("reads", "bytes_read", "blocks_decoded", "bitmaps_read")
 
 
@@ -45,6 +49,8 @@ class IndexFileRef:
     meta: FileMeta
     file_size: int
     open: Callable[[], IndexReader]
+    # The file's range sidecar (same rows, range-bitmap format) when one is ready now, else None.
+    open_sidecar: Callable[[], RangeBitmapReader | None] | None = None
 
 
 @dataclass
@@ -141,7 +147,7 @@ class _Run:
         self.stats_before: dict[tuple[str, int], tuple[int, ...]] = {}
         self.nulls: dict[tuple[str, int, int], BitMap64] = {}
         self.present: dict[tuple[str, int, int], BitMap64] = {}
-        self.counters = {"files_considered": 0, "files_pruned": 0, "files_read": 0}
+        self.counters = {"files_considered": 0, "files_pruned": 0, "files_read": 0, "sidecars_used": 0}
         self.fallback_scan = False
         self.budget: list[dict[str, object]] = []
         self.unsupported: list[str] = []
@@ -231,9 +237,12 @@ class _Run:
         self.counters["files_pruned"] += len(refs) - len(candidates)
         entry: dict[str, object] = {"range": [start, end], "files": len(refs), "candidates": len(candidates)}
         detail.append(entry)
-        if candidates and op.budgeted and not self.within_budget(ci, start, end, candidates, entry):
+        sidecars = self.sidecars(leaf, candidates) if candidates else None
+        if sidecars is not None:
+            entry["sidecars"] = len(sidecars)
+        elif candidates and op.budgeted and not self.within_budget(ci, start, end, candidates, entry):
             return UNSUPPORTED
-        matches = self.positive_matches(leaf, ci, start, end, refs, candidates)
+        matches = self.positive_matches(leaf, ci, start, end, refs, candidates, sidecars)
         if leaf.null_in_list:  # spec §5.5: a NULL in the list makes every row that is not a match UNKNOWN
             unknown = self.range_rows(ci, start, end, refs) - matches if need_u else None
             return _Result(BitMap64() if op.complement else matches, unknown)
@@ -247,18 +256,39 @@ class _Run:
         return _Result(t, (nulls if op.nulls_unknown else BitMap64()) if need_u else None)
 
     def positive_matches(self, leaf: BoundLeaf, ci: ColumnIndex, start: int, end: int,
-                         refs: list[IndexFileRef], candidates: list[IndexFileRef]) -> BitMap64:
+                         refs: list[IndexFileRef], candidates: list[IndexFileRef],
+                         sidecars: list[RangeBitmapReader] | None = None) -> BitMap64:
         """Global rows of one range where the leaf's positive operator is TRUE: the OR of the per-file
-        answers (evaluate.matching_rows) of the candidate files, shifted by the range start."""
+        answers (evaluate.matching_rows, or evaluate.sidecar_rows when every candidate has a sidecar)
+        of the candidate files, shifted by the range start."""
         positive = spec_of(spec_of(leaf.op).positive)
         if positive.shape == NONE:  # IS NULL: the range's null rows, read once and cached per range
             return self.range_nulls(ci, start, end, refs)
+        if sidecars is not None:
+            self.counters["sidecars_used"] += len(sidecars)
+            return BitMap64().union(*(sidecar_rows(leaf, sc).shift(start) for sc in sidecars))
         narrow = positive.shape == VALUES  # an IN list: only the literals inside each file's key bounds
         matches = BitMap64()
         for ref in candidates:
             values = _values_in_bounds(leaf, ref.meta) if narrow else None
             matches |= matching_rows(leaf, self.reader(ci.column, ref), values).shift(start)
         return matches
+
+    def sidecars(self, leaf: BoundLeaf, candidates: list[IndexFileRef]) -> list[RangeBitmapReader] | None:
+        """The range sidecars of every candidate file when the leaf is a range they answer, else None."""
+        positive = spec_of(leaf.op).positive
+        if positive not in SIDECAR_OPS:
+            return None
+        if positive == "range_set" and (len(leaf.intervals) > _SIDECAR_MAX_INTERVALS
+                                        or all(iv.is_point for iv in leaf.intervals)):
+            return None   # many single keys: dictionary look-ups in the bitmap file are cheaper
+        out = []
+        for ref in candidates:
+            sc = ref.open_sidecar() if ref.open_sidecar is not None else None
+            if sc is None:
+                return None
+            out.append(sc)
+        return out
 
     def within_budget(self, ci: ColumnIndex, start: int, end: int, candidates: list[IndexFileRef],
                       entry: dict[str, object]) -> bool:

@@ -19,6 +19,10 @@ from index_format.predicate.tree import BoundLeaf
 
 if TYPE_CHECKING:
     from index_format.global_index.reader import IndexReader
+    from index_format.range_bitmap import RangeBitmapReader
+
+# Positive operators a range sidecar answers with comparisons on its codes (predicate/combine.py asks it).
+SIDECAR_OPS = frozenset(("lt", "le", "gt", "ge", "between", "range_set"))
 
 
 class Unsupported:
@@ -97,3 +101,20 @@ def matching_rows(leaf: BoundLeaf, reader: IndexReader, values: tuple[object, ..
         matcher = _compiled(str(leaf.regex)).match
         return reader.scan(lambda v: isinstance(v, str) and matcher(v) is not None)
     raise ValueError(f"no per-file evaluation for {leaf!r}")
+
+
+def sidecar_rows(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> BitMap64:
+    """Local rows where the POSITIVE form of a range leaf (SIDECAR_OPS) is TRUE, from the file's range
+    sidecar: the same rows matching_rows finds in the bitmap file, with a few operations per range."""
+    op = OPERATORS[leaf.op].positive if leaf.op in OPERATORS else leaf.op
+    if op in ("lt", "le"):
+        return sidecar.range(None, leaf.value, high_inclusive=op == "le")
+    if op in ("gt", "ge"):
+        return sidecar.range(leaf.value, None, low_inclusive=op == "ge")
+    if op == "between":
+        return sidecar.range(leaf.low, leaf.high)   # low > high: no code lies inside → empty
+    if op == "range_set":
+        parts = [sidecar.range(iv.low, iv.high, low_inclusive=iv.low_inclusive, high_inclusive=iv.high_inclusive)
+                 for iv in leaf.intervals]
+        return BitMap64().union(*parts) if parts else BitMap64()
+    raise ValueError(f"no sidecar evaluation for {leaf!r}")

@@ -1,7 +1,7 @@
 """Predicate answers equal an independent pure-Python SQL three-valued evaluation of the same rows.
 
 Random rows of several key types (with nulls) are written as index files spread over several row
-ranges and several files per range; random AND/OR/NOT trees over 2–3 columns are answered by the
+ranges and several files per range, most with a range sidecar derived from them; random AND/OR/NOT trees over 2–3 columns are answered by the
 pipeline (bind → combine.evaluate) and compared with `sql_eval` below, which knows nothing of bgix:
 rows are Python values, NULL is None, and floats follow Java's Double.compare (-0.0 < 0.0, NaN equal
 to itself and above +Infinity).
@@ -27,6 +27,8 @@ from index_format.global_index.reader import open_index
 from index_format.storage import BytesSource
 from index_format.types import KeyType, parse_type
 from index_format.global_index.writer import write_index_bytes
+from index_format.range_bitmap import RangeBitmapReader
+from index_format.sidecar.derive import derive_sidecar
 
 # ---------------------------------------------------------------------------- data
 
@@ -110,8 +112,14 @@ def tables(draw: st.DrawFn) -> Table:
                 if not ids:
                     continue
                 data, written = write_index_bytes([rows[r][c] for r in ids], [r - lo for r in ids], kt)
+                # Most files also get a range sidecar derived from them: ranges are then answered from it.
+                sidecar = None
+                if draw(st.integers(0, 2)) > 0:
+                    sidecar = derive_sidecar(open_index(BytesSource(data), kt), hi - lo + 1)
                 refs.append(IndexFileRef(f"{c}-{lo}-{f}", lo, hi, parse_meta(kt, written.meta), len(data),
-                                         lambda d=data, k=kt: open_index(BytesSource(d), k)))
+                                         lambda d=data, k=kt: open_index(BytesSource(d), k),
+                                         None if sidecar is None else
+                                         (lambda b=sidecar, k=kt: RangeBitmapReader(b, k))))
         index[c] = ColumnIndex(c, kt, refs, fallback_scan_max_size=budget)
     return Table(columns, rows, index, covered)
 
