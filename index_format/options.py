@@ -217,6 +217,13 @@ OPTION_TABLE: tuple[OptionSpec, ...] = (
     OptionSpec("rebuild", (), "bool", False,
                "bgix extension: rebuild every range instead of only ranges not yet covered.",
                "rebuild", _BOOL),
+    OptionSpec("bgix.range-sidecar", (), "bool", True,
+               "bgix extension: keep a range sidecar (Paimon's range-bitmap format) beside each index file, "
+               "so ranges cost about log2(distinct) bitmap operations; derived lazily for files bgix did "
+               "not build.", "range_sidecar", _BOOL),
+    OptionSpec("bgix.range-sidecar.chunk-size", (), "size", 16384,
+               "bgix extension: dictionary chunk size of range sidecars (Paimon's range-bitmap "
+               "`chunk-size`).", "range_sidecar_chunk_size", _SIZE, 0, MAX_DICTIONARY_BLOCK_SIZE),
 )
 
 _BY_KEY: dict[str, OptionSpec] = {
@@ -243,6 +250,8 @@ class IndexOptions:
     fallback_scan_max_size: int = 256 * 1024 * 1024
     key_order: str = "logical"
     rebuild: bool = False
+    range_sidecar: bool = True
+    range_sidecar_chunk_size: int = 16384
 
     def __post_init__(self) -> None:
         # Direct construction is validated like parsed input.

@@ -115,6 +115,8 @@ class IndexFileEntry:
     file_size: int
     meta_hex: str           # spec §4 SortedIndexFileMeta bytes, hex
     partition: dict[str, str] = field(default_factory=dict)
+    # bytes of the range sidecar written beside the file (path + index_format.sidecar.SIDECAR_SUFFIX); None: none
+    sidecar_size: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
