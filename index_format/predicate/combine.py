@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from pyroaring import BitMap64
 
 from index_format import keys, ranges
-from index_format.errors import QueryTimeoutError, UnknownColumnError
+from index_format.errors import IndexFormatError, QueryTimeoutError, UnknownColumnError
 from index_format.global_index.filemeta import FileMeta
 from index_format.options import IndexOptions
 from index_format.predicate.evaluate import SIDECAR_OPS, UNSUPPORTED, Unsupported, matching_rows, sidecar_rows
@@ -51,6 +51,8 @@ class IndexFileRef:
     open: Callable[[], IndexReader]
     # The file's range sidecar (same rows, range-bitmap format) when one is ready now, else None.
     open_sidecar: Callable[[], RangeBitmapReader | None] | None = None
+    # Told when the sidecar turned out broken (the bitmap file answered instead), so it is not used again.
+    sidecar_failed: Callable[[Exception], None] | None = None
 
 
 @dataclass
@@ -152,6 +154,7 @@ class _Run:
         self.budget: list[dict[str, object]] = []
         self.unsupported: list[str] = []
         self.dropped: list[str] = []
+        self.sidecar_errors: list[str] = []
         self.leaves: list[dict[str, object]] = []
         self.coverage = {c: self.column_rows(columns[c]) for c in used}
         self.all = BitMap64.union(*self.coverage.values()) if self.coverage else BitMap64()
@@ -238,11 +241,11 @@ class _Run:
         entry: dict[str, object] = {"range": [start, end], "files": len(refs), "candidates": len(candidates)}
         detail.append(entry)
         sidecars = self.sidecars(leaf, candidates) if candidates else None
-        if sidecars is not None:
-            entry["sidecars"] = len(sidecars)
-        elif candidates and op.budgeted and not self.within_budget(ci, start, end, candidates, entry):
-            return UNSUPPORTED
-        matches = self.positive_matches(leaf, ci, start, end, refs, candidates, sidecars)
+        matches = self.sidecar_matches(leaf, start, candidates, sidecars, entry) if sidecars else None
+        if matches is None:
+            if candidates and op.budgeted and not self.within_budget(ci, start, end, candidates, entry):
+                return UNSUPPORTED
+            matches = self.positive_matches(leaf, ci, start, end, refs, candidates)
         if leaf.null_in_list:  # spec §5.5: a NULL in the list makes every row that is not a match UNKNOWN
             unknown = self.range_rows(ci, start, end, refs) - matches if need_u else None
             return _Result(BitMap64() if op.complement else matches, unknown)
@@ -255,18 +258,29 @@ class _Run:
                 t -= matches
         return _Result(t, (nulls if op.nulls_unknown else BitMap64()) if need_u else None)
 
+    def sidecar_matches(self, leaf: BoundLeaf, start: int, candidates: list[IndexFileRef],
+                        sidecars: list[RangeBitmapReader], entry: dict[str, object]) -> BitMap64 | None:
+        """Global rows of one range where a range leaf's positive form is TRUE, from the candidates' range
+        sidecars (evaluate.sidecar_rows); None when one is broken: the bitmap files answer instead."""
+        try:
+            parts = [sidecar_rows(leaf, sc).shift(start) for sc in sidecars]
+        except IndexFormatError as exc:
+            self.sidecar_errors.append(str(exc)[:500])
+            for ref in candidates:
+                if ref.sidecar_failed is not None:
+                    ref.sidecar_failed(exc)
+            return None
+        self.counters["sidecars_used"] += len(sidecars)
+        entry["sidecars"] = len(sidecars)
+        return BitMap64().union(*parts)
+
     def positive_matches(self, leaf: BoundLeaf, ci: ColumnIndex, start: int, end: int,
-                         refs: list[IndexFileRef], candidates: list[IndexFileRef],
-                         sidecars: list[RangeBitmapReader] | None = None) -> BitMap64:
+                         refs: list[IndexFileRef], candidates: list[IndexFileRef]) -> BitMap64:
         """Global rows of one range where the leaf's positive operator is TRUE: the OR of the per-file
-        answers (evaluate.matching_rows, or evaluate.sidecar_rows when every candidate has a sidecar)
-        of the candidate files, shifted by the range start."""
+        answers (evaluate.matching_rows) of the candidate files, shifted by the range start."""
         positive = spec_of(spec_of(leaf.op).positive)
         if positive.shape == NONE:  # IS NULL: the range's null rows, read once and cached per range
             return self.range_nulls(ci, start, end, refs)
-        if sidecars is not None:
-            self.counters["sidecars_used"] += len(sidecars)
-            return BitMap64().union(*(sidecar_rows(leaf, sc).shift(start) for sc in sidecars))
         narrow = positive.shape == VALUES  # an IN list: only the literals inside each file's key bounds
         matches = BitMap64()
         for ref in candidates:
@@ -363,6 +377,8 @@ class _Run:
         out: dict[str, object] = {**self.counters, **totals, "fallback_scan": self.fallback_scan,
                                   "budget_decisions": self.budget, "unsupported": self.unsupported,
                                   "dropped_and_children": self.dropped}
+        if self.sidecar_errors:
+            out["sidecar_errors"] = self.sidecar_errors
         if self.explain:
             out["leaves"] = self.leaves
         return out

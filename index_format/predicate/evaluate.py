@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from index_format.range_bitmap import RangeBitmapReader
 
 # Positive operators a range sidecar answers with comparisons on its codes (predicate/combine.py asks it).
-SIDECAR_OPS = frozenset(("lt", "le", "gt", "ge", "between", "range_set"))
+SIDECAR_OPS = frozenset(("lt", "le", "gt", "ge", "between", "not_between", "range_set"))
 
 
 class Unsupported:
@@ -113,6 +113,9 @@ def sidecar_rows(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> BitMap64:
         return sidecar.range(leaf.value, None, low_inclusive=op == "ge")
     if op == "between":
         return sidecar.range(leaf.low, leaf.high)   # low > high: no code lies inside → empty
+    if op == "not_between":
+        below = sidecar.range(None, leaf.low, high_inclusive=False)
+        return below | sidecar.range(leaf.high, None, low_inclusive=False)
     if op == "range_set":
         parts = [sidecar.range(iv.low, iv.high, low_inclusive=iv.low_inclusive, high_inclusive=iv.high_inclusive)
                  for iv in leaf.intervals]

@@ -29,6 +29,7 @@ from index_format.global_index.reader import BitmapCache, BlockCache, IndexReade
 from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
 from index_format.lru import ByteLRU
+from service.api.sidecars import Sidecars
 from service.api.metrics import Metrics
 from service.api.parse_cache import ParseCache
 from service.catalog import Catalog, index_stats, layout
@@ -126,15 +127,16 @@ class QueryService:
         self.storage = storage
         self.metrics = metrics
         self.snapshot_ttl = snapshot_ttl
-        # Half the budget for open readers (block index, null bitmaps), half for decoded dictionary
-        # blocks shared by all readers.
-        # The cache budget: a quarter for open readers, a quarter for decoded dictionary blocks, half for
-        # decoded bitmaps (a warm query then does no I/O and no decoding for the bitmaps it has seen).
+        # The cache budget: a quarter for open readers, an eighth for decoded dictionary blocks, three
+        # eighths for decoded bitmaps (a warm query then does no I/O and no decoding for the bitmaps it has
+        # seen), a quarter for range sidecars.
         self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 4, _reader_cost, metrics.record_cache)
-        self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 4 // _DECODED_BLOCK_COST))
-        self.bitmaps: BitmapCache = ByteLRU(cache_bytes // 2, _unsized)
+        self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 8 // _DECODED_BLOCK_COST))
+        self.bitmaps: BitmapCache = ByteLRU(cache_bytes * 3 // 8, _unsized)
+        self.sidecars = Sidecars(storage, cache_bytes // 4)
         # Read at scrape time, so the gauge always equals what the reader LRU holds.
-        metrics.cache_bytes.set_function(lambda: float(self.readers.bytes + self.bitmaps.bytes))
+        metrics.cache_bytes.set_function(
+            lambda: float(self.readers.bytes + self.bitmaps.bytes + self.sidecars.readers.bytes))
         self._views: dict[str, TableView] = {}
         self._stats: dict[tuple[Any, ...], index_stats.IndexStats] = {}
         # One statistics computation at a time: each holds every (key, rows) of an index in memory.
@@ -171,6 +173,7 @@ class QueryService:
         prefix = self.storage.resolve(layout.indexes_dir(table)).rstrip("/") + "/"
         self.readers.discard_prefix(prefix)
         self.bitmaps.discard_prefix(prefix)
+        self.sidecars.discard_prefix(prefix)
 
     def view(self, table: str) -> TableView:
         """The table's current snapshots, re-resolved after `snapshot_ttl` seconds (cheap pointer cache)."""
@@ -198,18 +201,22 @@ class QueryService:
     def _column_view(self, snap: Snapshot, sparse: bool) -> ColumnView:
         kt = parse_type(snap.key_type)
         try:
-            budget = parse_options(dict(snap.options)).fallback_scan_max_size
+            options = parse_options(dict(snap.options))
         except fmt.InvalidOptionError:
-            # Written before today's option ranges: the index stays queryable with the default budget.
-            budget = parse_options({}).fallback_scan_max_size
-        refs = [
-            IndexFileRef(
+            # Written before today's option ranges (or by another writer): the index stays queryable with
+            # the defaults.
+            options = parse_options({})
+        budget = options.fallback_scan_max_size
+        refs = []
+        for e in snap.files:
+            opener = self._opener(e.path, e.file_size, kt)
+            sidecar = self.sidecars.opener(
+                e.path, e.file_size, kt, e.range_end - e.range_start + 1, beside_size=e.sidecar_size,
+                chunk_size=options.range_sidecar_chunk_size, enabled=options.range_sidecar, open_index=opener)
+            refs.append(IndexFileRef(
                 path=e.path, range_start=e.range_start, range_end=e.range_end,
-                meta=parse_meta(kt, bytes.fromhex(e.meta_hex)), file_size=e.file_size,
-                open=self._opener(e.path, e.file_size, kt),
-            )
-            for e in snap.files
-        ]
+                meta=parse_meta(kt, bytes.fromhex(e.meta_hex)), file_size=e.file_size, open=opener,
+                open_sidecar=sidecar.open if sidecar else None, sidecar_failed=sidecar.failed if sidecar else None))
         return ColumnView(snapshot=snap, kt=kt,
                           index=ColumnIndex(column=snap.column, kt=kt, files=refs,
                                             fallback_scan_max_size=budget, sparse=sparse))

@@ -4,6 +4,7 @@ Pure string functions (no I/O); imports only index_format.errors, for the name c
 """
 from __future__ import annotations
 
+import hashlib
 import re
 
 from index_format.errors import InvalidOptionError
@@ -87,6 +88,18 @@ def data_dir(table: str, column: str) -> str:
 def job_data_dir(table: str, column: str, job_id: str) -> str:
     """Index files of one job live under their own prefix so a failed job's leftovers are easy to find."""
     return f"{data_dir(table, column)}/{check_name('job', job_id)}"
+
+
+def sidecars_dir() -> str:
+    """Range sidecars derived from index files bgix did not build (Paimon tables, other writers)."""
+    return "_sidecars"
+
+
+def derived_sidecar(index_path: str, size: int) -> str:
+    """Where the sidecar derived from the index file at `index_path` (resolved) of `size` bytes is kept: a
+    file rewritten in place (another size) gets another sidecar."""
+    digest = hashlib.sha256(index_path.encode("utf-8")).hexdigest()[:40]
+    return f"{sidecars_dir()}/{digest[:2]}/{digest}-{int(size)}.range-bitmap"
 
 
 def jobs_dir() -> str:
