@@ -140,6 +140,29 @@ def test_random_predicates_match_pypaimon(paimon: tuple[TestClient, Path]) -> No
         assert got["coverage"] == {"complete": True, "uncovered_ranges": []}
 
 
+def test_ranges_use_sidecars_derived_outside_the_paimon_table(paimon: tuple[TestClient, Path]) -> None:
+    """pypaimon's bitmap files get range sidecars derived lazily into bgix's warehouse, never into the table;
+    answers stay pypaimon's."""
+    client, location = paimon
+    df = _frame(location)
+    p = {"op": "and", "args": [{"op": "ge", "column": "code", "value": -12},
+                               {"op": "lt", "column": "code", "value": 20}]}
+    want = sorted(expected_ids(p, df))
+    deadline = time.monotonic() + 60
+    while True:
+        r = client.post("/v1/tables/events/query", json={"predicate": p, "limit": 100_000, "explain": True})
+        got = r.json()
+        assert got["row_ids"] == want
+        if got["explain"]["sidecars_used"] > 0 and not got["explain"]["budget_decisions"]:
+            break
+        assert time.monotonic() < deadline, got["explain"]
+        time.sleep(0.1)
+    assert [leaf["op"] for leaf in got["explain"]["leaves"]] == ["range_set"]
+    assert not list(location.rglob("*.range-bitmap")), "a sidecar was written into the Paimon table"
+    bgix_warehouse = location.parents[3] / "warehouse"   # make_settings: <root>/warehouse
+    assert list((bgix_warehouse / "_sidecars").rglob("*.range-bitmap"))
+
+
 def test_create_checks_columns_and_drop_of_an_unindexed_column_is_404(paimon: tuple[TestClient, Path]) -> None:
     # Building and dropping Paimon indexes work (tests/e2e/test_paimon_build.py, tests/api/test_paimon_drop.py);
     # nothing is started or dropped on this shared table.
