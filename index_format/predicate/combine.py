@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from pyroaring import BitMap64
+from pyroaring import BitMap64, FrozenBitMap64
 
 from index_format import keys, ranges
 from index_format.errors import IndexFormatError, QueryTimeoutError, UnknownColumnError
@@ -66,6 +66,20 @@ class ColumnIndex:
     # True when ids inside a row range may have gaps (a table with its own row-id column): the rows a
     # range holds are then the union of its files' null and non-null rows, not all of [start, end].
     sparse: bool = False
+    # Derived once per index (a view serves many queries): its merged row ranges and, for dense ids, their rows.
+    _merged_ranges: list[ranges.Range] | None = field(default=None, init=False, repr=False, compare=False)
+    _rows: FrozenBitMap64 | None = field(default=None, init=False, repr=False, compare=False)
+
+    def merged_ranges(self) -> list[ranges.Range]:
+        if self._merged_ranges is None:
+            self._merged_ranges = ranges.merge([(r.range_start, r.range_end) for r in self.files])
+        return self._merged_ranges
+
+    def dense_rows(self) -> FrozenBitMap64:
+        """Every id of the column's row ranges (dense ids only)."""
+        if self._rows is None:
+            self._rows = FrozenBitMap64(ranges.to_bitmap(self.merged_ranges()))
+        return self._rows
 
 
 @dataclass
@@ -126,8 +140,11 @@ def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool =
         value = run.eval(tree, with_unknown)
     finally:
         _sorted_memo.lists = None   # a big IN list's sort keys live as long as its query, no longer
-    covered = ranges.intersect(*(_ranges(columns[c]) for c in used))
-    uncovered = ranges.subtract([r for c in used for r in _ranges(columns[c])], covered)
+    if len(used) == 1:
+        covered, uncovered = columns[used[0]].merged_ranges(), []
+    else:
+        covered = ranges.intersect(*(_ranges(columns[c]) for c in used))
+        uncovered = ranges.subtract([r for c in used for r in _ranges(columns[c])], covered)
     info = run.summary()
     if isinstance(value, Unsupported):
         return Answer(BitMap64(), BitMap64(), False, False, covered, info, uncovered)
@@ -327,7 +344,7 @@ class _Run:
     def column_rows(self, ci: ColumnIndex) -> BitMap64:
         """Every row id the column's index covers (the universe NOT and complements work in)."""
         if not ci.sparse:
-            return ranges.to_bitmap(_ranges(ci))
+            return ci.dense_rows()  # type: ignore[return-value]  # frozen: read-only use below
         return BitMap64.union(*(self.range_rows(ci, s, e, refs) for (s, e), refs in _groups(ci.files)))
 
     def range_rows(self, ci: ColumnIndex, start: int, end: int, refs: list[IndexFileRef]) -> BitMap64:

@@ -13,7 +13,6 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
-import fsspec
 
 from index_format.errors import CorruptFileError, PathNotAllowedError, StorageUnavailableError, TruncatedFileError
 from index_format.storage import local
@@ -87,6 +86,8 @@ class Storage:
         if cached is not None and cached[0] == pid:
             return cached[1]
         try:
+            import fsspec   # only for object stores: local paths never load it (or asyncio)
+
             fs = fsspec.filesystem(protocol, **self.storage_options)
         except ImportError as exc:
             raise StorageUnavailableError(

@@ -88,6 +88,8 @@ class TableView:
     paimon: PaimonView | None = None
     # Indexed columns whose current snapshot document is corrupt: left out of `columns`, named when asked for.
     broken_columns: Mapping[str, CorruptDocumentError] = field(default_factory=dict)
+    # Short SQL texts → (bound tree, columns it uses), for the snapshots of this view (bounded, see query()).
+    bound: dict[str, tuple[Any, list[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def check_not_broken(self, names: Iterable[str]) -> None:
         """Raises CorruptDocumentError (naming the document) for a name that means a broken column."""
@@ -247,7 +249,7 @@ class QueryService:
         return from_json(dict(predicate or {}), limits=self.limits)
 
     def query(self, table: str, node: Any, *, explain: bool = False,
-              deadline: float | None = None) -> QueryOutcome:
+              deadline: float | None = None, text: str | None = None) -> QueryOutcome:
         """Rows where `node` is TRUE across all files and ranges of each column's current snapshot.
 
         `deadline` (time.monotonic() seconds, None = no limit) is checked by combine between reads.
@@ -257,11 +259,19 @@ class QueryService:
             QueryTimeoutError once `deadline` has passed.
         """
         view = self.view(table)
-        view.check_not_broken(referenced_columns(node))
-        types = {name: cv.kt for name, cv in view.columns.items()}
-        bound = bind(node, types)
-        # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
-        used_cols = sorted(referenced_columns(bound) & set(view.columns))
+        hit = view.bound.get(text) if text is not None else None
+        if hit is not None:
+            bound, used_cols = hit
+        else:
+            view.check_not_broken(referenced_columns(node))
+            types = {name: cv.kt for name, cv in view.columns.items()}
+            bound = bind(node, types)
+            # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
+            used_cols = sorted(referenced_columns(bound) & set(view.columns))
+            if text is not None and len(text) <= _BOUND_TEXT_MAX:
+                if len(view.bound) >= _BOUND_ENTRIES:
+                    view.bound.clear()   # a new view (snapshot) starts empty anyway
+                view.bound[text] = (bound, used_cols)
         answer = evaluate(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
                           with_unknown=False, deleted=view.retired, deadline=deadline)
         # combine's coverage: the ranges indexed for every column used (for a constant predicate, which
@@ -383,6 +393,11 @@ def _file_ids_cost(value: tuple[np.ndarray, BitMap64]) -> int:
     stats = value[1].get_statistics()
     return int(value[0].nbytes + stats["n_bytes_array_containers"] + stats["n_bytes_run_containers"]
                + stats["n_bytes_bitset_containers"])
+
+
+# Bound trees are cached per view for SQL texts up to this long (point and range queries), at most this many.
+_BOUND_TEXT_MAX = 2048
+_BOUND_ENTRIES = 4096
 
 
 def _unsized(value: object) -> int:
