@@ -2,8 +2,8 @@
 
 Slice i holds the rows whose code has bit i set; the existence bitmap (EBM) holds the non-null rows. The
 writer builds every slice with one vectorized bit test over the codes array. The reader decodes the 32-bit
-portable slices straight into 64-bit bitmaps (one-bucket prefix), once each, and answers `eq`, `gt`
-(S - t operations) and top-k / bottom-k on copies, never touching the cached slices.
+portable slices straight into immutable 64-bit bitmaps (one-bucket prefix), once each, and answers `eq`,
+`gt` (S - t operations), two-sided ranges (one sweep) and top-k / bottom-k on copies.
 """
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import threading
 from array import array
 
 import numpy as np
-from pyroaring import BitMap, BitMap64
+from pyroaring import BitMap, BitMap64, FrozenBitMap64
 
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
 from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
@@ -66,18 +66,29 @@ def build_bsi(codes: np.ndarray, card: int) -> bytes:
 
 # ---------------------------------------------------------------- reading
 
-def decode_bitmap(data: bytes, *, path: str, block: str) -> BitMap64:
-    """A 32-bit portable roaring bitmap as a BitMap64 (high key 0); malformed bytes → CorruptFileError."""
+def decode_bitmap(data: bytes, *, path: str, block: str) -> FrozenBitMap64:
+    """A 32-bit portable roaring bitmap as an immutable 64-bit bitmap (high key 0); malformed → CorruptFileError."""
     if len(data) < 8:
         raise CorruptFileError(f"bitmap of {len(data)} bytes is shorter than its header", path=path, block=block)
     try:
-        return BitMap64.deserialize(BITMAP64_ONE_BUCKET_HIGH0 + data)
+        return FrozenBitMap64.deserialize(BITMAP64_ONE_BUCKET_HIGH0 + data)
     except Exception as exc:  # pyroaring raises ValueError on malformed input
         raise CorruptFileError(f"malformed roaring bitmap: {exc}", path=path, block=block) from None
 
 
 class BitSliceIndex:
-    """Lazy reader of the BSI at `offset`..`end` of `source`; slices decoded once and cached."""
+    """Lazy reader of the BSI at `offset`..`end` of `source`; slices decoded once and cached.
+
+    The cached EBM and slices are FrozenBitMap64: queries can share them between threads and cannot change
+    them. Every operation starts from a mutable copy (or a binary operation's fresh result) and continues
+    with in-place operators, so a query allocates one or two bitmaps, not one per slice.
+
+    Why 64-bit and not pyroaring's 32-bit BitMap: on dense slices (rows in random order, every slice a run of
+    8 KB bitset containers) the per-operation cost of BitMap and BitMap64 is the same (both are CRoaring
+    container loops; a sweep is bound by reading the slices from memory), and a 32-bit result would still
+    have to be converted to BitMap64 (serialize + deserialize, 0.4-1 ms on a 3M-row result) for the caller.
+    bench/bench_range_sidecar.py measures the sweeps.
+    """
 
     def __init__(self, source: RangeSource, offset: int, end: int) -> None:
         self._source = source
@@ -116,8 +127,13 @@ class BitSliceIndex:
                                          path=name, block=block)
         if self._slices_at > end:
             raise TruncatedFileError("EBM runs past the end of the payload", path=name, block=block)
-        self._ebm: BitMap64 | None = None
-        self._slices: list[BitMap64 | None] = [None] * s
+        self._ebm: FrozenBitMap64 | None = None
+        self._ebm_dense = False   # EBM is exactly [0, len(EBM)): no null rows
+        self._slices: list[FrozenBitMap64 | None] = [None] * s
+        # slice i ⊆ EBM is known (EBM dense and the slice's largest row below len(EBM)); then the final AND
+        # with the EBM of `gt` is the identity and is skipped. Java writers never set a bit of a null row, but
+        # the check keeps answers equal to Java's on any file.
+        self._inside: list[bool] = [False] * s
         self.nbytes_cached = 0
 
     def _read(self, offset: int, length: int, block: str) -> bytes:
@@ -126,38 +142,53 @@ class BitSliceIndex:
         except TruncatedFileError as exc:
             raise TruncatedFileError(exc.reason, path=self._source.name, block=block, offset=offset) from None
 
-    def ebm(self) -> BitMap64:
-        """The cached existence bitmap (do not mutate: copy first)."""
+    def ebm(self) -> FrozenBitMap64:
+        """The cached existence bitmap (immutable)."""
         e = self._ebm
         if e is None:
             with self._lock:
                 if self._ebm is None:
                     block = "range-bitmap existence bitmap"
                     data = self._read(self._ebm_at, self._ebm_len, block)
-                    self._ebm = decode_bitmap(data, path=self._source.name, block=block)
+                    e = decode_bitmap(data, path=self._source.name, block=block)
+                    n = len(e)
+                    self._ebm_dense = n == 0 or (e.min() == 0 and e.max() == n - 1)
+                    self._ebm = e
                     self.nbytes_cached += self._ebm_len
                 e = self._ebm
         return e
 
-    def slices(self, begin: int, end: int) -> list[BitMap64]:
+    def slices(self, begin: int, end: int) -> list[FrozenBitMap64]:
         """Cached slices begin..end-1, loading the missing ones with one contiguous read."""
         out = self._slices[begin:end]
         if all(x is not None for x in out):
             return out  # type: ignore[return-value]
+        ebm = self.ebm()
         with self._lock:
             missing = [i for i in range(begin, end) if self._slices[i] is None]
             if missing:
                 lo = min(self._offsets[i] for i in missing)
                 hi = max(self._offsets[i] + self._lengths[i] for i in missing)
                 data = self._read(self._slices_at + lo, hi - lo, f"range-bitmap slice {missing[0]}")
+                n = len(ebm)
                 for i in missing:
                     o = self._offsets[i] - lo
-                    self._slices[i] = decode_bitmap(data[o:o + self._lengths[i]], path=self._source.name,
-                                                    block=f"range-bitmap slice {i}")
+                    sl = decode_bitmap(data[o:o + self._lengths[i]], path=self._source.name,
+                                       block=f"range-bitmap slice {i}")
+                    self._inside[i] = self._ebm_dense and (not sl or sl.max() < n)
+                    self._slices[i] = sl
                     self.nbytes_cached += self._lengths[i]
             return self._slices[begin:end]  # type: ignore[return-value]
 
-    # -- operations (spec 2.5); every result is a fresh bitmap (binary ops allocate, in-place ops follow)
+    def _within_ebm(self, begin: int) -> bool:
+        """Slices begin..s-1 are known to hold only non-null rows (False when one is not loaded yet)."""
+        return all(self._inside[begin:])
+
+    @staticmethod
+    def _start(code: int) -> int:
+        return (~code & -(~code)).bit_length() - 1
+
+    # -- operations (spec 2.5); every result is a fresh mutable BitMap64
     def ebm_copy(self) -> BitMap64:
         return clone(self.ebm())
 
@@ -166,25 +197,25 @@ class BitSliceIndex:
         if not ebm:
             return BitMap64()
         sls = self.slices(0, self.slice_count)
-        state = (ebm & sls[0]) if code & 1 else (ebm - sls[0])
-        for i in range(1, len(sls)):
+        state = clone(ebm)
+        for i in range(len(sls)):
             if (code >> i) & 1:
                 state &= sls[i]
             else:
                 state -= sls[i]
+            if not state:
+                break
         return state
 
     def _gt_state(self, code: int) -> BitMap64 | None:
-        """Rows whose code is > `code` before the final AND with the EBM; None = no row."""
+        """Rows whose code is > `code` (code >= 0) before the final AND with the EBM; None = no row."""
         s = self.slice_count
-        start = (~code & -(~code)).bit_length() - 1  # trailing ones of code
+        start = self._start(code)  # trailing ones of code: ANDs into an empty state
         if start >= s:
             return None
         sls = self.slices(start, s)
-        if len(sls) == 1:
-            return clone(sls[0])
-        state = (sls[0] & sls[1]) if (code >> (start + 1)) & 1 else (sls[0] | sls[1])
-        for i in range(start + 2, s):
+        state = clone(sls[0])
+        for i in range(start + 1, s):
             if (code >> i) & 1:
                 state &= sls[i - start]
             else:
@@ -201,7 +232,8 @@ class BitSliceIndex:
         state = self._gt_state(code)
         if state is None:
             return BitMap64()
-        state &= ebm
+        if not self._within_ebm(self._start(code)):
+            state &= ebm
         return state
 
     def gt_count(self, code: int) -> int:
@@ -212,7 +244,79 @@ class BitSliceIndex:
         if not ebm:
             return 0
         state = self._gt_state(code)
-        return 0 if state is None else state.intersection_cardinality(ebm)
+        if state is None:
+            return 0
+        return len(state) if self._within_ebm(self._start(code)) else state.intersection_cardinality(ebm)
+
+    def _between_state(self, low: int, high: int) -> BitMap64 | None:
+        """Rows with low < code <= high (0 <= low < high), EBM not applied; None = no row.
+
+        One sweep: below the highest bit d where low and high differ, the two `gt` states advance together
+        (each slice read once); above d both states see the same operation with the same slice, and
+        (A & S) - (B & S) = (A - B) & S, (A | S) - (B | S) = (A - B) - S, so one state D = A - B continues.
+        """
+        d = (low ^ high).bit_length() - 1
+        sls = self.slices(0, self.slice_count)
+        a = b = None
+        for i in range(d + 1):
+            sl = sls[i]
+            if a is not None:
+                if (low >> i) & 1:
+                    a &= sl
+                else:
+                    a |= sl
+            elif not (low >> i) & 1:
+                a = clone(sl)
+            if b is not None:
+                if (high >> i) & 1:
+                    b &= sl
+                else:
+                    b |= sl
+            elif not (high >> i) & 1:
+                b = clone(sl)
+        if a is None:   # cannot happen: bit d of low is 0
+            return None
+        if b is not None:
+            a -= b
+        for i in range(d + 1, self.slice_count):
+            if not a:
+                return None
+            if (high >> i) & 1:
+                a &= sls[i]
+            else:
+                a -= sls[i]
+        return a
+
+    def between(self, first: int, last: int) -> BitMap64:
+        """Rows with first <= code <= last (0 <= first <= last)."""
+        ebm = self.ebm()
+        if not ebm:
+            return BitMap64()
+        if first == 0:
+            out = clone(ebm)
+            b = self._gt_state(last)
+            if b is not None:
+                out -= b
+            return out
+        state = self._between_state(first - 1, last)
+        if state is None:
+            return BitMap64()
+        if not self._within_ebm(0):
+            state &= ebm
+        return state
+
+    def between_count(self, first: int, last: int) -> int:
+        """len(between(first, last)) without building the last bitmap."""
+        ebm = self.ebm()
+        if not ebm:
+            return 0
+        if first == 0:
+            b = self._gt_state(last)
+            return len(ebm) if b is None else ebm.difference_cardinality(b)
+        state = self._between_state(first - 1, last)
+        if state is None:
+            return 0
+        return len(state) if self._within_ebm(0) else state.intersection_cardinality(ebm)
 
     def code_of_row(self, row: int) -> int | None:
         """Code of one row, None when it is null (Paimon's `get`)."""
@@ -231,7 +335,9 @@ class BitSliceIndex:
         if k == 0 or (found is not None and not found):
             return BitMap64()
         ebm = self.ebm()
-        e = ebm & found if found is not None else clone(ebm)
+        e = clone(ebm)
+        if found is not None:
+            e &= found
         if len(e) <= k:
             return e
         g = BitMap64()
@@ -246,7 +352,7 @@ class BitSliceIndex:
                 e = pick
             elif n < k:
                 g = x
-                e = (e - sl) if largest else (e & sl)
+                e -= pick
             else:
                 e = pick
                 break
@@ -262,12 +368,12 @@ class BitSliceIndex:
 _EMPTY = BitMap64()
 
 
-def clone(bm: BitMap64) -> BitMap64:
-    """A fresh copy (a union with the empty map is several times faster than BitMap64.copy on dense maps)."""
-    return bm | _EMPTY
+def clone(bm: BitMap64 | FrozenBitMap64) -> BitMap64:
+    """A fresh mutable copy (a union with the empty map is several times faster than BitMap64.copy on dense maps)."""
+    return _EMPTY | bm
 
 
-def first_n(bm: BitMap64, n: int) -> BitMap64:
+def first_n(bm: BitMap64 | FrozenBitMap64, n: int) -> BitMap64:
     """The n smallest ids of `bm` (RoaringBitmap.limit)."""
     if n <= 0:
         return BitMap64()

@@ -155,7 +155,9 @@ class RangeBitmapReader:
 
     def _not(self, bm: BitMap64) -> BitMap64:
         """flip over [0, rowCount) AND EBM: the non-null rows outside `bm`."""
-        return self._slices().ebm() - bm
+        out = self._slices().ebm_copy()
+        out -= bm
+        return out
 
     # ------------------------------------------------------------ Paimon semantics
     def is_not_null(self) -> BitMap64:
@@ -354,9 +356,7 @@ class RangeBitmapReader:
         bsi = self._slices()
         if last == self.cardinality - 1:
             return bsi.gt(first - 1)
-        out = bsi.gt(first - 1)
-        out -= bsi.gt(last)
-        return out
+        return bsi.between(first, last)
 
     def count_range(self, low: object = None, high: object = None, *, low_inclusive: bool = True,
                     high_inclusive: bool = True) -> int:
@@ -366,10 +366,9 @@ class RangeBitmapReader:
             return 0
         first, last = bounds
         bsi = self._slices()
-        n = bsi.gt_count(first - 1)
-        if last < self.cardinality - 1:
-            n -= bsi.gt_count(last)
-        return n
+        if last == self.cardinality - 1:
+            return bsi.gt_count(first - 1)
+        return bsi.between_count(first, last)
 
 
 def _bytes_of_rep(kt: KeyType, rep: int) -> bytes:
