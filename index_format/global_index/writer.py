@@ -6,7 +6,7 @@ Imports numpy/pyarrow/pyroaring and index_format format modules; never the reade
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,6 +36,21 @@ class WriterInputError(BgixError, ValueError):
 
 
 @dataclass(frozen=True, slots=True)
+class FileRows:
+    """The non-null rows one written file holds, ordered by logical key, then row id.
+
+    rows: index of each row in the writer's input keys; row_ids: its (local) row id; key_starts: the
+    positions in `rows` where a new distinct key begins (key_starts[0] == 0 when there are rows). The
+    file's null rows are not listed (they are in its null bitmap only). Arrays may be views of the
+    writer's sort buffers: treat them as read-only.
+    """
+
+    rows: np.ndarray
+    row_ids: np.ndarray
+    key_starts: np.ndarray
+
+
+@dataclass(frozen=True, slots=True)
 class WrittenFile:
     path: str
     file_size: int
@@ -45,6 +60,8 @@ class WrittenFile:
     last_key: object | None
     has_nulls: bool
     value_count: int
+    # which input rows went into this file: only when asked for (write_index_files(..., keep_rows=True))
+    rows: FileRows | None = field(default=None, compare=False, repr=False)
 
 
 def manifest_meta(kt: KeyType, first_key: object | None, last_key: object | None, has_nulls: bool) -> bytes:
@@ -144,6 +161,13 @@ def _compact(rep: np.ndarray) -> np.ndarray:
     return rep
 
 
+def _key_starts(rep: np.ndarray) -> np.ndarray:
+    """Positions where a new distinct key begins in logically sorted reps (0 first when non-empty)."""
+    if not len(rep):
+        return np.zeros(0, dtype=np.int64)
+    return np.concatenate(([0], np.flatnonzero(rep[1:] != rep[:-1]) + 1)).astype(np.int64, copy=False)
+
+
 def _byte_order(kdata: np.ndarray, koffs: np.ndarray) -> np.ndarray:
     """Permutation putting distinct keys in unsigned lexicographic order of their bytes (spec §2.7)."""
     nk = len(koffs) - 1
@@ -180,8 +204,7 @@ def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarra
     """
     n = len(rows)
     if n:
-        starts = np.flatnonzero(rep[1:] != rep[:-1]) + 1
-        firsts = np.concatenate(([0], starts))
+        firsts = _key_starts(rep)
         bounds = np.concatenate((firsts, [n]))
         kdata, koffs = enc.buffer(rows[firsts])
     else:
@@ -284,12 +307,14 @@ def write_index_bytes(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
 def write_index_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.Array | np.ndarray | Sequence[int],
                       kt: KeyType, options: IndexOptions | Mapping[str, object] | None = None, *,
                       records_per_file: int,
-                      new_path: Callable[[], str], storage: Storage) -> list[WrittenFile]:
+                      new_path: Callable[[], str], storage: Storage,
+                      keep_rows: bool = False) -> list[WrittenFile]:
     """Global sort (nulls first, then key, row id) cut into files of `records_per_file` records (spec §5.2).
 
     `records_per_file` is floor(1.2 × sorted-index.records-per-range); one key may span two files.
     Each file is written with `storage.write_atomic(new_path(), data)`; WrittenFile.path is that path
-    as given. To get bytes without storage, use write_index_bytes.
+    as given. To get bytes without storage, use write_index_bytes. keep_rows: also say which input rows
+    each file holds (WrittenFile.rows, e.g. to write a range sidecar beside it); otherwise rows is None.
     """
     if records_per_file < 1:
         raise WriterInputError("records_per_file must be ≥ 1")
@@ -308,5 +333,8 @@ def write_index_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
                                            block_size, codec, level, key_order=key_order)
         path = new_path()
         storage.write_atomic(path, data)
-        out.append(_written(kt, path, data, end - start, first, last, len(null_part) > 0, count))
+        written = _written(kt, path, data, end - start, first, last, len(null_part) > 0, count)
+        if keep_rows:
+            written = replace(written, rows=FileRows(s.rows[a:b], s.rid[a:b], _key_starts(s.rep[a:b])))
+        out.append(written)
     return out

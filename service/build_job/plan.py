@@ -154,7 +154,8 @@ def next_snapshot(plan: BuildPlan, key_type: str, written: pa.Table, storage: St
         entries.append(IndexFileEntry(
             path=storage.relative(row["path"]), range_start=row["range_start"], range_end=row["range_end"],
             row_count=row["row_count"], file_size=row["file_size"], meta_hex=bytes(row["meta"]).hex(),
-            partition=dict(part_of.get((row["range_start"], row["range_end"]), {}))))
+            partition=dict(part_of.get((row["range_start"], row["range_end"]), {})),
+            sidecar_size=row.get("sidecar_size")))
     entries.sort(key=lambda e: (e.range_start, e.path))
     covered = [list(r) for r in row_ranges.merge([*(base.covered_ranges if base else []),
                                                   *((r.start, r.end) for r in plan.ranges)])]

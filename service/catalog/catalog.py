@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import Any
 
 from index_format.errors import InvalidOptionError, PathNotAllowedError
+from index_format.sidecar import SIDECAR_SUFFIX
 from index_format.storage import Storage, is_absolute_location, is_under
 from service.catalog import layout
 from service.catalog.documents import dumps, files_doc_of, job_of, read_doc, table_of
@@ -318,10 +319,15 @@ class Catalog:
         return self.storage.resolve(layout.job_data_dir(table, column, job_id))
 
     def referenced_files(self, table: str, column: str) -> set[str]:
-        """Resolved paths of index files named by any retained snapshot."""
+        """Resolved paths of index files named by any retained snapshot, and of the range sidecars written
+        beside them (a sidecar is referenced while its index file is, when the entry records one)."""
         out: set[str] = set()
         for sid in self.snapshot_ids(table, column):
-            out.update(self.storage.resolve(f.path) for f in self.get_snapshot(table, column, sid).files)
+            for f in self.get_snapshot(table, column, sid).files:
+                path = self.storage.resolve(f.path)
+                out.add(path)
+                if f.sidecar_size is not None:
+                    out.add(path + SIDECAR_SUFFIX)
         return out
 
     def collect_garbage(self, table: str, column: str, *, keep_job: str | None = None) -> list[str]:

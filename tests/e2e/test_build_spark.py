@@ -15,7 +15,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from index_format.errors import InvalidOptionError
+from index_format.range_bitmap import RangeBitmapReader
+from index_format.sidecar import SIDECAR_SUFFIX
 from index_format.storage import Storage
+from index_format.types import parse_type
 from service.build_job.main import run_job
 from service.build_job.engines import WorkerFailedError
 from service.catalog import Catalog, RowIdError, Table
@@ -67,8 +70,15 @@ def test_build_partitioned_table_answers_exactly(spark: Any, tmp_path: Path, sca
         assert snap.row_count == oracle.num_rows == 3400
         assert assert_index_matches(cat, snap, oracle, column) >= 7
         # ranges never cross a partition boundary and never exceed records-per-range
+        sidecar_rows: set[int] = set()
         for e in snap.files:
             assert e.range_end - e.range_start + 1 <= 1000 and e.partition
+            # the Spark worker wrote a range sidecar beside each index file (issue 11)
+            side = cat.storage.read_bytes(cat.storage.resolve(e.path) + SIDECAR_SUFFIX)
+            assert e.sidecar_size == len(side)
+            sc = RangeBitmapReader(side, parse_type(key_type))
+            sidecar_rows |= {e.range_start + int(i) for i in sc.is_not_null()}
+        assert sidecar_rows == set(pc.filter(oracle.column("_row_id"), pc.is_valid(oracle.column(column))).to_pylist())
         job = cat.get_job(f"job-{column}")
         assert job.state == "succeeded" and job.snapshot_id == snap.id
         assert job.progress["ranges_done"] == job.progress["ranges_total"] >= 4
