@@ -11,7 +11,7 @@ import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
@@ -30,6 +30,9 @@ from service.api.metrics import Metrics
 from service.api.routes import indexes, jobs, ops, query, tables
 from service.api.settings import Settings
 from service.catalog import Catalog
+
+if TYPE_CHECKING:
+    from service.api.worker_group import WorkerGroup
 
 API_VERSION = "1.0.0"
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -70,17 +73,22 @@ class _LatencyMiddleware:
             ).observe(time.perf_counter() - start)
 
 
-def build_services(settings: Settings) -> Services:
-    """Everything an app instance owns, from its settings."""
+def build_services(settings: Settings, worker_group: WorkerGroup | None = None) -> Services:
+    """Everything an app instance owns, from its settings; `worker_group`: one of `bgix serve --workers N`."""
     storage = Storage(settings.warehouse, settings.effective_allowed_roots(), settings.storage_options)
     catalog = Catalog(storage)
     metrics = Metrics()
     limits = PredicateLimits(max_depth=settings.max_predicate_depth, max_in_values=settings.max_in_values,
                              max_literal_bytes=settings.max_literal_bytes)
-    query_service = QueryService(catalog, storage, metrics, cache_bytes=settings.cache_bytes,
-                                 snapshot_ttl=settings.snapshot_ttl_seconds, limits=limits,
-                                 parse_cache_bytes=settings.parse_cache_bytes)
-    runner = JobRunner(catalog, storage, settings, on_finished=query_service.invalidate)
+    qs_args = (catalog, storage, metrics)
+    qs_kwargs: dict[str, Any] = dict(cache_bytes=settings.cache_bytes, snapshot_ttl=settings.snapshot_ttl_seconds,
+                                     limits=limits, parse_cache_bytes=settings.parse_cache_bytes)
+    if worker_group is None:
+        query_service = QueryService(*qs_args, **qs_kwargs)
+    else:
+        from service.api.worker_app import GroupQueryService
+        query_service = GroupQueryService(*qs_args, group=worker_group, **qs_kwargs)
+    runner = JobRunner(catalog, storage, settings, on_finished=query_service.invalidate, group=worker_group)
     metrics.watch_jobs(runner.state_counts)
     return Services(settings=settings, storage=storage, catalog=catalog, query_service=query_service, jobs=runner,
                     metrics=metrics, query_pool=QueryExecutor(settings.query_threads, settings.query_timeout_s))
@@ -100,10 +108,15 @@ def _include_dashboard(app: FastAPI) -> None:
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
-    """A new app; settings are read from the environment (BGIX_*) only when not given."""
+def create_app(settings: Settings | None = None, *, worker_group: WorkerGroup | None = None) -> FastAPI:
+    """A new app; settings are read from the environment (BGIX_*) only when not given.
+
+    `worker_group`: this app is one worker of `bgix serve --workers N` (service.api.worker_group): build
+    jobs run in whichever worker holds the group's job-runner lock, and snapshot views are kept fresh
+    across the workers.
+    """
     settings = settings if settings is not None else Settings()
-    services = build_services(settings)
+    services = build_services(settings, worker_group)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -126,6 +139,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         app.include_router(module.router)
     _include_dashboard(app)
     app.add_middleware(_LatencyMiddleware, metrics=services.metrics)
+    if worker_group is not None:
+        from service.api.worker_app import GroupQueryService, WorkerMiddleware
+        assert isinstance(services.query_service, GroupQueryService)
+        app.add_middleware(WorkerMiddleware, sync=services.query_service.sync_generation)
     app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes)   # added last: outermost
     return app
 

@@ -3,6 +3,14 @@
 The job process (`python -m service.build_job.main --spec SPEC.json`) writes its own progress and final
 state to the catalog; this module only spawns, reaps and marks jobs whose process died. pyspark is never
 imported here (the web process stays Spark-free); service.build_job is not imported either.
+
+With `bgix serve --workers N` (a WorkerGroup, service.api.worker_group) every worker has a JobRunner but
+only the one holding the group's runner lock spawns, tracks, reaps and recovers build processes. Any
+worker validates and records a job under the group's build lock (one build per index across workers);
+a worker that is not the job runner leaves the spec in the group's `pending/` directory, which the job
+runner spawns on its next poll. A cancel on another worker signals a recorded pid at once and leaves a
+request in `cancel/` for the job runner. When the job-runner worker exits or dies the kernel releases
+its lock; another worker's watcher takes the role over and adopts the builds still running (`recover`).
 """
 from __future__ import annotations
 
@@ -18,23 +26,31 @@ import threading
 import time
 import uuid
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from index_format.storage import Storage
 from service.api.errors import UnknownTableColumnError
 from service.api.settings import Settings
 from service.catalog import Catalog
+from service.catalog.errors import JobNotFoundError
 from service.catalog.jobspec import JobSpec, check_partitions_match, resolve_options
 from service.catalog.liveness import job_process_alive, process_alive
 from service.catalog.model import JobRecord, Table, now
 from service.catalog.partitions import check_keys, check_matches, check_readable
 from service.catalog.view_source import load_view_source
 
+if TYPE_CHECKING:
+    from service.api.worker_group import WorkerGroup
+
 log = logging.getLogger("bgix.jobs")
 _LOG_TAIL = 2000
 _EXIT_GRACE = 10.0  # seconds close() waits for finished jobs' processes to exit
+# Worker groups: a queued record without a pid may belong to a build the previous job runner just spawned
+# (its process has not recorded itself yet); a new job runner waits this long before calling it gone.
+_ADOPT_GRACE = 30.0
 
 
 @dataclass
@@ -53,7 +69,7 @@ class JobRunner:
     """Spawns build processes and reaps them with one watcher thread."""
 
     def __init__(self, catalog: Catalog, storage: Storage, settings: Settings,
-                 on_finished: Callable[[str], None]) -> None:
+                 on_finished: Callable[[str], None], group: WorkerGroup | None = None) -> None:
         self.catalog = catalog
         self.storage = storage
         self.settings = settings
@@ -62,13 +78,35 @@ class JobRunner:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
-        self._spec_dir = Path(tempfile.mkdtemp(prefix="bgix-jobs-"))
+        self._group = group
+        self._deferred: dict[str, float] = {}   # job id -> when a pid-less queued record counts as gone
+        self._spec_dir = group.spec_dir if group is not None else Path(tempfile.mkdtemp(prefix="bgix-jobs-"))
+
+    @property
+    def is_runner(self) -> bool:
+        """This process spawns and tracks build processes (always, outside a worker group)."""
+        return self._group is None or self._group.is_runner
 
     # ---- lifecycle --------------------------------------------------------------------------
     def start_watcher(self) -> None:
-        self.recover()
+        if self._group is None:
+            self.recover()
+        else:
+            self._claim_runner()
         self._thread = threading.Thread(target=self._watch, name="bgix-job-watcher", daemon=True)
         self._thread.start()
+
+    def _claim_runner(self) -> None:
+        """Worker groups: take the job-runner role when no live worker holds it, then adopt its builds."""
+        assert self._group is not None
+        if self._group.is_runner or not self._group.try_acquire_runner():
+            return
+        log.info("worker %s runs the build jobs", os.getpid())
+        try:
+            self.recover()
+        except BaseException:
+            self._group.release_runner()   # e.g. the catalog is briefly unreadable: a later poll tries again
+            raise
 
     def close(self, *, kill: bool = False) -> None:
         """Stop watching; with kill=True also terminate running job processes (tests)."""
@@ -78,6 +116,8 @@ class JobRunner:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
+        if not self.is_runner:
+            return   # a worker that never ran jobs: nothing to reap, the group's files are not its own
         # Jobs whose record is final are only exiting: wait for them (bounded) so none is left a zombie.
         # Builds still running keep running detached (own session) and are adopted on the next start.
         deadline = time.monotonic() + _EXIT_GRACE
@@ -89,6 +129,14 @@ class JobRunner:
             except subprocess.TimeoutExpired:
                 log.warning("job %s process %s did not exit after its record was final", t.job_id, t.pid)
         self._reap_all()
+        if self._group is not None:
+            for t in list(self._tracked.values()):   # final records whose process was not seen to end
+                if not self._job_active(t.job_id):
+                    self._remove_files(t.job_id)
+            # Another worker still serving takes the role over and adopts the builds still running;
+            # `bgix serve` removes the group directory (with the spec files) when the last worker is gone.
+            self._group.release_runner()
+            return
         # Spec files may hold storage credentials: remove them unless a detached build still runs from them.
         if not any(self._job_active(t.job_id) for t in self._tracked.values()):
             shutil.rmtree(self._spec_dir, ignore_errors=True)
@@ -100,16 +148,53 @@ class JobRunner:
             return True
 
     def recover(self) -> None:
-        """After a restart: queued/running records whose process is gone become failed (not lost)."""
+        """After a restart: queued/running records whose process is gone become failed (not lost).
+
+        In a worker group this runs when a worker becomes the job runner: jobs still pending in the group
+        are left to be spawned, and pid-less queued records of the last few seconds get a grace period
+        (their process may not have recorded itself yet).
+        """
         for job in self.catalog.list_jobs():
             if not job.active:
                 continue
             if job.pid is not None and job_process_alive(job):
-                with self._lock:
-                    self._tracked[job.id] = _Tracked(job.id, job.table, job.column, None, job.pid, None,
-                                                     pid_start=job.pid_start)
+                self._adopt(job)
                 continue
+            if self._group is not None and job.pid is None:
+                if (self._group.pending_dir / f"{job.id}.json").exists():
+                    continue
+                if job.state == "queued" and time.time() - job.created_at < _ADOPT_GRACE:
+                    self._deferred[job.id] = time.monotonic() + _ADOPT_GRACE
+                    continue
             self._mark_failed(job.id, "build process is gone (service restarted while the job ran)")
+
+    def _adopt(self, job: JobRecord) -> None:
+        log_path = self._spec_dir / f"{job.id}.log" if self._group is not None else None
+        with self._lock:
+            if job.id not in self._tracked:
+                self._tracked[job.id] = _Tracked(job.id, job.table, job.column, None, job.pid or 0,
+                                                 log_path if log_path is not None and log_path.exists() else None,
+                                                 pid_start=job.pid_start)
+
+    def _recheck_deferred(self) -> None:
+        """Pid-less records left alone at take-over: adopt them once their process recorded itself."""
+        for job_id, deadline in list(self._deferred.items()):
+            try:
+                job = self.catalog.get_job(job_id)
+            except JobNotFoundError:
+                self._deferred.pop(job_id, None)
+                continue
+            if job.active and job.pid is not None and job_process_alive(job):
+                self._deferred.pop(job_id, None)
+                self._adopt(job)   # reaped and cleaned up like any build from now on
+                continue
+            if job.active and job.pid is None and time.monotonic() <= deadline:
+                continue
+            self._deferred.pop(job_id, None)
+            if job.active:
+                self._mark_failed(job_id, "build process is gone (its job runner exited while it started)")
+            self._remove_files(job_id)   # ended unseen: nobody else removes its spec
+            self._on_finished(job.table)
 
     # ---- API operations ---------------------------------------------------------------------
     def start(self, table: str, column: str, index_type: str, partitions: Any, options: Any) -> JobRecord:
@@ -145,17 +230,22 @@ class JobRunner:
             # Incremental builds keep the index's options; differing ones need rebuild (jobspec.resolve_options).
             previous = self.catalog.current_snapshot(table, column)
             spec = replace(spec, options=resolve_options(options, previous.options if previous else None, column))
-        with self._lock:  # one check-then-record at a time, so two requests cannot both pass
+        # One check-then-record at a time (across the workers of a group too), so two requests cannot both pass.
+        with self._lock, self._build_lock():
             self.catalog.check_no_active_build(table, column)
             self.catalog.put_job(JobRecord(id=spec.job_id, table=table, column=column, spec=spec.public_dict()))
             try:
-                tracked = self._spawn(spec)
+                if self.is_runner:
+                    self._tracked[spec.job_id] = self._spawn(spec)
+                else:
+                    self._enqueue(spec)
             except BaseException as exc:
                 # A queued record without a process would block this index with 409 until a restart.
                 self._mark_failed(spec.job_id, f"could not start the build process: {type(exc).__name__}: {exc}")
                 (self._spec_dir / f"{spec.job_id}.json").unlink(missing_ok=True)
+                if self._group is not None:
+                    (self._group.pending_dir / f"{spec.job_id}.json").unlink(missing_ok=True)
                 raise
-            self._tracked[spec.job_id] = tracked
         # The job process records its own pid and state when it starts (service.build_job.main);
         # writing the pid here too would race with that read-modify-write.
         return self.catalog.get_job(spec.job_id)
@@ -183,11 +273,16 @@ class JobRunner:
                 tracked.cancelled = True
         if tracked is not None:
             self._signal(tracked, signal.SIGTERM)
-        elif job.pid is not None and job_process_alive(job):
-            try:
-                os.killpg(job.pid, signal.SIGTERM)
-            except OSError:
-                pass
+        else:
+            if job.pid is not None and job_process_alive(job):
+                try:
+                    os.killpg(job.pid, signal.SIGTERM)
+                except OSError:
+                    pass
+            elif self._group is not None:
+                # Worker groups: the job runner drops the pending spec, or signals the process it spawned
+                # (which has not recorded its pid yet, and would overwrite "cancelled" with "running").
+                (self._group.cancel_dir / job_id).touch()
         return self.catalog.update_job(job_id, state="cancelled", error="cancelled by request",
                                        finished_at=now())
 
@@ -198,11 +293,60 @@ class JobRunner:
         return counts
 
     # ---- internals --------------------------------------------------------------------------
+    def _build_lock(self) -> Any:
+        return self._group.build_lock() if self._group is not None else nullcontext()
+
+    def _enqueue(self, spec: JobSpec) -> None:
+        """Worker groups, not the job runner: leave the spec for the job runner to spawn."""
+        assert self._group is not None
+        final = self._group.pending_dir / f"{spec.job_id}.json"
+        tmp = final.with_suffix(".tmp")
+        _write_private(tmp, json.dumps(spec.to_dict()))
+        os.replace(tmp, final)   # whole or not at all: the job runner only reads *.json
+
     def _spawn(self, spec: JobSpec) -> _Tracked:
-        job_id, table, column = spec.job_id, spec.table, spec.index_column
-        spec_path = self._spec_dir / f"{job_id}.json"
-        spec_path.write_text(json.dumps(spec.to_dict()))
-        os.chmod(spec_path, 0o600)  # may hold storage credentials
+        spec_path = self._spec_dir / f"{spec.job_id}.json"
+        _write_private(spec_path, json.dumps(spec.to_dict()))   # may hold storage credentials
+        return self._popen(spec.job_id, spec.table, spec.index_column, spec_path)
+
+    def _spawn_pending(self) -> None:
+        """The job runner of a group: spawn the jobs other workers recorded (unless cancelled meanwhile)."""
+        assert self._group is not None
+        for path in sorted(self._group.pending_dir.glob("*.json")):
+            job_id = path.stem
+            try:
+                job = self.catalog.get_job(job_id)
+            except JobNotFoundError:
+                path.unlink(missing_ok=True)
+                continue
+            if job.state != "queued" or job.pid is not None:
+                path.unlink(missing_ok=True)
+                continue
+            spec_path = self._spec_dir / path.name
+            os.replace(path, spec_path)
+            with self._lock:
+                try:
+                    self._tracked[job_id] = self._popen(job_id, job.table, job.column, spec_path)
+                except Exception as exc:
+                    self._mark_failed(job_id, f"could not start the build process: {type(exc).__name__}: {exc}")
+                    spec_path.unlink(missing_ok=True)
+
+    def _handle_cancels(self) -> None:
+        """The job runner of a group: cancel requests that landed on other workers."""
+        assert self._group is not None
+        for marker in list(self._group.cancel_dir.iterdir()):
+            job_id = marker.name
+            (self._group.pending_dir / f"{job_id}.json").unlink(missing_ok=True)
+            with self._lock:
+                tracked = self._tracked.get(job_id)
+                first = tracked is not None and not tracked.cancelled
+                if tracked is not None:
+                    tracked.cancelled = True
+            if tracked is not None and first:
+                self._signal(tracked, signal.SIGTERM)
+            marker.unlink(missing_ok=True)
+
+    def _popen(self, job_id: str, table: str, column: str, spec_path: Path) -> _Tracked:
         log_path = self._spec_dir / f"{job_id}.log"
         env = dict(os.environ)
         env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -226,6 +370,14 @@ class JobRunner:
     def _watch(self) -> None:
         while not self._stop.wait(self.settings.job_poll_seconds):
             try:
+                if self._group is not None:
+                    self._claim_runner()
+                    if not self._group.is_runner:
+                        continue
+                    self._handle_cancels()
+                    self._spawn_pending()
+                    if self._deferred:
+                        self._recheck_deferred()
                 self._reap_all()
             except Exception:  # the watcher must survive a briefly unreadable catalog
                 log.exception("job watcher iteration failed")
@@ -263,6 +415,10 @@ class JobRunner:
             t.log_path.unlink(missing_ok=True)
         self._on_finished(t.table)
 
+    def _remove_files(self, job_id: str) -> None:
+        (self._spec_dir / f"{job_id}.json").unlink(missing_ok=True)
+        (self._spec_dir / f"{job_id}.log").unlink(missing_ok=True)
+
     def _mark_failed(self, job_id: str, error: str) -> None:
         self.catalog.update_job(job_id, state="failed", error=error, finished_at=now())
 
@@ -272,3 +428,10 @@ class JobRunner:
             return ""
         data = t.log_path.read_bytes()[-_LOG_TAIL:].decode("utf-8", "replace").strip()
         return f"; output tail: {data}" if data else ""
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (spec files may hold storage credentials)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)

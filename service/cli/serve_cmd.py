@@ -1,15 +1,47 @@
 """`bgix serve`: run the HTTP service with uvicorn; configuration comes from BGIX_* environment variables.
 
-Imports uvicorn and the app factory only when run; never pyspark.
+`--workers N` (default: the machine's cores) runs N uvicorn worker processes on one socket; they share a
+private group directory (service.api.worker_group) through which exactly one of them runs the build jobs.
+`--workers 1` is the single process of before (no group). Imports uvicorn and the app factory only when
+run; never pyspark.
 """
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import socket
+
+log = logging.getLogger("bgix.serve")
+
+
+def _workers(value: str) -> int:
+    n = int(value)
+    if n < 1:
+        raise argparse.ArgumentTypeError("--workers must be at least 1")
+    return n
+
+
+def _tcp_socket(sock: socket.socket) -> socket.socket:
+    """The listening socket with its protocol set to TCP, so asyncio turns Nagle off on accepted connections.
+
+    uvicorn binds the socket its workers share as `socket.socket(family)` (protocol 0); asyncio sets
+    TCP_NODELAY only on sockets whose protocol is IPPROTO_TCP, and without it every POST answer waited
+    ~40 ms for a delayed ACK (measured: 50 ms per count query instead of 5 ms).
+    """
+    if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.proto == socket.IPPROTO_TCP:
+        return sock
+    tcp = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
+    tcp.set_inheritable(True)
+    return tcp
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="bind address (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8000, help="TCP port (default 8000)")
+    parser.add_argument("--workers", type=_workers, default=os.cpu_count() or 1,
+                        help="worker processes answering requests on the same port (default: the machine's "
+                             "cores; 1 runs a single process)")
     parser.add_argument("--log-level", default="info",
                         choices=["critical", "error", "warning", "info", "debug"])
     parser.add_argument("--no-access-log", action="store_true", help="disable per-request access logs")
@@ -18,9 +50,35 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from service.api.app import create_app
+    from service.api.settings import Settings
 
-    app = create_app()  # Settings() reads BGIX_* once, here
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                access_log=not args.no_access_log)
+    if args.workers == 1:
+        from service.api.app import create_app
+
+        app = create_app()  # Settings() reads BGIX_* once, here
+        uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
+                    access_log=not args.no_access_log)
+        return 0
+
+    from uvicorn.supervisors import Multiprocess
+
+    from service.api.worker_group import ENV_VAR, WorkerGroup
+
+    Settings()  # fail here on a bad BGIX_* value, not in every worker (each worker reads them again)
+    group = WorkerGroup.create()
+    os.environ[ENV_VAR] = str(group.path)  # the workers (spawned processes) inherit it
+    try:
+        # uvicorn.run(..., workers=N) without its listening socket: see _tcp_socket.
+        config = uvicorn.Config("service.api.worker_app:create_worker_app", factory=True, workers=args.workers,
+                                host=args.host, port=args.port, log_level=args.log_level,
+                                access_log=not args.no_access_log)
+        sock = _tcp_socket(config.bind_socket())
+        try:
+            Multiprocess(config, sockets=[sock]).run()
+        except KeyboardInterrupt:
+            pass
+    finally:
+        os.environ.pop(ENV_VAR, None)
+        if not group.remove():
+            log.warning("kept %s: a build still runs from a spec file in it", group.path)
     return 0
