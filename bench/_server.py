@@ -29,16 +29,18 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(env: Mapping[str, str], log: Path, *, pythonpath: str | None = None
+def start_server(env: Mapping[str, str], log: Path, *, pythonpath: str | None = None, workers: int = 1
                  ) -> tuple[subprocess.Popen[bytes], str]:
     """Start `bgix serve` with `env` over this process's environment, output to `log`; (process, base URL).
 
-    `pythonpath`: serve from that source tree (e.g. a checkout of another commit) instead of the installed
-    `bgix`; its modules shadow the editable install. Exits (SystemExit) when the server dies or is not ready
+    `workers`: `bgix serve --workers` (1 by default: the benchmarks measure one process's latency, CPU and
+    memory; bench_workers.py compares several). `pythonpath`: serve from that source tree (e.g. a checkout of
+    another commit) instead of the installed `bgix`; its modules shadow the editable install. Exits (SystemExit) when the server dies or is not ready
     within 60 s.
     """
     port = free_port()
-    args = ["serve", "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning"]
+    args = ["serve", "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning",
+            "--workers", str(workers)]
     cmd, full_env = [str(BGIX), *args], {**os.environ, **env}
     if pythonpath:
         full_env["PYTHONPATH"] = pythonpath

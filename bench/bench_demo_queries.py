@@ -81,7 +81,7 @@ def main() -> int:
         table = ds.dataset(str(data), format="parquet").to_table()
         masks = pyarrow_masks(table)
         proc, url = start_server({"BGIX_WAREHOUSE": str(root / "warehouse"), "BGIX_ALLOWED_ROOTS": str(root / "data"),
-                                  "BGIX_BUILD_ENGINE": "local", "BGIX_WORKERS": "1"}, root / "serve.log")
+                                  "BGIX_BUILD_ENGINE": "local"}, root / "serve.log")
         with httpx.Client(base_url=url, timeout=600) as client:
             client.put("/v1/tables/events", json={"location": str(data)}).raise_for_status()
             t0 = time.perf_counter()

@@ -175,8 +175,8 @@ def main() -> int:
         print(f"building {args.rows:,} rows, distinct {distincts} under {root}", flush=True)
         arrays, dictionaries, build_rows = build(root, args.rows, distincts, seed=3)
         proc, url = start_server({"BGIX_WAREHOUSE": str(root / "warehouse"),
-                                  "BGIX_ALLOWED_ROOTS": str(root / "data"), "BGIX_CACHE_BYTES": str(1 << 30),
-                                  "BGIX_WORKERS": "1"}, root / "serve.log")
+                                  "BGIX_ALLOWED_ROOTS": str(root / "data"), "BGIX_CACHE_BYTES": str(1 << 30)},
+                                 root / "serve.log")
         for (column, keys), values in zip(arrays.items(), dictionaries):
             lines.append(f"\n### `{column}`: {args.rows:,} rows, {len(values):,} distinct string keys\n")
             lines.append("| shape | where | count | p50 | p99 | server CPU / query | target |")

@@ -47,11 +47,16 @@ def open_catalog(spec: JobSpec) -> Catalog:
     return Catalog(Storage(spec.warehouse, spec.allowed_roots, spec.storage_options))
 
 
-def _start_record(catalog: Catalog, spec: JobSpec) -> JobRecord:
+def _start_record(catalog: Catalog, spec: JobSpec) -> JobRecord | None:
+    """The job's record, now running in this process; None when it ended before the process started (a
+    cancel that came first): the record is left as it is and nothing is built."""
     try:
         job = catalog.get_job(spec.job_id)
     except JobNotFoundError:
         job = JobRecord(id=spec.job_id, table=spec.table, column=spec.index_column, spec=spec.public_dict())
+    if not job.active:
+        log.info("job %s is %s already: not starting", spec.job_id, job.state)
+        return None
     pid = os.getpid()
     return catalog.put_job(job.with_(state="running", started_at=now(), pid=pid, pid_start=process_start(pid),
                                      error=None))
@@ -70,7 +75,8 @@ def run_job(spec: JobSpec | Mapping[str, Any],
     if not isinstance(spec, JobSpec):
         spec = parse_spec(spec)
     catalog = open_catalog(spec)
-    _start_record(catalog, spec)
+    if _start_record(catalog, spec) is None:
+        return None
     try:
         snap = _build(catalog, spec, spark)
     except BaseException as exc:

@@ -11,16 +11,20 @@ from pathlib import Path
 from service.catalog.model import JobRecord
 
 
-def process_start(pid: int) -> int | None:
-    """The start time of process `pid` in clock ticks since boot (Linux /proc), or None where unknown."""
+def _stat_fields(pid: int) -> list[bytes] | None:
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()  # process metadata, not warehouse data
     except OSError:
         return None
     # Field 2 (the command name) may hold spaces and parentheses: count fields after its closing ')'.
-    fields = stat[stat.rfind(b")") + 2:].split()
+    return stat[stat.rfind(b")") + 2:].split()
+
+
+def process_start(pid: int) -> int | None:
+    """The start time of process `pid` in clock ticks since boot (Linux /proc), or None where unknown."""
+    fields = _stat_fields(pid)
     try:
-        return int(fields[19])  # field 22 of proc(5): starttime
+        return int(fields[19]) if fields is not None else None  # field 22 of proc(5): starttime
     except (IndexError, ValueError):
         return None
 
@@ -36,6 +40,9 @@ def process_alive(pid: int, started: int | None = None) -> bool:
         return False
     except PermissionError:
         pass  # it exists but belongs to another user: the start time still tells whether it is ours
+    fields = _stat_fields(pid)
+    if fields and fields[0] in (b"Z", b"X"):
+        return False  # exited, not yet reaped by its parent (an adopted build's parent is init)
     if started is None:
         return True
     now = process_start(pid)

@@ -29,6 +29,7 @@ from index_format.types import parse_type
 from service.build_job.main import run_job
 from service.build_job.worker import RESULT_SCHEMA, InjectedFailure, WorkerContext, build_batches
 from service.catalog import Catalog, Table
+from service.catalog.model import JobRecord
 from tests.factories import append_file, assert_index_matches, make_parquet_table, oracle_table
 
 R = {"sorted-index.records-per-range": "1000"}
@@ -319,3 +320,16 @@ def test_a_sidecar_that_cannot_be_built_does_not_fail_the_build(tmp_path: Path,
     assert snap.files and all(e.sidecar_size is None for e in snap.files)
     assert not _sidecar_files(cat, "s")
     assert_index_matches(cat, snap, oracle_table(gen.files, ["s"]), "s")
+
+
+def test_a_job_cancelled_before_its_process_starts_builds_nothing(tmp_path: Path) -> None:
+    """With several workers a cancel can reach the record before the build process starts: the process
+    must leave the record cancelled and write nothing (issue 11, workers)."""
+    gen = make_parquet_table(tmp_path, rows_per_file=(300,))
+    cat, wh = _catalog(tmp_path)
+    cat.put_table(Table("t", str(gen.location)))
+    cat.put_job(JobRecord(id="jc", table="t", column="s", state="cancelled"))
+    assert run_job(_spec(wh, "jc", "s")) is None
+    assert cat.get_job("jc").state == "cancelled"
+    assert cat.current_snapshot("t", "s") is None
+    assert not cat.storage.list(cat.index_dir("t", "s"), recursive=True)

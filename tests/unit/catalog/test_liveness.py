@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -30,3 +31,17 @@ def test_a_reused_pid_is_not_the_job() -> None:
     assert not process_alive(me, started + 1)
     assert not job_process_alive(JobRecord(id="j", table="t", column="c", state="running", pid=me,
                                            pid_start=started - 1))
+
+
+def test_an_exited_but_unreaped_process_is_not_alive() -> None:
+    """A zombie (exited, parent not waiting yet) must not keep a build looking alive."""
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    started = process_start(child.pid)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        with open(f"/proc/{child.pid}/stat", "rb") as fh:
+            if fh.read().rsplit(b")", 1)[1].split()[0] == b"Z":
+                break
+    assert not process_alive(child.pid)
+    assert not process_alive(child.pid, started)
+    child.wait(timeout=30)
