@@ -1,7 +1,8 @@
 """`bgix serve`: run the HTTP service with uvicorn; configuration comes from BGIX_* environment variables.
 
-`--workers N` (default: the machine's cores) runs N uvicorn worker processes on one socket; they share a
-private group directory (service.api.worker_group) through which exactly one of them runs the build jobs.
+`--workers N` (default: the machine's cores) runs N uvicorn worker processes on one port, each on its own
+SO_REUSEPORT socket (service.cli.serve_workers); they share a private group directory
+(service.api.worker_group) through which exactly one of them runs the build jobs.
 `--workers 1` is the single process of before (no group). Imports uvicorn and the app factory only when
 run; never pyspark.
 """
@@ -10,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import socket
 
 log = logging.getLogger("bgix.serve")
 
@@ -20,20 +20,6 @@ def _workers(value: str) -> int:
     if n < 1:
         raise argparse.ArgumentTypeError("--workers must be at least 1")
     return n
-
-
-def _tcp_socket(sock: socket.socket) -> socket.socket:
-    """The listening socket with its protocol set to TCP, so asyncio turns Nagle off on accepted connections.
-
-    uvicorn binds the socket its workers share as `socket.socket(family)` (protocol 0); asyncio sets
-    TCP_NODELAY only on sockets whose protocol is IPPROTO_TCP, and without it every POST answer waited
-    ~40 ms for a delayed ACK (measured: 50 ms per count query instead of 5 ms).
-    """
-    if sock.family not in (socket.AF_INET, socket.AF_INET6) or sock.proto == socket.IPPROTO_TCP:
-        return sock
-    tcp = socket.socket(sock.family, sock.type, socket.IPPROTO_TCP, fileno=sock.detach())
-    tcp.set_inheritable(True)
-    return tcp
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -60,23 +46,15 @@ def run(args: argparse.Namespace) -> int:
                     access_log=not args.no_access_log)
         return 0
 
-    from uvicorn.supervisors import Multiprocess
-
     from service.api.worker_group import ENV_VAR, WorkerGroup
+    from service.cli.serve_workers import supervise
 
     Settings()  # fail here on a bad BGIX_* value, not in every worker (each worker reads them again)
     group = WorkerGroup.create()
     os.environ[ENV_VAR] = str(group.path)  # the workers (spawned processes) inherit it
     try:
-        # uvicorn.run(..., workers=N) without its listening socket: see _tcp_socket.
-        config = uvicorn.Config("service.api.worker_app:create_worker_app", factory=True, workers=args.workers,
-                                host=args.host, port=args.port, log_level=args.log_level,
-                                access_log=not args.no_access_log)
-        sock = _tcp_socket(config.bind_socket())
-        try:
-            Multiprocess(config, sockets=[sock]).run()
-        except KeyboardInterrupt:
-            pass
+        supervise(args.host, args.port, args.workers,
+                  {"log_level": args.log_level, "access_log": not args.no_access_log})
     finally:
         os.environ.pop(ENV_VAR, None)
         if not group.remove():

@@ -17,6 +17,7 @@ import signal
 import subprocess
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -308,38 +309,58 @@ def test_one_worker_is_the_single_process_of_before(tmp_path: Path) -> None:
         assert _children(proc.pid) == set()   # no worker processes: the process answers itself
 
 
-def test_the_shared_listening_socket_gives_connections_without_nagle() -> None:
-    """uvicorn binds the workers' socket with protocol 0, on which asyncio leaves Nagle on (every POST
-    answer then waited ~40 ms for a delayed ACK); `bgix serve` hands the workers a TCP-protocol socket."""
+def test_each_worker_listens_on_its_own_tcp_socket_without_nagle() -> None:
+    """`bgix serve --workers N` gives every worker its own SO_REUSEPORT socket on one port (the kernel spreads
+    connections over them) of protocol TCP, on which asyncio turns Nagle off (on a protocol-0 socket every
+    POST answer waited ~40 ms for a delayed ACK)."""
     import asyncio
     import socket
 
-    import uvicorn
+    from service.cli.serve_workers import listening_sockets
 
-    from service.cli.serve_cmd import _tcp_socket
+    socks = listening_sockets("127.0.0.1", 0, 3)
+    try:
+        ports = {s.getsockname()[1] for s in socks}
+        assert len(ports) == 1 and all(s.proto == socket.IPPROTO_TCP and s.get_inheritable() for s in socks)
+        assert all(s.getsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT) for s in socks)
+        sock = socks[0]
 
-    config = uvicorn.Config("service.api.worker_app:create_worker_app", factory=True, workers=2,
-                            host="127.0.0.1", port=0, log_level="warning")
-    sock = _tcp_socket(config.bind_socket())
-    assert sock.proto == socket.IPPROTO_TCP and sock.get_inheritable()
+        async def accepted_nodelay() -> int:
+            seen: list[int] = []
 
-    async def accepted_nodelay() -> int:
-        seen: list[int] = []
+            class Probe(asyncio.Protocol):
+                def connection_made(self, transport: asyncio.BaseTransport) -> None:
+                    s = transport.get_extra_info("socket")
+                    seen.append(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
+                    transport.close()
 
-        class Probe(asyncio.Protocol):
-            def connection_made(self, transport: asyncio.BaseTransport) -> None:
-                s = transport.get_extra_info("socket")
-                seen.append(s.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY))
-                transport.close()
-
-        server = await asyncio.get_running_loop().create_server(Probe, sock=sock)
-        async with server:
-            _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
-            for _ in range(100):
-                if seen:
+            servers = [await asyncio.get_running_loop().create_server(Probe, sock=s) for s in socks]
+            for _ in range(6):
+                _, writer = await asyncio.open_connection(*sock.getsockname()[:2])
+                writer.close()
+            for _ in range(200):
+                if len(seen) >= 6:
                     break
                 await asyncio.sleep(0.01)
-            writer.close()
-        return seen[0]
+            for server in servers:
+                server.close()
+            return min(seen)
 
-    assert asyncio.run(accepted_nodelay()) != 0
+        assert asyncio.run(accepted_nodelay()) != 0
+    finally:
+        for s in socks:
+            s.close()
+
+
+def test_connections_spread_over_the_workers(tmp_path: Path) -> None:
+    """Keep-alive clients connecting at once are served by every worker, not all by the first to wake."""
+    write_table(tmp_path / "data" / "t", _frame(100), 1)
+    env = {"BGIX_WAREHOUSE": str(tmp_path / "warehouse"), "BGIX_ALLOWED_ROOTS": str(tmp_path)}
+    with bgix_process(env, tmp_path / "serve.log", workers=2) as (url, _proc):
+        clients = [httpx.Client(base_url=url, timeout=30) for _ in range(24)]
+        try:
+            seen = Counter(c.get("/healthz").headers[HEADER] for c in clients)
+        finally:
+            for c in clients:
+                c.close()
+    assert len(seen) == 2 and min(seen.values()) >= 3, seen
