@@ -98,6 +98,16 @@ class IntervalSet:
     def union(self, other: IntervalSet) -> IntervalSet:
         return IntervalSet(self.kt, _normalize([*self._spans, *other._spans]))
 
+    @classmethod
+    def union_all(cls, kt: KeyType, sets: Sequence[IntervalSet]) -> IntervalSet:
+        """One sort for any number of sets (an OR of 20,000 equalities is not 20,000 unions)."""
+        return cls(kt, _normalize([span for s in sets for span in s._spans]))
+
+    @classmethod
+    def intersect_all(cls, kt: KeyType, sets: Sequence[IntervalSet]) -> IntervalSet:
+        """The keys in every set: the complement of the union of the complements (one sort)."""
+        return cls.union_all(kt, [s.complement() for s in sets]).complement()
+
     def complement(self) -> IntervalSet:
         out: list[tuple[_Marker, _Marker]] = []
         start: _Marker = _NEG_INF

@@ -82,9 +82,9 @@ def _fold(kind: type[And] | type[Or], children: list[Node]) -> Node:
         sets = [(i, s) for i, s in sets if s is not None]
         if len(sets) < 2:
             continue
-        keys = sets[0][1]
-        for _, s in sets[1:]:
-            keys = keys.intersect(s) if kind is And else keys.union(s)
+        kt = sets[0][1].kt
+        combine = IntervalSet.intersect_all if kind is And else IntervalSet.union_all
+        keys = combine(kt, [s for _, s in sets])
         out[sets[0][0]] = leaf_of(flat[sets[0][0]], keys)  # type: ignore[arg-type]
         for i, _ in sets[1:]:
             out[i] = None

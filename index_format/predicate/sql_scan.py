@@ -71,7 +71,7 @@ class TokenScan:
         self.limits = limits
         self.depth = 0
         self.in_lists: dict[str, tuple[object, ...]] = {}
-        self.nonce = secrets.token_hex(8)
+        self._nonce: str | None = None   # drawn only when an IN list is replaced (os.urandom is a syscall)
 
     def run(self, toks: list[Token]) -> list[Token]:
         limits = self.limits
@@ -189,7 +189,9 @@ class TokenScan:
         if len(values) < _FAST_IN_MIN:
             return None
         close = j + 1
-        key = f"\x00bgix-in:{self.nonce}:{len(self.in_lists)}"
+        if self._nonce is None:
+            self._nonce = secrets.token_hex(8)
+        key = f"\x00bgix-in:{self._nonce}:{len(self.in_lists)}"
         self.in_lists[key] = tuple(values)
         first, last = toks[i], toks[close]
 

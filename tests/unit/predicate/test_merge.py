@@ -134,3 +134,23 @@ def test_merged_trees_give_the_same_rows_as_the_comparisons() -> None:
         combine = all if kind == "AND" else any
         expected = {v for v in UNIVERSE if combine(_sql3(v, p) for p in parts_py)}
         assert _members(s) == expected, (parts_sql, leaf)
+
+
+def test_intersect_all_and_union_all_match_pairwise() -> None:
+    rng = random.Random(23)
+    for _ in range(200):
+        parts = [IntervalSet.of(INT, [iv for iv, _ in (_random_interval(rng) for _ in range(rng.randint(0, 3)))])
+                 for _ in range(rng.randint(1, 5))]
+        u, i = parts[0], parts[0]
+        for p in parts[1:]:
+            u, i = u.union(p), i.intersect(p)
+        assert IntervalSet.union_all(INT, parts) == u
+        assert IntervalSet.intersect_all(INT, parts) == i
+
+
+def test_long_chains_on_one_column_merge_in_one_pass() -> None:
+    # merged with one sort per chain (merging pairwise was quadratic: minutes for these)
+    leaf = _merged(" OR ".join(f"a = {i}" for i in range(20000)))
+    assert isinstance(leaf, BoundLeaf) and leaf.op == "in" and len(leaf.values) == 20000
+    leaf = _merged(" AND ".join(f"a <> {i}" for i in range(20000)))
+    assert isinstance(leaf, BoundLeaf) and leaf.op == "not_in" and len(leaf.values) == 20000

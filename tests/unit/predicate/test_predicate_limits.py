@@ -387,6 +387,35 @@ def test_text_chain_fast_path_matches_the_token_path(monkeypatch: pytest.MonkeyP
     assert sum(used) >= 15 and not all(used)
 
 
+def test_short_texts_take_the_text_chain_with_the_same_trees(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Point and range queries of the hot path (a few terms) skip sqlglot: same tree or same error."""
+    rng = random.Random(17)
+    texts = [_random_chain(rng, rng.randrange(1, 8), avoid=(".5",)) for _ in range(300)]
+    texts += ["k = 42", "k >= 'a' AND k < 'b'", "NOT k = -3", "k <> 1.5e3", "k = NULL", "k = TRUE", "k = 'it''s'",
+              "k = 1::int", "k = 1 OR", "order = 1", "k IN (1, 2, 3)", "k NOT IN ('a', NULL)", "k = 1e400",
+              "k BETWEEN 1 AND 2", "k = 0.1 AND j > -0.0"]
+    used = []
+    original = sql_module.text_chain
+
+    def spy(*args: object) -> object:
+        result = original(*args)  # type: ignore[arg-type]
+        used.append(result is not None)
+        return result
+
+    def outcome(t: str) -> str:
+        try:
+            return repr(parse_where(t))
+        except ParseError as e:
+            return f"error {e.position}"
+
+    monkeypatch.setattr(sql_module, "text_chain", spy)
+    fast = [outcome(t) for t in texts]
+    monkeypatch.setattr(sql_module, "TEXT_CHAIN_MIN", 10**9)
+    for t, f in zip(texts, fast, strict=True):
+        assert f == outcome(t), t
+    assert sum(used) >= 200 and not all(used)
+
+
 def test_text_chain_applies_the_literal_limits() -> None:
     chain = " OR ".join(f"a = {i}" for i in range(1000))
     with pytest.raises(ParseError, match="41 digits"):
