@@ -39,8 +39,9 @@ def start_server(env: Mapping[str, str], log: Path, *, pythonpath: str | None = 
     within 60 s.
     """
     port = free_port()
-    args = ["serve", "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning",
-            "--workers", str(workers)]
+    args = ["serve", "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning"]
+    if pythonpath is None or workers != 1:   # source trees from before --workers serve one process anyway
+        args += ["--workers", str(workers)]
     cmd, full_env = [str(BGIX), *args], {**os.environ, **env}
     if pythonpath:
         full_env["PYTHONPATH"] = pythonpath

@@ -129,13 +129,13 @@ class QueryService:
         self.storage = storage
         self.metrics = metrics
         self.snapshot_ttl = snapshot_ttl
-        # The cache budget: a quarter for open readers, an eighth for decoded dictionary blocks, three
-        # eighths for decoded bitmaps (a warm query then does no I/O and no decoding for the bitmaps it has
-        # seen), a quarter for range sidecars.
-        self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 4, _reader_cost, metrics.record_cache)
-        self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 8 // _DECODED_BLOCK_COST))
-        self.bitmaps: BitmapCache = ByteLRU(cache_bytes * 3 // 8, _unsized)
-        self.sidecars = Sidecars(storage, cache_bytes // 4)
+        # The cache budget: half for decoded dictionary blocks (point look-ups at high cardinality decode one
+        # per query when they do not fit), a quarter for decoded bitmaps (a warm query then reads and decodes
+        # no bitmap it has seen), an eighth for open readers, an eighth for range sidecars.
+        self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 8, _reader_cost, metrics.record_cache)
+        self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 2 // _DECODED_BLOCK_COST))
+        self.bitmaps: BitmapCache = ByteLRU(cache_bytes // 4, _unsized)
+        self.sidecars = Sidecars(storage, cache_bytes // 8)
         # Read at scrape time, so the gauge always equals what the reader LRU holds.
         metrics.cache_bytes.set_function(
             lambda: float(self.readers.bytes + self.bitmaps.bytes + self.sidecars.readers.bytes))
