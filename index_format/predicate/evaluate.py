@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Final
 from pyroaring import BitMap64
 
 from index_format import keys
+from index_format.predicate.intervals import Interval, IntervalSet
 from index_format.predicate.operators import OPERATORS
 from index_format.predicate.tree import BoundLeaf
 
@@ -103,6 +104,15 @@ def matching_rows(leaf: BoundLeaf, reader: IndexReader, values: tuple[object, ..
     raise ValueError(f"no per-file evaluation for {leaf!r}")
 
 
+def _single_gap(leaf: BoundLeaf) -> Interval | None:
+    """The one bounded interval a range_set leaves out, when it is everything else (`a < x OR a > y`)."""
+    ivs = leaf.intervals
+    if len(ivs) != 2 or ivs[0].low is not None or ivs[1].high is not None:
+        return None
+    (gap,) = IntervalSet.of(leaf.kt, ivs).complement().intervals or (None,)
+    return gap if gap is not None and gap.low is not None and gap.high is not None else None
+
+
 def sidecar_rows(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> BitMap64:
     """Local rows where the POSITIVE form of a range leaf (SIDECAR_OPS) is TRUE, from the file's range
     sidecar: the same rows matching_rows finds in the bitmap file, with a few operations per range."""
@@ -117,6 +127,11 @@ def sidecar_rows(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> BitMap64:
         below = sidecar.range(None, leaf.low, high_inclusive=False)
         return below | sidecar.range(leaf.high, None, low_inclusive=False)
     if op == "range_set":
+        gap = _single_gap(leaf)
+        if gap is not None:
+            # `a < x OR a > y`: every non-null row minus one two-sided range (one pass over the slices, not two)
+            return sidecar.non_null_rows() - sidecar.range(gap.low, gap.high, low_inclusive=gap.low_inclusive,
+                                                           high_inclusive=gap.high_inclusive)
         parts = [sidecar.range(iv.low, iv.high, low_inclusive=iv.low_inclusive, high_inclusive=iv.high_inclusive)
                  for iv in leaf.intervals]
         return BitMap64().union(*parts) if parts else BitMap64()
