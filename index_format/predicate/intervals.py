@@ -12,6 +12,7 @@ Imports keys and types only.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,7 +44,10 @@ class Interval:
 
 
 def _same(a: object, b: object) -> bool:
-    return a is b or a == b or (a != a and b != b)  # NaN == NaN as a key
+    """The same key: NaN equals NaN, and -0.0 is not 0.0 (Java order keeps them apart)."""
+    if isinstance(a, float) and isinstance(b, float):
+        return (a != a and b != b) or (a == b and math.copysign(1.0, a) == math.copysign(1.0, b))
+    return a is b or a == b
 
 
 # A marker: (rank, sort key, tag, value); rank 0 = -inf, 1 = a key, 2 = +inf. Compared on the first three.

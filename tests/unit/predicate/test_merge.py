@@ -154,3 +154,12 @@ def test_long_chains_on_one_column_merge_in_one_pass() -> None:
     assert isinstance(leaf, BoundLeaf) and leaf.op == "in" and len(leaf.values) == 20000
     leaf = _merged(" AND ".join(f"a <> {i}" for i in range(20000)))
     assert isinstance(leaf, BoundLeaf) and leaf.op == "not_in" and len(leaf.values) == 20000
+
+
+def test_signed_zeros_are_two_keys_in_a_merged_leaf() -> None:
+    """[-0.0, 0.0] holds both zeros: it is not the single key -0.0 (found by the sidecar agreement test)."""
+    leaf = _merged("d BETWEEN -0.0 AND 0.0 AND d BETWEEN -0.0 AND 0.0")
+    assert isinstance(leaf, BoundLeaf) and leaf.op == "range_set"
+    (iv,) = leaf.intervals
+    assert not iv.is_point and iv.low_inclusive and iv.high_inclusive
+    assert Interval(0.0, 0.0).is_point and Interval(float("nan"), float("nan")).is_point
