@@ -136,7 +136,7 @@ class QueryService:
         self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 2 // _DECODED_BLOCK_COST))
         self.bitmaps: BitmapCache = ByteLRU(cache_bytes // 4, _unsized)
         self.sidecars = Sidecars(storage, cache_bytes // 8)
-        # Read at scrape time, so the gauge always equals what the reader LRU holds.
+        # Read at scrape time, so the gauge always equals what the reader, bitmap and sidecar caches hold.
         metrics.cache_bytes.set_function(
             lambda: float(self.readers.bytes + self.bitmaps.bytes + self.sidecars.readers.bytes))
         self._views: dict[str, TableView] = {}

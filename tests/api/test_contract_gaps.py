@@ -136,15 +136,18 @@ def test_rows_of_a_rewritten_file_are_never_answered(tmp_path: Path) -> None:
         assert [v["rows"] for v in values] == sorted(old.status.value_counts().tolist(), reverse=True)
 
 
-def test_cache_bytes_gauge_reports_the_reader_cache(tmp_path: Path) -> None:
+def test_cache_bytes_gauge_reports_the_reader_bitmap_and_sidecar_caches(tmp_path: Path) -> None:
     write_table(tmp_path / "data" / "t", make_frame(np.random.default_rng(3), 50), 1)
     with TestClient(create_app(make_settings(tmp_path))) as client:
         assert client.put("/v1/tables/t", json={"location": str(tmp_path / "data" / "t")}).status_code == 200
         job = client.post("/v1/create_global_index", json={"table": "t", "index_column": "age"}).json()
         assert wait_job(client, job["job_id"])["state"] == "succeeded"
+        # A point look-up opens a reader and decodes a bitmap; a range is answered by the range sidecar.
+        assert client.post("/v1/tables/t/query", json={"where": "age = 3"}).status_code == 200
         assert client.post("/v1/tables/t/query", json={"where": "age > 3"}).status_code == 200
-        held = client.app.state.services.query_service.readers.bytes
-        assert held > 0
+        qs = client.app.state.services.query_service
+        assert qs.readers.bytes > 0
+        held = qs.readers.bytes + qs.bitmaps.bytes + qs.sidecars.readers.bytes
         line = next(x for x in client.get("/metrics").text.splitlines() if x.startswith("bgix_cache_bytes "))
         assert float(line.split()[1]) == pytest.approx(held)
 
