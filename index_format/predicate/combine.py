@@ -20,7 +20,9 @@ from index_format import keys, ranges
 from index_format.errors import IndexFormatError, QueryTimeoutError, UnknownColumnError
 from index_format.global_index.filemeta import FileMeta
 from index_format.options import IndexOptions
-from index_format.predicate.evaluate import SIDECAR_OPS, UNSUPPORTED, Unsupported, matching_rows, sidecar_rows
+from index_format.predicate.evaluate import (
+    SIDECAR_OPS, UNSUPPORTED, Unsupported, matching_rows, sidecar_count, sidecar_rows,
+)
 from index_format.predicate.intervals import Interval
 from index_format.predicate.merge import merge_ranges
 from index_format.predicate.operators import NONE, OPERATORS, VALUES, spec_of
@@ -99,10 +101,16 @@ class Answer:
     coverage_ranges: list[tuple[int, int]]
     explain: dict[str, object]
     uncovered_ranges: list[tuple[int, int]] = field(default_factory=list)
+    # Set by evaluate(count_only=True) when range sidecars counted the rows without building them; `rows`
+    # is then empty.
+    count: int | None = None
 
     @property
     def coverage_complete(self) -> bool:
         return not self.uncovered_ranges
+
+    def row_count(self) -> int:
+        return self.count if self.count is not None else len(self.rows)
 
 
 @dataclass
@@ -117,13 +125,15 @@ _Value = _Result | Unsupported
 
 def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool = False,
              with_unknown: bool = True, deleted: BitMap64 | None = None,
-             deadline: float | None = None) -> Answer:
+             deadline: float | None = None, count_only: bool = False) -> Answer:
     """Evaluate a bound tree (bind.bind) over the indexed columns.
 
     NOT is pushed down first, so ANDs are never under a NOT and dropping an unsupported AND child
     gives a superset (spec §5.3 step 5). Rows outside a column's coverage count as UNKNOWN for it.
     `deleted` (global ids, e.g. deletion vectors) is removed from the result. `deadline` is a
-    time.monotonic() value checked before each row range and each file is evaluated.
+    time.monotonic() value checked before each row range and each file is evaluated. `count_only`: the
+    caller needs only len(rows); a lone range leaf whose files all have range sidecars is then counted
+    without building its rows (Answer.count; not with `explain`, which reports the full evaluation).
 
     Raises:
         UnknownColumnError: the tree names a column missing from `columns`.
@@ -135,11 +145,16 @@ def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool =
         if name not in columns:
             raise UnknownColumnError(name, list(columns))
     run = _Run(columns, used, explain, deadline)
-    _sorted_memo.lists = {}
-    try:
-        value = run.eval(tree, with_unknown)
-    finally:
-        _sorted_memo.lists = None   # a big IN list's sort keys live as long as its query, no longer
+    count = None
+    if count_only and not explain and not with_unknown and isinstance(tree, BoundLeaf):
+        count = run.leaf_count(tree, deleted)
+    value: _Value = _Result(BitMap64(), None)
+    if count is None:
+        _sorted_memo.lists = {}
+        try:
+            value = run.eval(tree, with_unknown)
+        finally:
+            _sorted_memo.lists = None   # a big IN list's sort keys live as long as its query, no longer
     if len(used) == 1:
         covered, uncovered = columns[used[0]].merged_ranges(), []
     else:
@@ -151,7 +166,7 @@ def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool =
     rows, unknown = value.t, value.u if value.u is not None else BitMap64()
     if deleted is not None:
         rows, unknown = rows - deleted, unknown - deleted
-    return Answer(rows, unknown, value.exact, True, covered, info, uncovered)
+    return Answer(rows, unknown, value.exact, True, covered, info, uncovered, count)
 
 
 class _Run:
@@ -274,6 +289,47 @@ class _Run:
             if matches is not nulls:
                 t -= matches
         return _Result(t, (nulls if op.nulls_unknown else BitMap64()) if need_u else None)
+
+    def leaf_count(self, leaf: BoundLeaf, deleted: BitMap64 | None) -> int | None:
+        """len(TRUE rows) of one range leaf from its range sidecars' counts; None when that is not exact
+        or not cheaper: ids with gaps, several files in one row range (their counts would need their rows),
+        deleted rows inside the column's ranges, a NULL in an IN list, a missing or broken sidecar."""
+        if leaf.unsupported is not None or leaf.column not in self.columns or leaf.null_in_list:
+            return None
+        ci = self.columns[leaf.column]
+        try:
+            op = spec_of(leaf.op)
+        except KeyError:      # always_true and friends: no file is read anyway
+            return None
+        if ci.sparse or op.positive not in SIDECAR_OPS:
+            return None
+        groups = _groups(ci.files)
+        if any(len(refs) > 1 for _, refs in groups):
+            return None
+        if deleted and any(deleted.range_cardinality(s, e + 1) for (s, e), _ in groups):
+            return None
+        total, used = 0, 0
+        for (start, end), refs in groups:
+            self.check_deadline()
+            candidates = [r for r in refs if file_may_match(leaf, r.meta, positive=True)]
+            matches = 0
+            if candidates:
+                sidecars = self.sidecars(leaf, candidates)
+                if sidecars is None:
+                    return None
+                try:
+                    matches = sidecar_count(leaf, sidecars[0])
+                except IndexFormatError:
+                    return None   # the full evaluation reads the bitmap files, and records the error
+                used += 1
+            if op.complement:
+                nulls = self.range_nulls(ci, start, end, refs)
+                matches = end - start + 1 - len(nulls) - matches
+            total += matches
+        self.counters["files_considered"] += len(ci.files)
+        self.counters["files_pruned"] += len(ci.files) - used
+        self.counters["sidecars_used"] += used
+        return total
 
     def sidecar_matches(self, leaf: BoundLeaf, start: int, candidates: list[IndexFileRef],
                         sidecars: list[RangeBitmapReader], entry: dict[str, object]) -> BitMap64 | None:

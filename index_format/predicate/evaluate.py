@@ -136,3 +136,25 @@ def sidecar_rows(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> BitMap64:
                  for iv in leaf.intervals]
         return BitMap64().union(*parts) if parts else BitMap64()
     raise ValueError(f"no sidecar evaluation for {leaf!r}")
+
+
+def sidecar_count(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> int:
+    """len(sidecar_rows(leaf, sidecar)), with counts of the bit-slice sweeps (no bitmap is built where the
+    sidecar's dense planes answer). Merged intervals are disjoint, so their counts add up."""
+    op = OPERATORS[leaf.op].positive if leaf.op in OPERATORS else leaf.op
+    if op in ("lt", "le"):
+        return sidecar.count_range(None, leaf.value, high_inclusive=op == "le")
+    if op in ("gt", "ge"):
+        return sidecar.count_range(leaf.value, None, low_inclusive=op == "ge")
+    if op == "between":
+        return sidecar.count_range(leaf.low, leaf.high)
+    if op == "not_between":   # the two sides overlap when low > high: count what lies between instead
+        return sidecar.non_null_count() - sidecar.count_range(leaf.low, leaf.high)
+    if op == "range_set":
+        gap = _single_gap(leaf)
+        if gap is not None:
+            return sidecar.non_null_count() - sidecar.count_range(
+                gap.low, gap.high, low_inclusive=gap.low_inclusive, high_inclusive=gap.high_inclusive)
+        return sum(sidecar.count_range(iv.low, iv.high, low_inclusive=iv.low_inclusive,
+                                       high_inclusive=iv.high_inclusive) for iv in leaf.intervals)
+    raise ValueError(f"no sidecar evaluation for {leaf!r}")

@@ -7,15 +7,20 @@ portable slices straight into immutable 64-bit bitmaps (one-bucket prefix), once
 """
 from __future__ import annotations
 
+import os
 import struct
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from array import array
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 from pyroaring import BitMap, BitMap64, FrozenBitMap64
 
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
 from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
+from index_format.range_bitmap import planes as planes_mod
 from index_format.storage import RangeSource
 
 VERSION = 1
@@ -134,6 +139,8 @@ class BitSliceIndex:
         # with the EBM of `gt` is the identity and is skipped. Java writers never set a bit of a null row, but
         # the check keeps answers equal to Java's on any file.
         self._inside: list[bool] = [False] * s
+        self._planes: _Planes | None = None
+        self._planes_done = False
         self.nbytes_cached = 0
 
     def _read(self, offset: int, length: int, block: str) -> bytes:
@@ -188,6 +195,34 @@ class BitSliceIndex:
     def _start(code: int) -> int:
         return (~code & -(~code)).bit_length() - 1
 
+    def planes(self) -> _Planes | None:
+        """The slices and EBM as dense word planes when the slices are mostly bitset containers (rows in
+        random order), else None; built once, after the roaring slices (which validate the bytes)."""
+        if self._planes_done:
+            return self._planes
+        sls = self.slices(0, self.slice_count)
+        ebm = self.ebm()
+        with self._lock:
+            if not self._planes_done:
+                self._planes = self._build_planes(sls, ebm)
+                if self._planes is not None:
+                    self.nbytes_cached += self._planes.nbytes
+                self._planes_done = True
+        return self._planes
+
+    def _build_planes(self, sls: list[FrozenBitMap64], ebm: FrozenBitMap64) -> _Planes | None:
+        if not ebm or not sls:
+            return None
+        nwords = planes_mod.word_count(ebm.max() + 1)
+        if sum(self._lengths) < PLANES_MIN_FILL * len(sls) * nwords * 8:
+            return None   # sparse or run-length slices: roaring is smaller and as fast
+        try:
+            # slices re-serialized by CRoaring: validated, and any row past the EBM's last one is refused
+            words = [planes_mod.words_from_bitmap(sl, nwords) for sl in (ebm, *sls)]
+        except ValueError:
+            return None   # a slice holds rows past the EBM's last one: roaring keeps Java's answers
+        return _Planes(words[0], words[1:])
+
     # -- operations (spec 2.5); every result is a fresh mutable BitMap64
     def ebm_copy(self) -> BitMap64:
         return clone(self.ebm())
@@ -207,116 +242,60 @@ class BitSliceIndex:
                 break
         return state
 
-    def _gt_state(self, code: int) -> BitMap64 | None:
-        """Rows whose code is > `code` (code >= 0) before the final AND with the EBM; None = no row."""
-        s = self.slice_count
-        start = self._start(code)  # trailing ones of code: ANDs into an empty state
-        if start >= s:
-            return None
-        sls = self.slices(start, s)
-        state = clone(sls[0])
-        for i in range(start + 1, s):
-            if (code >> i) & 1:
-                state &= sls[i - start]
-            else:
-                state |= sls[i - start]
-        return state
-
     def gt(self, code: int) -> BitMap64:
         """Rows with code > `code` (code < 0: every non-null row)."""
         if code < 0:
             return self.ebm_copy()
-        ebm = self.ebm()
-        if not ebm:
-            return BitMap64()
-        state = self._gt_state(code)
-        if state is None:
-            return BitMap64()
-        if not self._within_ebm(self._start(code)):
-            state &= ebm
-        return state
+        return self._answer(_gt_sweep, code, self._start(code), count=False)  # type: ignore[return-value]
 
     def gt_count(self, code: int) -> int:
-        """len(gt(code)) without building the last intersection."""
-        ebm = self.ebm()
+        """len(gt(code)), without building a bitmap where the planes answer."""
         if code < 0:
-            return len(ebm)
-        if not ebm:
-            return 0
-        state = self._gt_state(code)
-        if state is None:
-            return 0
-        return len(state) if self._within_ebm(self._start(code)) else state.intersection_cardinality(ebm)
-
-    def _between_state(self, low: int, high: int) -> BitMap64 | None:
-        """Rows with low < code <= high (0 <= low < high), EBM not applied; None = no row.
-
-        One sweep: below the highest bit d where low and high differ, the two `gt` states advance together
-        (each slice read once); above d both states see the same operation with the same slice, and
-        (A & S) - (B & S) = (A - B) & S, (A | S) - (B | S) = (A - B) - S, so one state D = A - B continues.
-        """
-        d = (low ^ high).bit_length() - 1
-        sls = self.slices(0, self.slice_count)
-        a = b = None
-        for i in range(d + 1):
-            sl = sls[i]
-            if a is not None:
-                if (low >> i) & 1:
-                    a &= sl
-                else:
-                    a |= sl
-            elif not (low >> i) & 1:
-                a = clone(sl)
-            if b is not None:
-                if (high >> i) & 1:
-                    b &= sl
-                else:
-                    b |= sl
-            elif not (high >> i) & 1:
-                b = clone(sl)
-        if a is None:   # cannot happen: bit d of low is 0
-            return None
-        if b is not None:
-            a -= b
-        for i in range(d + 1, self.slice_count):
-            if not a:
-                return None
-            if (high >> i) & 1:
-                a &= sls[i]
-            else:
-                a -= sls[i]
-        return a
+            return len(self.ebm())
+        return self._answer(_gt_sweep, code, self._start(code), count=True)  # type: ignore[return-value]
 
     def between(self, first: int, last: int) -> BitMap64:
         """Rows with first <= code <= last (0 <= first <= last)."""
-        ebm = self.ebm()
-        if not ebm:
-            return BitMap64()
         if first == 0:
-            out = clone(ebm)
-            b = self._gt_state(last)
-            if b is not None:
-                out -= b
-            return out
-        state = self._between_state(first - 1, last)
-        if state is None:
-            return BitMap64()
-        if not self._within_ebm(0):
-            state &= ebm
-        return state
+            return self._answer(_le_sweep, last, None, count=False)  # type: ignore[return-value]
+        return self._answer(_between_sweep, (first - 1, last), 0, count=False)  # type: ignore[return-value]
 
     def between_count(self, first: int, last: int) -> int:
-        """len(between(first, last)) without building the last bitmap."""
+        """len(between(first, last)), without building a bitmap where the planes answer."""
+        if first == 0:
+            return self._answer(_le_sweep, last, None, count=True)  # type: ignore[return-value]
+        return self._answer(_between_sweep, (first - 1, last), 0, count=True)  # type: ignore[return-value]
+
+    def _answer(self, sweep: Sweep, arg: object, begin: int | None, *, count: bool) -> BitMap64 | int:
+        """Run a sweep over the planes (a count is their popcount; a dense result converts at copy speed)
+        or over the roaring slices (sparse slices, or a sparse result, which converts slowly from words).
+        `begin`: the lowest slice the sweep's result may hold rows from, None when it is inside the EBM."""
         ebm = self.ebm()
         if not ebm:
-            return 0
-        if first == 0:
-            b = self._gt_state(last)
-            return len(ebm) if b is None else ebm.difference_cardinality(b)
-        state = self._between_state(first - 1, last)
+            return 0 if count else BitMap64()
+        pl = self.planes()
+        if pl is not None:
+            and_ebm = begin is not None and not self._within_ebm(begin)
+            parts = _split(len(pl.ebm))
+            if len(parts) == 1:
+                states = [_plane_part(sweep, pl, arg, and_ebm, 0, len(pl.ebm))]
+            else:   # numpy releases the GIL: the word ranges sweep on all cores at once
+                states = list(_pool().map(lambda ab: _plane_part(sweep, pl, arg, and_ebm, *ab), parts))
+            n = sum(c for _, c in states)
+            if count:
+                return n
+            if not n:
+                return BitMap64()
+            if n * DENSE_RESULT >= len(pl.ebm) * 64:
+                words = states[0][0] if len(states) == 1 else np.concatenate(
+                    [w if w is not None else np.zeros(b - a, np.uint64) for (w, _), (a, b) in zip(states, parts)])
+                return planes_mod.bitmap_from_words(words)
+        state = sweep(self.slices(0, self.slice_count), ebm, arg, _ROARING_OPS)
         if state is None:
-            return 0
-        return len(state) if self._within_ebm(0) else state.intersection_cardinality(ebm)
+            return 0 if count else BitMap64()
+        if begin is None or self._within_ebm(begin):
+            return len(state) if count else state
+        return state.intersection_cardinality(ebm) if count else _and(state, ebm)
 
     def code_of_row(self, row: int) -> int | None:
         """Code of one row, None when it is null (Paimon's `get`)."""
@@ -363,6 +342,149 @@ class BitSliceIndex:
         if extra > 0:
             f -= first_n(e, extra)
         return f
+
+
+# ---------------------------------------------------------------- sweeps
+
+# Build dense planes when the slices' bytes fill at least this share of the planes (random row order gives
+# about 0.5: every slice is bitset containers); a result converts from words when at least 1/DENSE_RESULT
+# of its rows are set (then most containers are bitsets, copied as they are).
+PLANES_MIN_FILL = 0.25
+DENSE_RESULT = 16
+
+
+class _Ops:
+    """In-place operations a sweep needs, for one representation (`&=` and `|=` work on both as they are)."""
+
+    def __init__(self, copy: Callable[[Any], Any], andnot: Callable[[Any, Any], None],
+                 empty: Callable[[Any], bool]) -> None:
+        self.copy, self.andnot, self.empty = copy, andnot, empty
+
+
+def _roaring_andnot(a: BitMap64, b: FrozenBitMap64) -> None:
+    a -= b
+
+
+def _plane_andnot(a: np.ndarray, b: np.ndarray) -> None:
+    np.bitwise_and(a, np.bitwise_not(b), out=a)
+
+
+_ROARING_OPS = _Ops(lambda x: clone(x), _roaring_andnot, lambda x: not x)
+# an emptiness test costs a pass over the words: the planes sweep never stops early
+_PLANE_OPS = _Ops(lambda x: x.copy(), _plane_andnot, lambda x: False)
+
+Sweep = Callable[[Sequence[Any], Any, Any, _Ops], Any]
+
+
+def _gt_sweep(sls: Sequence[Any], ebm: Any, code: Any, ops: _Ops) -> Any:
+    """Rows whose code is > `code` (code >= 0), before the AND with the EBM; None = no row (O'Neil's
+    algorithm: the trailing ones of `code` AND into an empty state, so the sweep starts above them)."""
+    s = len(sls)
+    start = BitSliceIndex._start(code)
+    if start >= s:
+        return None
+    state = ops.copy(sls[start])
+    for i in range(start + 1, s):
+        if (code >> i) & 1:
+            state &= sls[i]
+        else:
+            state |= sls[i]
+    return state
+
+
+def _le_sweep(sls: Sequence[Any], ebm: Any, last: Any, ops: _Ops) -> Any:
+    """Rows with code <= `last`: the EBM minus `gt(last)` (already inside the EBM)."""
+    out = ops.copy(ebm)
+    above = _gt_sweep(sls, ebm, last, ops)
+    if above is not None:
+        ops.andnot(out, above)
+    return out
+
+
+def _between_sweep(sls: Sequence[Any], ebm: Any, bounds: Any, ops: _Ops) -> Any:
+    """Rows with low < code <= high (0 <= low < high), EBM not applied; None = no row.
+
+    One sweep: below the highest bit d where low and high differ, the two `gt` states advance together
+    (each slice read once); above d both states see the same operation with the same slice, and
+    (A & S) - (B & S) = (A - B) & S, (A | S) - (B | S) = (A - B) - S, so one state D = A - B continues.
+    """
+    low, high = bounds
+    d = (low ^ high).bit_length() - 1
+    a = b = None
+    for i in range(d + 1):
+        sl = sls[i]
+        if a is not None:
+            if (low >> i) & 1:
+                a &= sl
+            else:
+                a |= sl
+        elif not (low >> i) & 1:
+            a = ops.copy(sl)
+        if b is not None:
+            if (high >> i) & 1:
+                b &= sl
+            else:
+                b |= sl
+        elif not (high >> i) & 1:
+            b = ops.copy(sl)
+    if a is None:   # cannot happen: bit d of low is 0
+        return None
+    if b is not None:
+        ops.andnot(a, b)
+    for i in range(d + 1, len(sls)):
+        if ops.empty(a):
+            return None
+        if (high >> i) & 1:
+            a &= sls[i]
+        else:
+            ops.andnot(a, sls[i])
+    return a
+
+
+def _plane_part(sweep: Sweep, pl: _Planes, arg: object, and_ebm: bool, a: int, b: int
+                ) -> tuple[np.ndarray | None, int]:
+    """One word range of a planes sweep: its state (None = no row) and popcount."""
+    state = sweep([sl[a:b] for sl in pl.slices], pl.ebm[a:b], arg, _PLANE_OPS)
+    if state is None:
+        return None, 0
+    if and_ebm:
+        state &= pl.ebm[a:b]
+    return state, planes_mod.count(state)
+
+
+# A sweep over at least this many words per part is split across threads (below, thread hand-off costs more
+# than it saves); parts are whole containers.
+PARALLEL_MIN_WORDS = 32 * planes_mod.WORDS
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+_THREADS = max(1, min(4, os.cpu_count() or 1))
+
+
+def _pool() -> ThreadPoolExecutor:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(_THREADS, thread_name_prefix="bgix-bsi")
+        return _POOL
+
+
+def _split(nwords: int) -> list[tuple[int, int]]:
+    k = max(1, min(_THREADS, nwords // PARALLEL_MIN_WORDS))
+    step = -(-nwords // k // planes_mod.WORDS) * planes_mod.WORDS
+    return [(a, min(a + step, nwords)) for a in range(0, nwords, step)]
+
+
+class _Planes:
+    """EBM and slices as word planes (planes.py)."""
+
+    def __init__(self, ebm: np.ndarray, slices: list[np.ndarray]) -> None:
+        self.ebm, self.slices = ebm, slices
+        self.nbytes = ebm.nbytes * (1 + len(slices))
+
+
+def _and(a: BitMap64, b: FrozenBitMap64) -> BitMap64:
+    a &= b
+    return a
 
 
 _EMPTY = BitMap64()

@@ -173,6 +173,9 @@ class RangeBitmapReader:
         return out
 
     non_null_rows = is_not_null
+
+    def non_null_count(self) -> int:
+        return 0 if self.cardinality <= 0 else len(self._slices().ebm())
     null_rows = is_null
 
     def _cmp(self, rep: object) -> tuple[int, int]:

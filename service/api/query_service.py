@@ -249,7 +249,7 @@ class QueryService:
         return from_json(dict(predicate or {}), limits=self.limits)
 
     def query(self, table: str, node: Any, *, explain: bool = False,
-              deadline: float | None = None, text: str | None = None) -> QueryOutcome:
+              deadline: float | None = None, text: str | None = None, count_only: bool = False) -> QueryOutcome:
         """Rows where `node` is TRUE across all files and ranges of each column's current snapshot.
 
         `deadline` (time.monotonic() seconds, None = no limit) is checked by combine between reads.
@@ -273,7 +273,7 @@ class QueryService:
                     view.bound.clear()   # a new view (snapshot) starts empty anyway
                 view.bound[text] = (bound, used_cols)
         answer = evaluate(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
-                          with_unknown=False, deleted=view.retired, deadline=deadline)
+                          with_unknown=False, deleted=view.retired, deadline=deadline, count_only=count_only)
         # combine's coverage: the ranges indexed for every column used (for a constant predicate, which
         # names no column, the ranges every index covers).
         uncovered = view.uncovered(answer.coverage_ranges)

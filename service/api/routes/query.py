@@ -48,10 +48,11 @@ def _answer(services: Services, name: str, body: schemas.QueryRequest, accept: s
     if accept and schemas.ROARING_MEDIA_TYPE in accept and result == "row_ids":
         result = "roaring"
     node = qs.parse(body.where, body.predicate)
-    outcome = qs.query(name, node, explain=body.explain, deadline=deadline, text=body.where)
+    outcome = qs.query(name, node, explain=body.explain, deadline=deadline, text=body.where,
+                       count_only=result == "count")
     answer = outcome.answer
     rows = answer.rows
-    count = len(rows)
+    count = answer.row_count()
     services.metrics.queries.labels(result=result).inc()
     headers = {schemas.COUNT_HEADER: str(count)}
     if result == "roaring":
