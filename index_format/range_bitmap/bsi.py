@@ -95,8 +95,9 @@ class BitSliceIndex:
     bench/bench_range_sidecar.py measures the sweeps.
     """
 
-    def __init__(self, source: RangeSource, offset: int, end: int) -> None:
+    def __init__(self, source: RangeSource, offset: int, end: int, *, planes: bool = True) -> None:
         self._source = source
+        self._planes_allowed = planes
         self._lock = threading.Lock()
         name = source.name
         block = "range-bitmap bit-slice header"
@@ -141,6 +142,8 @@ class BitSliceIndex:
         self._inside: list[bool] = [False] * s
         self._planes: _Planes | None = None
         self._planes_done = False
+        self._cum: np.ndarray | None = None
+        self._counts_state = "idle"   # idle → running → done
         self.nbytes_cached = 0
 
     def _read(self, offset: int, length: int, block: str) -> bytes:
@@ -211,7 +214,7 @@ class BitSliceIndex:
         return self._planes
 
     def _build_planes(self, sls: list[FrozenBitMap64], ebm: FrozenBitMap64) -> _Planes | None:
-        if not ebm or not sls:
+        if not self._planes_allowed or not ebm or not sls:
             return None
         nwords = planes_mod.word_count(ebm.max() + 1)
         if sum(self._lengths) < PLANES_MIN_FILL * len(sls) * nwords * 8:
@@ -222,6 +225,36 @@ class BitSliceIndex:
         except ValueError:
             return None   # a slice holds rows past the EBM's last one: roaring keeps Java's answers
         return _Planes(words[0], words[1:])
+
+    def code_counts(self) -> np.ndarray | None:
+        """Cumulative non-null row counts by code (cum[k] = rows with code < k), which answer a count of any
+        code range with two look-ups. Computed once from the planes on a background thread, started by the
+        first call; None until then, and for a BSI without planes (its roaring sweeps are cheap)."""
+        if self._counts_state != "idle":
+            return self._cum
+        pl = self.planes()
+        if pl is None:
+            return None
+        with self._lock:
+            if self._counts_state != "idle":
+                return self._cum
+            self._counts_state = "running"
+        if COUNTS_IN_BACKGROUND:
+            _background().submit(self._compute_counts, pl)
+        else:
+            self._compute_counts(pl)
+        return self._cum
+
+    def _compute_counts(self, pl: _Planes) -> None:
+        try:
+            cum = _cumulative_code_counts(pl)
+            with self._lock:
+                self._cum = cum
+                self.nbytes_cached += cum.nbytes
+        except Exception:   # never fatal: the sweeps keep answering
+            pass
+        finally:
+            self._counts_state = "done"
 
     # -- operations (spec 2.5); every result is a fresh mutable BitMap64
     def ebm_copy(self) -> BitMap64:
@@ -252,6 +285,9 @@ class BitSliceIndex:
         """len(gt(code)), without building a bitmap where the planes answer."""
         if code < 0:
             return len(self.ebm())
+        cum = self.code_counts()
+        if cum is not None:
+            return int(cum[-1] - cum[min(code + 1, len(cum) - 1)])
         return self._answer(_gt_sweep, code, self._start(code), count=True)  # type: ignore[return-value]
 
     def between(self, first: int, last: int) -> BitMap64:
@@ -262,6 +298,10 @@ class BitSliceIndex:
 
     def between_count(self, first: int, last: int) -> int:
         """len(between(first, last)), without building a bitmap where the planes answer."""
+        cum = self.code_counts()
+        if cum is not None:
+            top = len(cum) - 1
+            return int(cum[min(last + 1, top)] - cum[min(first, top)])
         if first == 0:
             return self._answer(_le_sweep, last, None, count=True)  # type: ignore[return-value]
         return self._answer(_between_sweep, (first - 1, last), 0, count=True)  # type: ignore[return-value]
@@ -347,10 +387,12 @@ class BitSliceIndex:
 # ---------------------------------------------------------------- sweeps
 
 # Build dense planes when the slices' bytes fill at least this share of the planes (random row order gives
-# about 0.5: every slice is bitset containers); a result converts from words when at least 1/DENSE_RESULT
+# about 1: every slice is bitset containers, as large as its planes; so planes at most add a third); a result converts from words when at least 1/DENSE_RESULT
 # of its rows are set (then most containers are bitsets, copied as they are).
-PLANES_MIN_FILL = 0.25
+PLANES_MIN_FILL = 0.75
 DENSE_RESULT = 16
+# Cumulative code counts (BitSliceIndex.code_counts) are computed on a background thread; tests set False.
+COUNTS_IN_BACKGROUND = True
 
 
 class _Ops:
@@ -456,6 +498,7 @@ def _plane_part(sweep: Sweep, pl: _Planes, arg: object, and_ebm: bool, a: int, b
 # than it saves); parts are whole containers.
 PARALLEL_MIN_WORDS = 32 * planes_mod.WORDS
 _POOL: ThreadPoolExecutor | None = None
+_BACKGROUND: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
 _THREADS = max(1, min(4, os.cpu_count() or 1))
 
@@ -466,6 +509,41 @@ def _pool() -> ThreadPoolExecutor:
         if _POOL is None:
             _POOL = ThreadPoolExecutor(_THREADS, thread_name_prefix="bgix-bsi")
         return _POOL
+
+
+def _background() -> ThreadPoolExecutor:
+    global _BACKGROUND
+    with _POOL_LOCK:
+        if _BACKGROUND is None:
+            _BACKGROUND = ThreadPoolExecutor(1, thread_name_prefix="bgix-bsi-counts")
+        return _BACKGROUND
+
+
+def _cumulative_code_counts(pl: _Planes) -> np.ndarray:
+    """cum[k] = rows of the EBM whose code is < k; codes rebuilt from the planes a block of words at a time,
+    so the temporaries stay small (about 1M rows each)."""
+    counts = np.zeros(0, dtype=np.int64)
+    step = 16 * planes_mod.WORDS
+    nwords = len(pl.ebm)
+    codes = np.empty(step * 64, dtype=np.uint32)
+    bit = np.empty(step * 64, dtype=np.uint32)
+    for a in range(0, nwords, step):
+        b = min(a + step, nwords)
+        n = (b - a) * 64
+        c = codes[:n]
+        c.fill(0)
+        for i, w in enumerate(pl.slices):
+            np.copyto(bit[:n], np.unpackbits(w[a:b].view(np.uint8), bitorder="little"))
+            np.left_shift(bit[:n], i, out=bit[:n])
+            np.bitwise_or(c, bit[:n], out=c)
+        valid = np.unpackbits(pl.ebm[a:b].view(np.uint8), bitorder="little").view(bool)
+        part = np.bincount(c[valid])
+        if len(part) > len(counts):
+            counts = np.concatenate([counts, np.zeros(len(part) - len(counts), dtype=np.int64)])
+        counts[:len(part)] += part
+    cum = np.zeros(len(counts) + 1, dtype=np.int64)
+    np.cumsum(counts, out=cum[1:])
+    return cum
 
 
 def _split(nwords: int) -> list[tuple[int, int]]:

@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from pyroaring import BitMap64
 
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
-from index_format.range_bitmap.bsi import BitSliceIndex, first_n
+from index_format.range_bitmap.bsi import PLANES_MIN_FILL, BitSliceIndex, first_n
 from index_format.range_bitmap.dictionary import ChunkedDictionary
 from index_format.range_bitmap.keys import (
     WIDTH, check_supported, decode_key, exact_rep, java_rep, rep_of_bytes,
@@ -29,8 +29,12 @@ _TOP = struct.Struct(">bii")   # version, rowCount, cardinality
 class RangeBitmapReader:
     """One range-bitmap payload. Thread-safe: concurrent queries share the decoded caches."""
 
-    def __init__(self, source: RangeSource | bytes | bytearray | memoryview, kt: KeyType) -> None:
+    def __init__(self, source: RangeSource | bytes | bytearray | memoryview, kt: KeyType, *,
+                 planes: bool = True) -> None:
+        """`planes`: let the bit-slice index keep dense word planes and code counts beside its slices (faster
+        ranges on random-order rows, up to memory_bound(planes=True) bytes); False keeps roaring slices only."""
         check_supported(kt)
+        self.planes = planes
         if isinstance(source, (bytes, bytearray, memoryview)):
             source = BytesSource(source, name="<range-bitmap bytes>")
         self._source = source
@@ -115,7 +119,7 @@ class RangeBitmapReader:
         if b is None:
             with self._lock:
                 if self._bsi is None:
-                    self._bsi = BitSliceIndex(self._source, self._bsi_at, self._source.size)
+                    self._bsi = BitSliceIndex(self._source, self._bsi_at, self._source.size, planes=self.planes)
                 b = self._bsi
         return b
 
@@ -173,6 +177,14 @@ class RangeBitmapReader:
         return out
 
     non_null_rows = is_not_null
+
+    def memory_bound(self, *, planes: bool) -> int:
+        """Bytes this reader may hold once every part is decoded: about the payload (dictionary blocks, roaring
+        slices), plus with planes their words and the cumulative code counts (bsi.py)."""
+        n = 4096 + self._source.size * 3 // 2
+        if planes:
+            n += int((self._source.size - self._bsi_at) / PLANES_MIN_FILL) + 8 * (self.cardinality + 1)
+        return n
 
     def non_null_count(self) -> int:
         return 0 if self.cardinality <= 0 else len(self._slices().ebm())

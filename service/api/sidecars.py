@@ -43,7 +43,7 @@ class Sidecars:
     def __init__(self, storage: Storage, budget: int, *, derive: bool = True) -> None:
         self.storage = storage
         self.derive_enabled = derive
-        self.readers: ByteLRU[RangeBitmapReader] = ByteLRU(budget, _cost)
+        self.readers: ByteLRU[RangeBitmapReader] = ByteLRU(budget, lambda r: r.memory_bound(planes=r.planes))
         self._lock = threading.Lock()
         self._pending: set[tuple[str, int]] = set()    # being derived now
         self._failed: dict[tuple[str, int], str] = {}   # could not be derived (corrupt file): not retried
@@ -68,7 +68,7 @@ class Sidecars:
             if beside_size is not None and key not in self._absent_beside:
                 reader = self._open(resolved[0] + SIDECAR_SUFFIX, beside_size, kt)
                 if reader is not None:
-                    self.readers.put(key, reader, _cost(reader))
+                    self._keep(key, reader)
                     return reader
                 self._absent_beside.add(key)  # removed by hand: derive one instead
             return self._derived(key, kt, row_count, chunk_size, open_index)
@@ -98,7 +98,7 @@ class Sidecars:
         if size is not None:
             reader = self._open(self.storage.resolve(target), size, kt)
             if reader is not None:
-                self.readers.put(key, reader, _cost(reader))
+                self._keep(key, reader)
                 return reader
         if not self.derive_enabled:
             return None
@@ -128,6 +128,15 @@ class Sidecars:
             with self._lock:
                 self._pending.discard(key)
 
+    def _keep(self, key: tuple[str, int], reader: RangeBitmapReader) -> None:
+        """Cache an opened sidecar at what it may grow to. Dense planes only when they fit the budget: a
+        sidecar the cache cannot keep is opened again per query, and would rebuild its planes every time."""
+        cost = reader.memory_bound(planes=True)
+        if cost > self.readers.budget:
+            reader.planes = False
+            cost = reader.memory_bound(planes=False)
+        self.readers.put(key, reader, cost)
+
     def _open(self, full: str, size: int, kt: KeyType) -> RangeBitmapReader | None:
         try:
             reader = RangeBitmapReader(self.storage.open_source(full, size), kt)
@@ -156,9 +165,3 @@ class Sidecars:
     def close(self) -> None:
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
-
-
-def _cost(reader: RangeBitmapReader) -> int:
-    # decoded slices take about their serialized size; counted up front so the budget holds when they load
-    size = getattr(reader, "size", None) or getattr(getattr(reader, "_source", None), "size", 0) or 0
-    return 4096 + int(size) * 3 // 2

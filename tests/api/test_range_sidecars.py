@@ -132,3 +132,27 @@ def test_option_off_means_no_sidecar(tmp_path: Path, frame: pd.DataFrame) -> Non
             assert _rows(data) == want and data["explain"]["sidecars_used"] == 0
             time.sleep(0.05)
         assert not list((tmp_path / "warehouse").rglob("*.range-bitmap"))
+
+
+@pytest.mark.parametrize("room", ["planes fit", "roaring only"])
+def test_sidecar_cache_keeps_planes_only_within_its_budget(tmp_path: Path, room: str) -> None:
+    """A sidecar the cache cannot keep with its planes is kept without them (else each query would reopen
+    it and rebuild them), and is charged what it may grow to."""
+    from index_format.range_bitmap import RangeBitmapReader, write_from_codes
+    from index_format.storage import Storage
+    from index_format.types import parse_type
+    from service.api.sidecars import Sidecars
+
+    kt = parse_type("bigint")
+    codes = np.random.default_rng(5).integers(0, 500, 200_000)
+    data = write_from_codes(kt, np.arange(500, dtype=np.int64) * 7, codes, len(codes))
+    probe = RangeBitmapReader(data, kt)
+    budget = probe.memory_bound(planes=True) if room == "planes fit" else probe.memory_bound(planes=False)
+    sidecars = Sidecars(Storage(str(tmp_path / "wh"), [str(tmp_path)]), budget)
+    reader = RangeBitmapReader(data, kt)
+    sidecars._keep(("f", 1), reader)
+    assert sidecars.readers.get(("f", 1)) is reader
+    assert reader.planes == (room == "planes fit")
+    assert (reader._slices().planes() is not None) == (room == "planes fit")
+    assert sidecars.readers.bytes == reader.memory_bound(planes=reader.planes) <= budget
+    assert reader.count_range(700, 2100) == int(((codes >= 100) & (codes <= 300)).sum())

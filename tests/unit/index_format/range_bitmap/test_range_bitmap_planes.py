@@ -61,11 +61,13 @@ def _codes(rows: int, card: int, null_rate: float, order: str, seed: int) -> np.
     return codes
 
 
-# (PLANES_MIN_FILL, DENSE_RESULT, PARALLEL_MIN_WORDS): roaring only; planes with every result converted from
-# words, swept in parallel word ranges (2+ threads even on one core); the defaults
-MODES = {"roaring": (2.0, bsi_mod.DENSE_RESULT, bsi_mod.PARALLEL_MIN_WORDS),
-         "planes-parallel-always-convert": (0.0, 1 << 62, planes.WORDS),
-         "default": (bsi_mod.PLANES_MIN_FILL, bsi_mod.DENSE_RESULT, bsi_mod.PARALLEL_MIN_WORDS)}
+# (PLANES_MIN_FILL, DENSE_RESULT, PARALLEL_MIN_WORDS, code counts): roaring only; planes with every result
+# converted from words, swept in parallel word ranges (2+ threads even on one core); counts from the
+# cumulative code counts; the defaults without code counts (so counts come from sweeps)
+MODES = {"roaring": (2.0, bsi_mod.DENSE_RESULT, bsi_mod.PARALLEL_MIN_WORDS, False),
+         "planes-parallel-always-convert": (0.0, 1 << 62, planes.WORDS, False),
+         "planes-code-counts": (0.0, bsi_mod.DENSE_RESULT, bsi_mod.PARALLEL_MIN_WORDS, True),
+         "default": (bsi_mod.PLANES_MIN_FILL, bsi_mod.DENSE_RESULT, bsi_mod.PARALLEL_MIN_WORDS, False)}
 
 
 @pytest.mark.parametrize("mode", sorted(MODES))
@@ -73,7 +75,11 @@ MODES = {"roaring": (2.0, bsi_mod.DENSE_RESULT, bsi_mod.PARALLEL_MIN_WORDS),
 @pytest.mark.parametrize("null_rate", [0.0, 0.25])
 def test_sweeps_match_numpy_in_every_mode(mode: str, order: str, null_rate: float,
                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    fill, dense_result, parallel = MODES[mode]
+    fill, dense_result, parallel, code_counts = MODES[mode]
+    if code_counts:
+        monkeypatch.setattr(bsi_mod, "COUNTS_IN_BACKGROUND", False)
+    else:
+        monkeypatch.setattr(bsi_mod.BitSliceIndex, "code_counts", lambda self: None)
     monkeypatch.setattr(bsi_mod, "PLANES_MIN_FILL", fill)
     monkeypatch.setattr(bsi_mod, "DENSE_RESULT", dense_result)
     monkeypatch.setattr(bsi_mod, "PARALLEL_MIN_WORDS", parallel)
@@ -83,6 +89,10 @@ def test_sweeps_match_numpy_in_every_mode(mode: str, order: str, null_rate: floa
     keys = np.arange(card, dtype=np.int64) * 3 - 1000
     r = RangeBitmapReader(write_from_codes(KT, keys, codes, rows), KT)
     bsi = r._slices()
+    if code_counts:
+        cum = bsi.code_counts()
+        assert cum is not None
+        assert np.diff(cum).tolist() == np.bincount(codes[codes >= 0], minlength=card).tolist()
     if mode != "default":
         assert (bsi.planes() is not None) == (mode != "roaring")
     elif not null_rate:   # sorted codes: run containers, far smaller than planes
@@ -103,3 +113,14 @@ def test_sweeps_match_numpy_in_every_mode(mode: str, order: str, null_rate: floa
         got |= BitMap64(range(0, rows, 7))
         assert bsi.between(first, last) == BitMap64(np.flatnonzero(mask).tolist())
     assert bsi.gt(-1) == BitMap64(np.flatnonzero(codes >= 0).tolist())
+
+
+def test_planes_can_be_switched_off_and_bound_the_memory() -> None:
+    codes = _codes(150_000, 300, 0.0, "random", seed=2)
+    data = write_from_codes(KT, np.arange(300, dtype=np.int64), codes, len(codes))
+    on, off = RangeBitmapReader(data, KT), RangeBitmapReader(data, KT, planes=False)
+    assert on._slices().planes() is not None and off._slices().planes() is None
+    assert on._slices().between_count(10, 200) == off._slices().between_count(10, 200) == int(
+        ((codes >= 10) & (codes <= 200)).sum())
+    assert on.memory_bound(planes=True) > on.memory_bound(planes=False) > len(data)
+    assert on.nbytes_cached <= on.memory_bound(planes=True)
