@@ -21,7 +21,7 @@ from index_format.errors import IndexFormatError, QueryTimeoutError, UnknownColu
 from index_format.global_index.filemeta import FileMeta
 from index_format.options import IndexOptions
 from index_format.predicate.evaluate import (
-    SIDECAR_OPS, UNSUPPORTED, Unsupported, matching_rows, sidecar_count, sidecar_rows,
+    KEY_COUNT_OPS, SIDECAR_OPS, UNSUPPORTED, Unsupported, matching_rows, sidecar_count, sidecar_rows,
 )
 from index_format.predicate.intervals import Interval
 from index_format.predicate.merge import merge_ranges
@@ -291,8 +291,8 @@ class _Run:
         return _Result(t, (nulls if op.nulls_unknown else BitMap64()) if need_u else None)
 
     def leaf_count(self, leaf: BoundLeaf, deleted: BitMap64 | None) -> int | None:
-        """len(TRUE rows) of one range leaf from its range sidecars' counts; None when that is not exact
-        or not cheaper: ids with gaps, several files in one row range (their counts would need their rows),
+        """len(TRUE rows) of one range leaf (or `=`, `IN` and their negations, from the sidecars' key counts)
+        from its range sidecars' counts; None when that is not exact or not cheaper: ids with gaps, several files in one row range (their counts would need their rows),
         deleted rows inside the column's ranges, a NULL in an IN list, a missing or broken sidecar."""
         if leaf.unsupported is not None or leaf.column not in self.columns or leaf.null_in_list:
             return None
@@ -301,7 +301,7 @@ class _Run:
             op = spec_of(leaf.op)
         except KeyError:      # always_true and friends: no file is read anyway
             return None
-        if ci.sparse or op.positive not in SIDECAR_OPS:
+        if ci.sparse or op.positive not in SIDECAR_OPS | KEY_COUNT_OPS:
             return None
         groups = _groups(ci.files)
         if any(len(refs) > 1 for _, refs in groups):
@@ -314,13 +314,16 @@ class _Run:
             candidates = [r for r in refs if file_may_match(leaf, r.meta, positive=True)]
             matches = 0
             if candidates:
-                sidecars = self.sidecars(leaf, candidates)
+                sidecars = self.sidecars(leaf, candidates, counting=True)
                 if sidecars is None:
                     return None
                 try:
-                    matches = sidecar_count(leaf, sidecars[0])
+                    got = sidecar_count(leaf, sidecars[0])
                 except IndexFormatError:
                     return None   # the full evaluation reads the bitmap files, and records the error
+                if got is None:
+                    return None   # key counts not built yet: the bitmap file answers
+                matches = got
                 used += 1
             if op.complement:
                 nulls = self.range_nulls(ci, start, end, refs)
@@ -361,10 +364,12 @@ class _Run:
             matches |= matching_rows(leaf, self.reader(ci.column, ref), values).shift(start)
         return matches
 
-    def sidecars(self, leaf: BoundLeaf, candidates: list[IndexFileRef]) -> list[RangeBitmapReader] | None:
-        """The range sidecars of every candidate file when the leaf is a range they answer, else None."""
+    def sidecars(self, leaf: BoundLeaf, candidates: list[IndexFileRef], *,
+                 counting: bool = False) -> list[RangeBitmapReader] | None:
+        """The range sidecars of every candidate file when the leaf is a range they answer (or, `counting`,
+        keys they count), else None."""
         positive = spec_of(leaf.op).positive
-        if positive not in SIDECAR_OPS:
+        if positive not in (SIDECAR_OPS | KEY_COUNT_OPS if counting else SIDECAR_OPS):
             return None
         if positive == "range_set" and (len(leaf.intervals) > _SIDECAR_MAX_INTERVALS
                                         or all(iv.is_point for iv in leaf.intervals)):

@@ -24,6 +24,8 @@ if TYPE_CHECKING:
 
 # Positive operators a range sidecar answers with comparisons on its codes (predicate/combine.py asks it).
 SIDECAR_OPS = frozenset(("lt", "le", "gt", "ge", "between", "not_between", "range_set"))
+# Positive operators a sidecar can count (not list rows of) once its key counts are built.
+KEY_COUNT_OPS = frozenset(("eq", "in"))
 
 
 class Unsupported:
@@ -138,10 +140,15 @@ def sidecar_rows(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> BitMap64:
     raise ValueError(f"no sidecar evaluation for {leaf!r}")
 
 
-def sidecar_count(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> int:
+def sidecar_count(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> int | None:
     """len(sidecar_rows(leaf, sidecar)), with counts of the bit-slice sweeps (no bitmap is built where the
-    sidecar's dense planes answer). Merged intervals are disjoint, so their counts add up."""
+    sidecar's dense planes answer). Merged intervals are disjoint, so their counts add up. For `eq` / `in`
+    the key counts, None while the sidecar has none."""
     op = OPERATORS[leaf.op].positive if leaf.op in OPERATORS else leaf.op
+    if op == "eq":
+        return sidecar.count_keys((leaf.value,))
+    if op == "in":
+        return sidecar.count_keys(leaf.values)
     if op in ("lt", "le"):
         return sidecar.count_range(None, leaf.value, high_inclusive=op == "le")
     if op in ("gt", "ge"):

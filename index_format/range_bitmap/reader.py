@@ -177,17 +177,6 @@ class RangeBitmapReader:
         return out
 
     non_null_rows = is_not_null
-
-    def memory_bound(self, *, planes: bool) -> int:
-        """Bytes this reader may hold once every part is decoded: about the payload (dictionary blocks, roaring
-        slices), plus with planes their words and the cumulative code counts (bsi.py)."""
-        n = 4096 + self._source.size * 3 // 2
-        if planes:
-            n += int((self._source.size - self._bsi_at) / PLANES_MIN_FILL) + 8 * (self.cardinality + 1)
-        return n
-
-    def non_null_count(self) -> int:
-        return 0 if self.cardinality <= 0 else len(self._slices().ebm())
     null_rows = is_null
 
     def _cmp(self, rep: object) -> tuple[int, int]:
@@ -384,6 +373,37 @@ class RangeBitmapReader:
         if last == self.cardinality - 1:
             return bsi.gt_count(first - 1)
         return bsi.between_count(first, last)
+
+    def memory_bound(self, *, planes: bool) -> int:
+        """Bytes this reader may hold once every part is decoded: about the payload (dictionary blocks, roaring
+        slices), plus with planes their words and the cumulative code counts (bsi.py)."""
+        n = 4096 + self._source.size * 3 // 2
+        if planes:
+            n += int((self._source.size - self._bsi_at) / PLANES_MIN_FILL) + 8 * (self.cardinality + 1)
+        return n
+
+    def non_null_count(self) -> int:
+        return 0 if self.cardinality <= 0 else len(self._slices().ebm())
+
+    def count_keys(self, values: Iterable[object]) -> int | None:
+        """len(isin(values)) from the cumulative code counts (BitSliceIndex.code_counts); None while they are
+        not built (or never will be: no planes), so the caller counts rows instead."""
+        if self.cardinality <= 0:
+            return 0
+        cum = self._slices().code_counts()
+        if cum is None:
+            return None
+        codes = set()
+        for v in values:
+            rep = java_rep(self._kt, v)
+            cmin, cmax = self._cmp(rep)
+            if cmin < 0 or cmax > 0:
+                continue
+            code = 0 if cmin == 0 and cmax == 0 else self._dict().find(rep)   # min == max: one key, code 0
+            if code >= 0:
+                codes.add(code)
+        top = len(cum) - 1
+        return sum(int(cum[min(c + 1, top)] - cum[min(c, top)]) for c in codes)
 
 
 def _bytes_of_rep(kt: KeyType, rep: int) -> bytes:
