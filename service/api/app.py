@@ -26,6 +26,7 @@ from service.api.query_service import QueryService
 from service.api.errors import install_error_handlers
 from service.api.guard import RequestGuard
 from service.api.executor import QueryExecutor
+from service.api.fast_query import QueryFastPath
 from service.api.jobs import JobRunner
 from service.api.metrics import Metrics
 from service.api.routes import indexes, jobs, ops, query, tables
@@ -147,6 +148,7 @@ def create_app(settings: Settings | None = None, *, worker_group: WorkerGroup | 
     for module in (tables, indexes, jobs, query, ops):
         app.include_router(module.router)
     _include_dashboard(app)
+    app.add_middleware(QueryFastPath, services=services, fastapi_app=app)
     app.add_middleware(_LatencyMiddleware, metrics=services.metrics)
     if worker_group is not None:
         from service.api.worker_app import GroupQueryService, WorkerMiddleware

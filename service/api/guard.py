@@ -45,7 +45,7 @@ class RequestGuard:
                 chunks.append(chunk)
                 if not message.get("more_body", False):
                     break
-            receive = _replay(b"".join(chunks), receive)
+            receive = replay_body(b"".join(chunks), receive)
 
         started = [False]
 
@@ -80,7 +80,7 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay_body(body: bytes, receive: Receive) -> Receive:
     sent = [False]
 
     async def replay() -> Message:

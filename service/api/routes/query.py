@@ -37,10 +37,10 @@ async def query(name: TableName, body: schemas.QueryRequest, services: ReadServi
                 accept: Annotated[str | None, Header(include_in_schema=False)] = None) -> Response:
     """Rows where the predicate is TRUE (SQL three-valued logic) across every file and row range of each
     referenced column's current snapshot. Over the time budget (BGIX_QUERY_TIMEOUT_S): 503 query_timeout."""
-    return await services.query_pool.run(partial(_answer, services, name, body, accept))
+    return await services.query_pool.run(partial(answer_query, services, name, body, accept))
 
 
-def _answer(services: Services, name: str, body: schemas.QueryRequest, accept: str | None,
+def answer_query(services: Services, name: str, body: schemas.QueryRequest, accept: str | None,
             deadline: float) -> Response:
     """The whole query, on a query thread: parse, evaluate (stops at `deadline`), shape the result."""
     qs = services.query_service
