@@ -132,8 +132,8 @@ def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool =
     gives a superset (spec §5.3 step 5). Rows outside a column's coverage count as UNKNOWN for it.
     `deleted` (global ids, e.g. deletion vectors) is removed from the result. `deadline` is a
     time.monotonic() value checked before each row range and each file is evaluated. `count_only`: the
-    caller needs only len(rows); a lone range leaf whose files all have range sidecars is then counted
-    without building its rows (Answer.count; not with `explain`, which reports the full evaluation).
+    caller needs only len(rows); a lone range, `=` or `IN` leaf whose files all have range sidecars is then
+    counted without building its rows (Answer.count; not with `explain`, which reports the full evaluation).
 
     Raises:
         UnknownColumnError: the tree names a column missing from `columns`.
@@ -291,9 +291,10 @@ class _Run:
         return _Result(t, (nulls if op.nulls_unknown else BitMap64()) if need_u else None)
 
     def leaf_count(self, leaf: BoundLeaf, deleted: BitMap64 | None) -> int | None:
-        """len(TRUE rows) of one range leaf (or `=`, `IN` and their negations, from the sidecars' key counts)
-        from its range sidecars' counts; None when that is not exact or not cheaper: ids with gaps, several files in one row range (their counts would need their rows),
-        deleted rows inside the column's ranges, a NULL in an IN list, a missing or broken sidecar."""
+        """len(TRUE rows) of one range leaf from its range sidecars' counts (also `=`, `IN` and their
+        negations, from the sidecars' key counts once built). None when that would not be exact or cheaper:
+        ids with gaps, several files in one row range (counting their union needs their rows), deleted rows
+        inside the column's ranges, a NULL in an IN list, a missing or broken sidecar, key counts not built."""
         if leaf.unsupported is not None or leaf.column not in self.columns or leaf.null_in_list:
             return None
         ci = self.columns[leaf.column]

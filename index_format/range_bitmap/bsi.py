@@ -4,15 +4,20 @@ Slice i holds the rows whose code has bit i set; the existence bitmap (EBM) hold
 writer builds every slice with one vectorized bit test over the codes array. The reader decodes the 32-bit
 portable slices straight into immutable 64-bit bitmaps (one-bucket prefix), once each, and answers `eq`,
 `gt` (S - t operations), two-sided ranges (one sweep) and top-k / bottom-k on copies.
+
+For random-order rows it also keeps the slices as dense word planes (planes.py). The same sweep functions
+then run on numpy words, split across cores, and a count is a popcount. Once built, the cumulative row
+count per code answers any count of a code range with two look-ups. Answers are the same either way; only
+the cost differs.
 """
 from __future__ import annotations
 
 import os
 import struct
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from array import array
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -387,8 +392,9 @@ class BitSliceIndex:
 # ---------------------------------------------------------------- sweeps
 
 # Build dense planes when the slices' bytes fill at least this share of the planes (random row order gives
-# about 1: every slice is bitset containers, as large as its planes; so planes at most add a third); a result converts from words when at least 1/DENSE_RESULT
-# of its rows are set (then most containers are bitsets, copied as they are).
+# about 1: every slice is bitset containers, as large as its planes; so planes add at most a third of the
+# slices' bytes). A result converts from words when at least 1/DENSE_RESULT of its rows are set (then most
+# containers are bitsets, copied as they are).
 PLANES_MIN_FILL = 0.75
 DENSE_RESULT = 16
 # Cumulative code counts (BitSliceIndex.code_counts) are computed on a background thread; tests set False.
