@@ -52,6 +52,8 @@ class _LatencyMiddleware:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
         self.metrics = metrics
+        # labelled children by (method, route, status): prometheus_client's labels() locks and builds keys
+        self._series: dict[tuple[str, str, str], Any] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -69,10 +71,12 @@ class _LatencyMiddleware:
             await self.app(scope, receive, send_wrapper)
         finally:
             route = scope.get("route")
-            template = getattr(route, "path", None) or "unmatched"
-            self.metrics.request_latency.labels(
-                method=scope.get("method", ""), route=template, status=str(status[0])
-            ).observe(time.perf_counter() - start)
+            key = (scope.get("method", ""), getattr(route, "path", None) or "unmatched", str(status[0]))
+            series = self._series.get(key)
+            if series is None:
+                series = self._series[key] = self.metrics.request_latency.labels(
+                    method=key[0], route=key[1], status=key[2])
+            series.observe(time.perf_counter() - start)
 
 
 def build_services(settings: Settings, worker_group: WorkerGroup | None = None) -> Services:
