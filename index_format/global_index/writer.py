@@ -18,7 +18,7 @@ from index_format.global_index.dictionary import encode_entries, encode_entry, v
 from index_format.errors import BgixError
 from index_format.global_index.filemeta import build_meta, build_meta_bytes
 from index_format.global_index.footer import Footer
-from index_format.key_arrays import EncodedKeys, encode_arrow_keys
+from index_format.key_arrays import EncodedKeys, encode_arrow_keys, numpy_of
 from index_format.keys import deserialize_key
 from index_format.layout import varint
 from index_format.types import KeyType, parse_type
@@ -82,7 +82,7 @@ def _options(options: IndexOptions | Mapping[str, object] | str | None) -> tuple
 
 def _row_ids(row_ids: object, n: int) -> np.ndarray:
     if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
-        rid = np.asarray(row_ids.to_numpy(zero_copy_only=False))
+        rid = numpy_of(row_ids)
     else:
         rid = np.asarray(row_ids)
     if rid.shape != (n,):

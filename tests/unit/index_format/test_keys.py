@@ -11,7 +11,7 @@ import pyarrow as pa
 import pytest
 
 from index_format.errors import BindError
-from index_format.key_arrays import encode_arrow_keys
+from index_format.key_arrays import arrow_of, encode_arrow_keys, numpy_of
 from index_format.keys import deserialize_key, serialize_key, sort_key, sort_key_of_bytes
 from index_format.literals import coerce_literal, to_json
 from index_format.types import parse_type
@@ -139,3 +139,19 @@ def test_vectorized_encoding_matches_scalar(type_text: str, arrow: pa.Array) -> 
         for c in range(len(rows)):
             assert (rep[a] < rep[c]) == (sk[a] < sk[c])
             assert (rep[a] == rep[c]) == (sk[a] == sk[c])
+
+
+@pytest.mark.parametrize("arrow_type", ["int8", "uint16", "int32", "uint64", "int64", "float32", "float64"])
+def test_numpy_of_reads_arrow_buffers_like_to_numpy(arrow_type: str) -> None:
+    """key_arrays.numpy_of skips pyarrow's to_numpy (which imports pandas) for null-free numbers: same values,
+    also for sliced and chunked arrays; arrays with nulls or other types still take to_numpy."""
+    t = getattr(pa, arrow_type)()
+    base = pa.array(list(range(1, 100)), type=t)
+    for arr in (base, base.slice(7, 50), pa.chunked_array([base.slice(0, 10), base.slice(40, 5)])):
+        want = arr.to_numpy()
+        got = numpy_of(arr)
+        assert got.dtype == want.dtype and got.tolist() == want.tolist()
+    with_nulls = pa.array([1, None, 3], type=t)
+    assert numpy_of(with_nulls).tolist()[::2] == [1, 3]
+    ids = np.array([5, 0, 17], dtype=np.int64)
+    assert base.take(arrow_of(ids)).to_pylist() == base.take(pa.array(ids)).to_pylist()
