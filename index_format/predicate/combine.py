@@ -55,6 +55,9 @@ class IndexFileRef:
     open_sidecar: Callable[[], RangeBitmapReader | None] | None = None
     # Told when the sidecar turned out broken (the bitmap file answered instead), so it is not used again.
     sidecar_failed: Callable[[Exception], None] | None = None
+    # The sidecar only when it is already open; never opens, reads or derives one (key counts use it: a
+    # point count must not start work a range would).
+    peek_sidecar: Callable[[], RangeBitmapReader | None] | None = None
 
 
 @dataclass
@@ -377,7 +380,10 @@ class _Run:
             return None   # many single keys: dictionary look-ups in the bitmap file are cheaper
         out = []
         for ref in candidates:
-            sc = ref.open_sidecar() if ref.open_sidecar is not None else None
+            if counting and positive in KEY_COUNT_OPS:
+                sc = ref.peek_sidecar() if ref.peek_sidecar is not None else None
+            else:
+                sc = ref.open_sidecar() if ref.open_sidecar is not None else None
             if sc is None:
                 return None
             out.append(sc)

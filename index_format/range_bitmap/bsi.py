@@ -233,30 +233,30 @@ class BitSliceIndex:
 
     def code_counts(self) -> np.ndarray | None:
         """Cumulative non-null row counts by code (cum[k] = rows with code < k), which answer a count of any
-        code range with two look-ups. Computed once from the planes on a background thread, started by the
-        first call; None until then, and for a BSI without planes (its roaring sweeps are cheap)."""
+        code range with two look-ups; None until built. The first call starts building them (and the planes
+        they come from) on a background thread and never waits; a BSI without planes never gets them (its
+        roaring sweeps are cheap)."""
         if self._counts_state != "idle":
             return self._cum
-        pl = self.planes()
-        if pl is None:
-            return None
         with self._lock:
             if self._counts_state != "idle":
                 return self._cum
             self._counts_state = "running"
         if COUNTS_IN_BACKGROUND:
-            _background().submit(self._compute_counts, pl)
+            _background().submit(self._compute_counts)
         else:
-            self._compute_counts(pl)
+            self._compute_counts()
         return self._cum
 
-    def _compute_counts(self, pl: _Planes) -> None:
+    def _compute_counts(self) -> None:
         try:
-            cum = _cumulative_code_counts(pl)
-            with self._lock:
-                self._cum = cum
-                self.nbytes_cached += cum.nbytes
-        except Exception:   # never fatal: the sweeps keep answering
+            pl = self.planes()
+            if pl is not None:
+                cum = _cumulative_code_counts(pl)
+                with self._lock:
+                    self._cum = cum
+                    self.nbytes_cached += cum.nbytes
+        except Exception:   # never fatal (a corrupt slice is reported by the query that reads it)
             pass
         finally:
             self._counts_state = "done"

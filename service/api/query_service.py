@@ -218,7 +218,8 @@ class QueryService:
             refs.append(IndexFileRef(
                 path=e.path, range_start=e.range_start, range_end=e.range_end,
                 meta=parse_meta(kt, bytes.fromhex(e.meta_hex)), file_size=e.file_size, open=opener,
-                open_sidecar=sidecar.open if sidecar else None, sidecar_failed=sidecar.failed if sidecar else None))
+                open_sidecar=sidecar.open if sidecar else None, sidecar_failed=sidecar.failed if sidecar else None,
+                peek_sidecar=sidecar.peek if sidecar else None))
         return ColumnView(snapshot=snap, kt=kt,
                           index=ColumnIndex(column=snap.column, kt=kt, files=refs,
                                             fallback_scan_max_size=budget, sparse=sparse))

@@ -32,8 +32,10 @@ SidecarOpener = Callable[[], RangeBitmapReader | None]
 class SidecarHooks:
     """IndexFileRef.open_sidecar and .sidecar_failed of one index file."""
 
-    def __init__(self, open_sidecar: SidecarOpener, failed: Callable[[Exception], None]) -> None:
+    def __init__(self, open_sidecar: SidecarOpener, failed: Callable[[Exception], None],
+                 peek: SidecarOpener) -> None:
         self.open = open_sidecar
+        self.peek = peek
         self.failed = failed
 
 
@@ -83,7 +85,10 @@ class Sidecars:
                     self._absent_beside.add(key)
                 self.readers.discard_prefix(key[0])
 
-        return SidecarHooks(open_sidecar, failed)
+        def peek() -> RangeBitmapReader | None:
+            return self.readers.get((resolved[0], size)) if resolved else None
+
+        return SidecarHooks(open_sidecar, failed, peek)
 
     def _derived(self, key: tuple[str, int], kt: KeyType, row_count: int, chunk_size: int,
                  open_index: Callable[[], IndexReader]) -> RangeBitmapReader | None:

@@ -156,3 +156,37 @@ def test_sidecar_cache_keeps_planes_only_within_its_budget(tmp_path: Path, room:
     assert (reader._slices().planes() is not None) == (room == "planes fit")
     assert sidecars.readers.bytes == reader.memory_bound(planes=reader.planes) <= budget
     assert reader.count_range(700, 2100) == int(((codes >= 100) & (codes <= 300)).sum())
+
+
+def test_point_counts_never_open_a_sidecar_and_use_key_counts_once_open(
+        tmp_path: Path, frame: pd.DataFrame, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A count of `=` / `IN` reads a sidecar's key counts only when a range already opened it: a dashboard's
+    point look-ups never start opening or deriving sidecars. Counts equal pandas on either path."""
+    from index_format.range_bitmap import bsi as bsi_mod
+
+    monkeypatch.setattr(bsi_mod, "PLANES_MIN_FILL", 0.0)   # planes (and so key counts) even for 6,000 rows
+    write_table(tmp_path / "data" / "t", frame, 1)
+    with TestClient(create_app(make_settings(tmp_path))) as client:
+        assert client.put("/v1/tables/t", json={"location": str(tmp_path / "data" / "t")}).status_code == 200
+        job = client.post("/v1/create_global_index", json={"table": "t", "index_column": "amount"}).json()
+        assert wait_job(client, job["job_id"])["state"] == "succeeded"
+        qs = client.app.state.services.query_service
+
+        def count(where: str) -> int:
+            r = client.post("/v1/tables/t/query", json={"where": where, "result": "count"})
+            assert r.status_code == 200, r.text
+            return int(r.json()["count"])
+
+        want = int(frame.amount.isin([3, 7, -40]).sum())
+        assert count("amount IN (3, 7, -40)") == want
+        assert len(qs.sidecars.readers) == 0          # the point count opened no sidecar
+        assert count("amount > 0") == int(frame.amount.gt(0).sum())   # a range opens it
+        assert len(qs.sidecars.readers) == 1
+        bsi = next(iter(qs.sidecars.readers._entries.values()))[0]._slices()
+        deadline = time.monotonic() + 30
+        while bsi.code_counts() is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert bsi.code_counts() is not None
+        assert count("amount IN (3, 7, -40)") == want
+        assert count("amount = 7") == int(frame.amount.eq(7).sum())
+        assert count("amount <> 7") == int(frame.amount.ne(7).sum())

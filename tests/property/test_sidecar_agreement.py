@@ -78,10 +78,12 @@ def _refs(kt: KeyType, rows: dict[int, object], ranges: list[tuple[int, int]], r
                 continue
             data, written = write_index_bytes([rows[r] for r in part], [r - lo for r in part], kt)
             sidecar = derive_sidecar(open_index(BytesSource(data), kt), hi - lo + 1) if with_sidecars else None
+            reader = None if sidecar is None else RangeBitmapReader(sidecar, kt)
             refs.append(IndexFileRef(
                 f"f-{lo}-{f}", lo, hi, parse_meta(kt, written.meta), len(data),
                 lambda d=data: open_index(BytesSource(d), kt),
-                None if sidecar is None else (lambda b=sidecar: RangeBitmapReader(b, kt))))
+                None if reader is None else (lambda r=reader: r),
+                peek_sidecar=None if reader is None else (lambda r=reader: r)))
     return refs
 
 
