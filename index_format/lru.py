@@ -31,14 +31,9 @@ class ByteLRU(Generic[V]):
         self.bytes = 0
 
     def get_or_load(self, key: Key, load: Callable[[], V]) -> V:
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None:
-                self._entries.move_to_end(key)
-        if self._on_lookup is not None:
-            self._on_lookup(hit is not None)
-        if hit is not None:
-            return hit[0]
+        cached = self.get(key)   # values are never None
+        if cached is not None:
+            return cached
         value = load()  # outside the lock: opening reads the footer and block index
         cost = max(1, int(self._sizeof(value)))
         if cost <= self.budget:
