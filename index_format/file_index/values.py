@@ -1,0 +1,103 @@
+"""Keys in Java's internal form, as Paimon's file-index writers and readers see them.
+
+Paimon hands its index writers `InternalRow` values: BinaryString, Integer for INT/DATE (days)/TIME (millis),
+Long for BIGINT and TIMESTAMP (epoch millis if p <= 3, else micros), Float/Double, Boolean. Here:
+
+- STRING → the UTF-8 bytes; integer types, DATE, TIME, TIMESTAMP, DECIMAL (unscaled) → int; BOOLEAN → bool;
+- FLOAT / DOUBLE → the IEEE bits as a signed int (Float.floatToIntBits / Double.doubleToLongBits: NaN
+  canonical), because Java's equals, hashCode and compareTo all work on the bits (-0.0 ≠ 0.0, NaN = NaN),
+  which Python floats do not.
+
+`java_value` takes canonical values (index_format.literals.coerce_literal's output); `java_column` takes a
+pyarrow array or a Python sequence of them.
+"""
+from __future__ import annotations
+
+import math
+import struct
+from collections.abc import Sequence
+
+import pyarrow as pa
+
+from index_format.errors import UnsupportedTypeError
+from index_format.range_bitmap.keys import key_int
+from index_format.types import KeyType, parse_type
+
+__all__ = ["FLOAT_NAN_BITS", "DOUBLE_NAN_BITS", "float_of_bits", "java_column", "java_order", "java_value",
+           "paimon_type", "paimon_spelling"]
+
+FLOAT_NAN_BITS = 0x7FC00000
+DOUBLE_NAN_BITS = 0x7FF8000000000000
+_F32 = struct.Struct(">f")
+_I32 = struct.Struct(">i")
+_F64 = struct.Struct(">d")
+_I64 = struct.Struct(">q")
+
+
+def paimon_type(text: str) -> KeyType:
+    """A column type spelled as Paimon prints it (`STRING`, `TIMESTAMP(3)`, `INT`) → KeyType."""
+    try:
+        return parse_type(text.strip().lower())
+    except UnsupportedTypeError:
+        raise
+    except ValueError as exc:
+        raise UnsupportedTypeError(f"unknown column type {text!r}: {exc}") from None
+
+
+def paimon_spelling(kt: KeyType) -> str:
+    """KeyType → Paimon's spelling (`TIMESTAMP(3)`, `DECIMAL(10,2)`, `STRING`)."""
+    return kt.spelling.upper()
+
+
+def _float_bits(value: float) -> int:
+    if math.isnan(value):
+        return FLOAT_NAN_BITS
+    return _I32.unpack(_F32.pack(value))[0]
+
+
+def _double_bits(value: float) -> int:
+    if math.isnan(value):
+        return DOUBLE_NAN_BITS
+    return _I64.unpack(_F64.pack(value))[0]
+
+
+def float_of_bits(kt: KeyType, bits: int) -> float:
+    """The float a FLOAT/DOUBLE key's bits stand for (for printing)."""
+    if kt.name == "float":
+        return _F32.unpack(_I32.pack(bits))[0]
+    return _F64.unpack(_I64.pack(bits))[0]
+
+
+def java_value(kt: KeyType, value: object) -> object:
+    """One canonical value → its Java internal form (None stays None)."""
+    if value is None:
+        return None
+    name = kt.name
+    if name == "string":
+        return value.encode("utf-8") if isinstance(value, str) else bytes(value)  # type: ignore[arg-type]
+    if name == "boolean":
+        return bool(value)
+    if name == "float":
+        return _float_bits(float(value))  # type: ignore[arg-type]
+    if name == "double":
+        return _double_bits(float(value))  # type: ignore[arg-type]
+    return key_int(kt, value)
+
+
+def java_column(kt: KeyType, values: object) -> list[object]:
+    """Every row's Java internal form (None for NULL) from a pyarrow (chunked) array or a sequence."""
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        values = values.to_pylist()
+    if not isinstance(values, Sequence):
+        values = list(values)  # type: ignore[call-overload]
+    return [java_value(kt, v) for v in values]
+
+
+def java_order(kt: KeyType, jv: object) -> object:
+    """Sort key giving Java's compareTo order on internal values: unsigned bytes then length for strings
+    (Python bytes order), Float/Double.compare (total order on bits) for floats, false < true."""
+    if kt.name in ("float", "double"):
+        bits = jv  # type: ignore[assignment]
+        mask = 0x7FFFFFFF if kt.name == "float" else 0x7FFFFFFFFFFFFFFF
+        return bits ^ mask if bits < 0 else bits  # type: ignore[operator]
+    return jv
