@@ -1,4 +1,5 @@
-"""`bgix file inspect|build`: look inside one bitmap index file, or build one from a Parquet column.
+"""`bgix file inspect|build|query`: look inside one index file, build one from a Parquet file, or ask a
+file index which rows a predicate may match (Paimon's file-index family lives in file_index_cmd).
 
 Imports index_format and pyarrow only (no fastapi, no pyspark).
 """
@@ -10,35 +11,76 @@ import os
 import sys
 from typing import Any
 
-from index_format.errors import BgixError
+from index_format.errors import BgixError, InvalidOptionError, PredicateError
+from index_format.file_index.detect import KINDS
+from index_format.file_index.formats import INDEX_TYPES as FILE_INDEX_TYPES
+from service.cli import file_index_cmd
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="file_command", metavar="ACTION", required=True)
-    ins = sub.add_parser("inspect", help="print footer, blocks and every key with its row ids")
+    ins = sub.add_parser("inspect", help="print any index file (kind detected from its bytes) as JSON; "
+                                         "a global bitmap index with --type: footer, blocks, keys, row ids")
     ins.add_argument("file", help="index file path")
-    ins.add_argument("--type", required=True, dest="key_type", help="column type, e.g. string, int, decimal(10,2)")
-    ins.add_argument("--json", action="store_true", help="machine-readable output")
+    ins.add_argument("--type", dest="key_type", default=None,
+                     help="column type where the format does not record it, e.g. string, INT, TIMESTAMP(3)")
+    ins.add_argument("--index-type", default=None, choices=FILE_INDEX_TYPES,
+                     help="the file is a bare file-index payload of this type")
+    ins.add_argument("--schema", default=None, help="a container's columns, 'a:STRING,b:BIGINT' (decodes payloads)")
+    ins.add_argument("--kind", default=None, choices=KINDS, help="skip detection: the file is of this kind")
+    ins.add_argument("--json", action="store_true", help="machine-readable output (global bitmap index)")
     ins.add_argument("--size", type=int, default=None, help="file size from the manifest (default: stat)")
-    b = sub.add_parser("build", help="build one index file from a Parquet column")
+    b = sub.add_parser("build", help="build a global bitmap index file, a file-index payload "
+                                     "(--index-type) or a file-index container (--file-index-options)")
     b.add_argument("input", help="Parquet file")
-    b.add_argument("--column", required=True)
+    b.add_argument("--column", default=None, help="the indexed column (not with --file-index-options)")
     b.add_argument("--type", dest="key_type", default=None, help="column type (default: from the Parquet schema)")
+    b.add_argument("--index-type", default=None, choices=FILE_INDEX_TYPES,
+                   help="write this file-index payload of the column instead of a global bitmap index")
+    b.add_argument("--options", default=None, help="payload options 'k=v;k=v', e.g. 'version=1;index-block-size=256b'")
+    b.add_argument("--file-index-options", default=None,
+                   help="Paimon table options 'file-index.bitmap.columns=a;file-index.bloom-filter.a.fpp=0.01;...': "
+                        "write the file-index container Paimon's data-file writer would")
+    b.add_argument("--schema", default=None, help="with --file-index-options: Paimon column types "
+                                                  "'a:STRING,m:MAP<STRING,STRING>' (default: from Parquet)")
     b.add_argument("--row-id-column", default=None, help="column of local row ids (default: row positions)")
     b.add_argument("--compression", default="none", choices=["none", "zstd", "lz4"])
     b.add_argument("--level", type=int, default=1, help="zstd level")
     b.add_argument("--block-size", type=int, default=16384, help="dictionary block size in bytes")
     b.add_argument("-o", "--output", required=True)
+    q = sub.add_parser("query", help="Paimon's pruning answer of a file-index payload or container, "
+                                     "one JSON element per predicate")
+    q.add_argument("file", help="payload or container file")
+    q.add_argument("--index-type", default=None, choices=FILE_INDEX_TYPES, help="the file is a bare payload")
+    q.add_argument("--type", dest="key_type", default=None, help="the payload's column type, e.g. STRING, INT")
+    q.add_argument("--schema", default=None, help="the file is a container of these columns: 'a:STRING,b:BIGINT'")
+    q.add_argument("--where", action="append", default=None,
+                   help="SQL predicate (column v for a payload); may be repeated; "
+                        "may end with ORDER BY col [DESC] [NULLS FIRST|LAST] LIMIT k")
+    q.add_argument("--where-file", default=None, help="JSON list of SQL predicates")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         if args.file_command == "inspect":
-            return _inspect(args)
+            done = file_index_cmd.inspect_file(args)
+            return _inspect(args) if done is None else done
+        if args.file_command == "query":
+            return file_index_cmd.query(args)
+        if args.file_index_options is not None:
+            return file_index_cmd.build_container(args)
+        if args.index_type is not None:
+            return file_index_cmd.build_payload(args)
+        if not args.column:
+            print("bgix file build: --column is required", file=sys.stderr)
+            return 2
         return _build(args)
     except FileNotFoundError as exc:  # pyarrow's message is the bare path
         print(f"bgix file {args.file_command}: no such file: {exc.filename or exc}", file=sys.stderr)
         return 1
+    except (InvalidOptionError, PredicateError) as exc:  # the command line is wrong, not the file
+        print(f"bgix file {args.file_command}: {exc}", file=sys.stderr)
+        return 2
     except (BgixError, OSError) as exc:
         print(f"bgix file {args.file_command}: {exc}", file=sys.stderr)
         return 1
