@@ -15,8 +15,8 @@ from pathlib import Path
 
 from tests.data import FILE_INDEX
 
-__all__ = ["FILE_INDEX", "Query", "VectorEntry", "load_queries", "load_rows", "load_table", "load_vectors",
-           "parse_options", "parse_positions", "parse_value"]
+__all__ = ["FILE_INDEX", "Query", "VectorEntry", "load_queries", "load_rows", "load_table", "load_vectors", "query_sql",
+           "parse_options", "parse_positions", "parse_value", "sql_literal"]
 
 NULL = "NULL"
 
@@ -237,3 +237,44 @@ def load_queries(path: Path, *, container: bool = False) -> list[Query]:
             raise ValueError(f"{path.name}:{n}: count {count} but {len(rows)} positions")
         out.append(Query(op, literals, count, rows, outcome, column, k, nulls_first, strict, n, line))
     return out
+
+
+def sql_literal(data_type: str, text: str) -> str:
+    """A reference-file literal spelled as SQL for `bgix file query` (independent of index_format)."""
+    if text == NULL:
+        return "NULL"
+    base, _, _ = _base_type(data_type)
+    if base in ("STRING", "VARCHAR", "CHAR"):
+        return "'" + text.replace("'", "''") + "'"
+    if base == "BOOLEAN":
+        return text.upper()
+    if base in ("FLOAT", "DOUBLE"):
+        return f"CAST('{text}' AS {base})"
+    if base == "DATE":
+        return f"DATE '{text}'"
+    if base.startswith("TIMESTAMP"):
+        return f"TIMESTAMP '{text}'"
+    return text
+
+
+_SQL_OPS = {"=": "=", "!=": "<>", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def query_sql(q: Query, data_type: str, column: str = "v") -> str:
+    """The SQL text asking what `q` asked (TOPK/BOTTOMK as ORDER BY ... LIMIT k)."""
+    col = '"' + column.replace('"', '""') + '"'
+    lits = [sql_literal(data_type, t) for t in q.literals]
+    if q.op in _SQL_OPS:
+        return f"{col} {_SQL_OPS[q.op]} {lits[0]}"
+    if q.op in ("IN", "NOT IN"):
+        return f"{col} {q.op} ({', '.join(lits)})"
+    if q.op in ("IS NULL", "IS NOT NULL"):
+        return f"{col} {q.op}"
+    if q.op == "BETWEEN":
+        return f"{col} BETWEEN {lits[0]} AND {lits[1]}"
+    if q.op in ("TOPK", "BOTTOMK"):
+        direction = "DESC" if q.op == "TOPK" else "ASC"
+        nulls = "NULLS FIRST" if q.nulls_first else "NULLS LAST"
+        more = "" if q.strict else ", other"
+        return f"ORDER BY {col} {direction} {nulls}{more} LIMIT {q.k}"
+    raise ValueError(f"no SQL for {q.op}")

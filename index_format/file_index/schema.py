@@ -56,10 +56,11 @@ def map_value_type(type_text: str) -> str | None:
 
 
 def key_type_of(schema: list[tuple[str, str]], column: str) -> KeyType | None:
-    """The KeyType an index on `column` (or map key `m[k]`) holds; None if the schema has no such column."""
+    """The KeyType an index on `column` (or map key `m[k]`) holds; None if no index can be on it."""
     types = dict(schema)
     if column in types:
-        return paimon_type(types[column])
+        # a MAP column itself holds no index: only its keys do, as `m[k]`
+        return None if map_value_type(types[column]) is not None else paimon_type(types[column])
     m = _MAP_KEY.match(column)
     if m and m.group("col") in types:
         value = map_value_type(types[m.group("col")])
