@@ -168,6 +168,10 @@ def inspect_file(args: argparse.Namespace) -> int | None:
 
     data = Path(args.file).read_bytes()
     kind = args.kind or detect_kind(data[:64], data[-64:], len(data), index_type=args.index_type)
+    if args.kind is None and args.key_type and not args.index_type and kind in (None, "bucket-hash-index"):
+        # `inspect FILE --type T` has always meant a global bitmap index: a damaged one (bad footer magic)
+        # must say so, not pass for a bucket hash index
+        kind = "global-bitmap-index"
     if kind is None:
         raise InvalidOptionError(f"{args.file}: not a recognisable index file ({len(data)} bytes); "
                                  "name a payload with --index-type, or the kind with --kind")
