@@ -31,7 +31,7 @@ from index_format.file_index.result import REMAIN, SKIP, FileIndexResult
 from index_format.file_index.values import DOUBLE_NAN_BITS, FLOAT_NAN_BITS, java_value
 from index_format.types import KeyType
 
-__all__ = ["BloomFilterReader", "bloom_sizing", "hash_value", "long_hash", "write_bloom_filter"]
+__all__ = ["BloomFilterReader", "bloom_sizing", "hash_value", "wang_hash", "write_bloom_filter"]
 
 DEFAULT_ITEMS = 1_000_000
 DEFAULT_FPP = 0.1
@@ -115,8 +115,8 @@ def _parse_options(options: Mapping[str, str]) -> tuple[int, float]:
 
 # ---------------------------------------------------------------- hashing
 
-def long_hash(key: int) -> int:
-    """FastHash.getLongHash: Thomas Wang's 64-bit mix in Java long arithmetic (signed result)."""
+def wang_hash(key: int) -> int:
+    """FastHash.getLongHash (not Long.hashCode, which is java_hash.long_hash): Thomas Wang's 64-bit mix in Java long arithmetic (signed result)."""
     k = key & _M64
 
     def sar(x: int, n: int) -> int:   # Java's >> on a long
@@ -132,8 +132,8 @@ def long_hash(key: int) -> int:
     return k - (1 << 64) if k >> 63 else k
 
 
-def _long_hash_array(k: np.ndarray) -> np.ndarray:
-    """long_hash over an int64 array (numpy int64 shifts and sums wrap like Java longs; >> is arithmetic)."""
+def _wang_hash_array(k: np.ndarray) -> np.ndarray:
+    """wang_hash over an int64 array (numpy int64 shifts and sums wrap like Java longs; >> is arithmetic)."""
     k = k.astype(np.int64, copy=True)
     with np.errstate(over="ignore"):
         k = ~k + (k << 21)
@@ -156,7 +156,7 @@ def hash_value(kt: KeyType, value: object) -> int:
     jv = java_value(kt, value)
     if kt.name == "string":
         return _xxh64(jv)  # type: ignore[arg-type]
-    return long_hash(jv)  # type: ignore[arg-type]
+    return wang_hash(jv)  # type: ignore[arg-type]
 
 
 def _arrow_longs(kt: KeyType, arr: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
@@ -219,7 +219,7 @@ def _hashes(kt: KeyType, values: object) -> np.ndarray:
             fast = _arrow_longs(kt, values)
             if fast is not None:
                 longs, valid = fast
-                return _long_hash_array(longs[valid])
+                return _wang_hash_array(longs[valid])
         values = values.to_pylist()
     if not isinstance(values, Sequence):
         values = list(values)  # type: ignore[call-overload]
@@ -231,7 +231,7 @@ def _hashes(kt: KeyType, values: object) -> np.ndarray:
             arr = pa.array(values, type=pa.int64())
             longs = arr.drop_null().to_numpy(zero_copy_only=False)
             _check_width(kt, longs)
-            return _long_hash_array(longs)
+            return _wang_hash_array(longs)
         except (OverflowError, pa.ArrowException):
             pass
     longs_list = [java_value(kt, v) for v in values if v is not None]
@@ -240,7 +240,7 @@ def _hashes(kt: KeyType, values: object) -> np.ndarray:
     except OverflowError:
         raise UnsupportedTypeError(f"a {kt.spelling.upper()} value does not fit a Java long") from None
     _check_width(kt, longs)
-    return _long_hash_array(longs)
+    return _wang_hash_array(longs)
 
 
 _WIDTH = {"tinyint": 8, "smallint": 16, "int": 32, "date": 32, "time": 32}

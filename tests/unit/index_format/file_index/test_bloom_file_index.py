@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from index_format.errors import (CorruptFileError, IndexFormatError, InvalidOptionError, TruncatedFileError,
                                  UnsupportedTypeError)
-from index_format.file_index.bloom import (BloomFilterReader, _long_hash_array, bloom_sizing, hash_value,
-                                           long_hash, write_bloom_filter)
+from index_format.file_index.bloom import (BloomFilterReader, _wang_hash_array, bloom_sizing, hash_value,
+                                           wang_hash, write_bloom_filter)
 from index_format.file_index.formats import open_payload, write_payload
 from index_format.file_index.result import REMAIN, SKIP
 from index_format.file_index.values import paimon_type
@@ -156,21 +156,21 @@ def test_no_false_negatives(spelling: str, data: st.DataObject) -> None:
 @settings(max_examples=300, deadline=None)
 @given(keys=st.lists(st.integers(LONG_MIN, LONG_MAX), min_size=1, max_size=30))
 def test_vectorized_long_hash_equals_scalar(keys: list[int]) -> None:
-    assert _long_hash_array(np.array(keys, dtype=np.int64)).tolist() == [long_hash(k) for k in keys]
+    assert _wang_hash_array(np.array(keys, dtype=np.int64)).tolist() == [wang_hash(k) for k in keys]
 
 
 def test_hash_known_answers() -> None:
     # FLOAT hashes Float.floatToIntBits sign-extended; -1.0f is 0xBF800000
-    assert hash_value(KeyType("float"), -1.0) == long_hash(-0x40800000)
-    assert hash_value(KeyType("float"), math.nan) == long_hash(0x7FC00000)
-    assert hash_value(KeyType("double"), -0.0) == long_hash(LONG_MIN)
-    assert hash_value(KeyType("double"), math.nan) == long_hash(0x7FF8000000000000)
+    assert hash_value(KeyType("float"), -1.0) == wang_hash(-0x40800000)
+    assert hash_value(KeyType("float"), math.nan) == wang_hash(0x7FC00000)
+    assert hash_value(KeyType("double"), -0.0) == wang_hash(LONG_MIN)
+    assert hash_value(KeyType("double"), math.nan) == wang_hash(0x7FF8000000000000)
     # STRING: XXH64 seed 0 of the UTF-8 bytes, signed (the published XXH64("") = 0xEF46DB3751D8E999)
     assert hash_value(KeyType("string"), "") == 0xEF46DB3751D8E999 - (1 << 64)
     # TIMESTAMP: millis for p <= 3, micros above
     t = dt.datetime(1970, 1, 1, 0, 0, 1, 500)
-    assert hash_value(parse_type("timestamp(3)"), t) == long_hash(1000)
-    assert hash_value(parse_type("timestamp(6)"), t) == long_hash(1_000_500)
+    assert hash_value(parse_type("timestamp(3)"), t) == wang_hash(1000)
+    assert hash_value(parse_type("timestamp(6)"), t) == wang_hash(1_000_500)
 
 
 def test_float_nan_payloads_hash_canonically_from_arrow() -> None:
