@@ -2,9 +2,14 @@
 
 values: Java's internal form of a key · result: REMAIN / SKIP / row bitmaps · reader: the reader base with
 Java's defaults · java_hash / java_hashmap: hash codes and java.util.HashMap iteration order (byte-exact
-entry order) · bitmap: bitmap V1/V2 · bsi: bit-sliced index · bloom: bloom filter · range_bitmap: the
-range-bitmap payload (the one implementation in index_format.range_bitmap) · container: FileIndexFormat
-and Paimon's data-file index writer · formats: index-type name → writer and reader · evaluate: the one
-predicate evaluation over bound predicate trees · detect: what kind of file some bytes are.
+entry order) · bitmap (+ bitmap_meta: the V1/V2 heads): bitmap V1/V2 · bsi: bit-sliced index · bloom: bloom
+filter · range_bitmap: the range-bitmap payload (the one implementation in index_format.range_bitmap) ·
+formats: index-type name → writer and reader · container: FileIndexFormat · data_file_index: Paimon's
+data-file index writer (table options → container) · schema: column types a container is read with ·
+evaluate: the one predicate evaluation over predicate trees · query_text: predicate + top-N text ·
+detect: what kind of index file some bytes are.
+
+Layering: the format modules import only index_format's shared pieces and range_bitmap; evaluate and
+query_text add index_format.predicate. Dynamic-bucket hash index files are in index_format.bucket_index.
 """
 from __future__ import annotations
