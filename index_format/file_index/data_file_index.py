@@ -29,6 +29,7 @@ from index_format.file_index import formats
 from index_format.file_index.container import write_container
 from index_format.file_index.java_hash import java_string_order, string_hash
 from index_format.file_index.java_hashmap import computeifabsent_order, put_order
+from index_format.file_index.schema import FieldType, parse_field_type
 from index_format.file_index.values import paimon_spelling, paimon_type
 from index_format.types import KeyType, from_arrow
 
@@ -254,55 +255,7 @@ def parse_file_index_options(options: Mapping[str, str]) -> FileIndexOptions:
 
 # --- column types ---------------------------------------------------------------------------------------------
 
-_MAP = re.compile(r"^\s*MAP\s*<(?P<inner>.*)>\s*$", re.IGNORECASE | re.DOTALL)
-_NOT_NULL = re.compile(r"\s+NOT\s+NULL\s*$", re.IGNORECASE)
 _STRING_KEY = re.compile(r"^\s*(CHAR|VARCHAR|STRING|CHARACTER|CHARACTER\s+VARYING)\b", re.IGNORECASE)
-
-
-def _split_top(text: str) -> list[str]:
-    """Split on commas outside <...> and (...) (MAP<K,V>, DECIMAL(p,s))."""
-    out, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        if ch in "<(":
-            depth += 1
-        elif ch in ">)":
-            depth -= 1
-        elif ch == "," and depth == 0:
-            out.append(text[start:i])
-            start = i + 1
-    out.append(text[start:])
-    return out
-
-
-@dataclass(frozen=True)
-class _FieldType:
-    spelling: str
-    value: KeyType | None = None     # plain column: its key type
-    map_key: str | None = None       # MAP column: the key type's spelling
-    map_value: KeyType | None = None
-    error: str | None = None         # why it cannot be indexed
-
-    @property
-    def is_map(self) -> bool:
-        return self.map_key is not None
-
-
-def _parse_field_type(spelling: str) -> _FieldType:
-    text = _NOT_NULL.sub("", spelling.strip())
-    m = _MAP.match(text)
-    if m is None:
-        try:
-            return _FieldType(spelling, value=paimon_type(text))
-        except UnsupportedTypeError as exc:
-            return _FieldType(spelling, error=str(exc))
-    inner = _split_top(m.group("inner"))
-    if len(inner) != 2:
-        return _FieldType(spelling, error=f"cannot read map type {spelling!r}")
-    key, value = _NOT_NULL.sub("", inner[0].strip()), _NOT_NULL.sub("", inner[1].strip())
-    try:
-        return _FieldType(spelling, map_key=key, map_value=paimon_type(value))
-    except UnsupportedTypeError as exc:
-        return _FieldType(spelling, map_key=key, error=str(exc))
 
 
 def _arrow_spelling(t: pa.DataType) -> str:
@@ -384,9 +337,9 @@ class _MapMaintainer:
         return list(result.items())
 
 
-def _schema_types(table: pa.Table, schema: Sequence[tuple[str, str]] | None) -> dict[str, _FieldType]:
+def _schema_types(table: pa.Table, schema: Sequence[tuple[str, str]] | None) -> dict[str, FieldType]:
     pairs = schema if schema is not None else [(f.name, _arrow_spelling(f.type)) for f in table.schema]
-    return {name: _parse_field_type(spelling) for name, spelling in pairs}
+    return {name: parse_field_type(spelling) for name, spelling in pairs}
 
 
 def write_data_file_index(table: pa.Table, schema: Sequence[tuple[str, str]] | None,

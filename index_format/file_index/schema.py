@@ -6,17 +6,20 @@ The container does not record column types (spec §1), so a reader is told them.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 from index_format.errors import InvalidOptionError, UnsupportedTypeError
 from index_format.file_index.values import paimon_type
 from index_format.types import KeyType
 
-__all__ = ["map_value_type", "parse_schema", "key_type_of"]
+__all__ = ["FieldType", "key_type_of", "parse_field_type", "parse_schema"]
 
 _MAP_KEY = re.compile(r"^(?P<col>.+)\[(?P<key>[^\]]*)\]$")
+_MAP = re.compile(r"^\s*MAP\s*<(?P<inner>.*)>\s*$", re.IGNORECASE | re.DOTALL)
+_NOT_NULL = re.compile(r"\s+NOT\s+NULL\s*$", re.IGNORECASE)
 
 
-def _split_top(text: str, sep: str) -> list[str]:
+def _split_top(text: str, sep: str = ",") -> list[str]:
     """Split on `sep` outside <...> and (...) (MAP<K,V>, DECIMAL(p,s))."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(text):
@@ -44,26 +47,47 @@ def parse_schema(text: str) -> list[tuple[str, str]]:
     return cols
 
 
-def map_value_type(type_text: str) -> str | None:
-    """`MAP<STRING,INT>` → "INT"; None if not a map type."""
-    t = type_text.strip()
-    if not t.upper().startswith("MAP<") or not t.endswith(">"):
-        return None
-    inner = _split_top(t[4:-1], ",")
+@dataclass(frozen=True)
+class FieldType:
+    """One column's Paimon type, as far as file indexes care."""
+
+    spelling: str
+    value: KeyType | None = None     # plain column: its key type
+    map_key: str | None = None       # MAP column: the key type's spelling
+    map_value: KeyType | None = None
+    error: str | None = None         # why it cannot be indexed
+
+    @property
+    def is_map(self) -> bool:
+        return self.map_key is not None
+
+
+def parse_field_type(spelling: str) -> FieldType:
+    """`INT`, `STRING NOT NULL`, `MAP<STRING,INT>` → FieldType (never raises: `error` says what is wrong)."""
+    text = _NOT_NULL.sub("", spelling.strip())
+    m = _MAP.match(text)
+    if m is None:
+        try:
+            return FieldType(spelling, value=paimon_type(text))
+        except UnsupportedTypeError as exc:
+            return FieldType(spelling, error=str(exc))
+    inner = _split_top(m.group("inner"))
     if len(inner) != 2:
-        raise UnsupportedTypeError(f"cannot read map type {type_text!r}")
-    return inner[1].strip()
+        return FieldType(spelling, error=f"cannot read map type {spelling!r}")
+    key, value = _NOT_NULL.sub("", inner[0].strip()), _NOT_NULL.sub("", inner[1].strip())
+    try:
+        return FieldType(spelling, map_key=key, map_value=paimon_type(value))
+    except UnsupportedTypeError as exc:
+        return FieldType(spelling, map_key=key, error=str(exc))
 
 
 def key_type_of(schema: list[tuple[str, str]], column: str) -> KeyType | None:
-    """The KeyType an index on `column` (or map key `m[k]`) holds; None if no index can be on it."""
+    """The KeyType an index on `column` (or map key `m[k]`) holds; None if no index can be on it
+    (no such column, a MAP column itself, or a type no file index takes)."""
     types = dict(schema)
     if column in types:
-        # a MAP column itself holds no index: only its keys do, as `m[k]`
-        return None if map_value_type(types[column]) is not None else paimon_type(types[column])
+        return parse_field_type(types[column]).value
     m = _MAP_KEY.match(column)
     if m and m.group("col") in types:
-        value = map_value_type(types[m.group("col")])
-        if value is not None:
-            return paimon_type(value)
+        return parse_field_type(types[m.group("col")]).map_value
     return None
