@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from importlib import import_module
+from typing import TYPE_CHECKING
 
 from index_format.errors import InvalidOptionError
-from index_format.file_index.reader import PayloadReader
-from index_format.types import KeyType
+
+if TYPE_CHECKING:  # the command line reads INDEX_TYPES for its parser: that must not load pyarrow
+    from index_format.file_index.reader import PayloadReader
+    from index_format.types import KeyType
 
 # index type → (module, writer function, reader class). Writers: (kt, values, options) -> bytes, where
 # values is a pyarrow array or a sequence of canonical values (None = NULL) in row order. Readers:
@@ -21,7 +24,7 @@ _FORMATS: dict[str, tuple[str, str, str]] = {
 }
 INDEX_TYPES = tuple(_FORMATS)
 
-Writer = Callable[[KeyType, object, Mapping[str, str]], bytes]
+Writer = Callable[["KeyType", object, Mapping[str, str]], bytes]
 
 
 def _entry(index_type: str) -> tuple[str, str, str]:
