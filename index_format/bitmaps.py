@@ -6,12 +6,14 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 from pyroaring import BitMap, BitMap64
 
 from index_format.errors import CorruptFileError
 from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
+from index_format.parallel import map_parts
 
 
 def ids_array(sorted_ids: np.ndarray) -> array:
@@ -67,59 +69,135 @@ def _java_differs(rid: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return out
 
 
-def _array_only_bytes(rid: np.ndarray, card: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Portable bytes (spec §1) of consecutive keys whose ids are < 2^32, strictly ascending, with no
-    two consecutive ids and at most 4096 ids: one bucket (high 0) holding only array containers, so
-    Java's run_optimize keeps every container an array. All keys are encoded at once, as u16 words:
-    prefix, cookie 12346, container count, (key, card - 1) headers, u32 offsets, then the low 16 bits.
-    Returns (bytes as uint8, size of each key's bitmap).
+def _group_of(bounds: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """The group holding each position (empty groups allowed: bounds may repeat)."""
+    return np.searchsorted(bounds, positions, side="right") - 1
+
+
+def _part_flags(part: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """(keys this part's ids send to BitMap64, keys this part keeps off the vectorized encoder).
+
+    BitMap64: duplicate ids or ids ≥ 2^32, or a container whose 32-bit run_optimize differs from Java's.
+    Off the vectorized encoder also: keys with a run of consecutive ids or over 4096 ids (they may become
+    run or bitmap containers). Every rule is per container, and no container spans two parts.
     """
-    nk, n = len(card), len(rid)
-    first = np.zeros(nk + 1, dtype=np.int64)
-    np.cumsum(card, out=first[1:])
-    high = rid >> 16
+    rid, bounds = part
+    nk, n = len(bounds) - 1, len(rid)
+    card = np.diff(bounds)
+    need64 = np.zeros(nk, dtype=bool)
+    cand = card > 4096
+    if n > 1:
+        step = rid[1:] - rid[:-1]
+        inner = np.ones(n - 1, dtype=bool)
+        ends = bounds[1:-1]
+        inner[ends[(ends > 0) & (ends < n)] - 1] = False  # steps across key boundaries do not count
+        need64[_group_of(bounds, np.flatnonzero((step <= 0) & inner))] = True
+        cand[_group_of(bounds, np.flatnonzero((step == 1) & inner))] = True
+    if n and int(rid.max()) >= (1 << 32):
+        need64[_group_of(bounds, np.flatnonzero(rid >= (1 << 32)))] = True
+    slow = need64 | cand
+    ck = np.flatnonzero(cand & ~need64)
+    if len(ck):
+        lens = card[ck]
+        sub_bounds = np.zeros(len(ck) + 1, dtype=np.int64)
+        np.cumsum(lens, out=sub_bounds[1:])
+        rows = np.repeat(bounds[ck] - sub_bounds[:-1], lens) + np.arange(int(sub_bounds[-1]))
+        need64[ck] = _java_differs(rid[rows], sub_bounds)
+    return need64, slow
+
+
+@dataclass(slots=True)
+class _Containers:
+    """One part's containers: start of each in the part's ids, and count per key."""
+
+    c_row: np.ndarray
+    ncont: np.ndarray
+
+
+def _containers(part: tuple[np.ndarray, np.ndarray]) -> _Containers:
+    rid, bounds = part
+    n = len(rid)
+    if n == 0:
+        return _Containers(np.zeros(0, dtype=np.int64), np.zeros(len(bounds) - 1, dtype=np.int64))
+    high = (rid >> 16).astype(np.uint16)  # truncated above 2^32: such keys are BitMap64's (_part_flags)
     cst = np.empty(n, dtype=bool)
     cst[0] = True
     np.not_equal(high[1:], high[:-1], out=cst[1:])
-    cst[first[:-1]] = True
+    starts = bounds[:-1]
+    cst[starts[starts < n]] = True
     c_row = np.flatnonzero(cst)
-    ncont = np.diff(np.searchsorted(c_row, first))
+    return _Containers(c_row, np.diff(np.searchsorted(c_row, bounds)))
+
+
+def _fill_part(w: np.ndarray, part: tuple[np.ndarray, np.ndarray], cont: _Containers, b: np.ndarray,
+               ncont: np.ndarray, cprev: np.ndarray, vprev: np.ndarray, it: type) -> None:
+    """Write one part's container headers, offsets and low 16 bits into every key's words (see
+    _array_only_bytes); cprev / vprev: the key's containers / ids in earlier parts."""
+    rid, bounds = part
+    n = len(rid)
+    if n == 0:
+        return
+    first = bounds[:-1]
+    c_row, pn = cont.c_row, cont.ncont
+    cfirst = np.zeros(len(pn), dtype=np.int64)
+    np.cumsum(pn[:-1], out=cfirst[1:])
+    # container i of key g: header words at b + 10 + 2i, offset words 2·ncont further on
+    hw = np.repeat((b + 10 + 2 * (cprev - cfirst)).astype(it), pn)
+    hw += np.arange(0, 2 * len(c_row), 2, dtype=it)
+    w[hw] = (rid[c_row] >> 16).astype(np.uint16)
+    c_card = np.diff(c_row, append=n)
+    w[hw + 1] = c_card - 1
+    hw += np.repeat((2 * ncont).astype(it), pn)
+    # byte offset inside the 32-bit part: 8 + 8·ncont + 2·(ids of the key before this container)
+    coff = np.repeat((8 + 8 * ncont + 2 * (vprev - first)).astype(it), pn)
+    coff += 2 * c_row.astype(it, copy=False)
+    w[hw] = coff & 0xFFFF
+    w[hw + 1] = coff >> 16
+    vw = np.repeat((b + 10 + 4 * ncont + vprev - first).astype(it), np.diff(bounds))
+    vw += np.arange(n, dtype=it)
+    w[vw] = rid.astype(np.uint16)  # the low 16 bits
+
+
+def _array_only_bytes(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[np.ndarray, np.ndarray]:
+    """Portable bytes (spec §1) of every key as if its ids were < 2^32, strictly ascending, with no two
+    consecutive ids and at most 4096 ids: one bucket (high 0) holding only array containers, so Java's
+    run_optimize keeps every container an array. All keys are encoded at once, as u16 words: prefix,
+    cookie 12346, container count, (key, card - 1) headers, u32 offsets, then the low 16 bits; each part
+    fills its own containers (on the thread pool). Returns (bytes as uint8, size of each key's bitmap).
+    """
+    conts = map_parts(_containers, parts)
+    pn = np.stack([c.ncont for c in conts])                      # parts × keys
+    pc = np.stack([np.diff(bounds) for _, bounds in parts])
+    ncont, card = pn.sum(axis=0), pc.sum(axis=0)
+    cprev, vprev = np.cumsum(pn, axis=0) - pn, np.cumsum(pc, axis=0) - pc
+    nk = len(card)
     words_per = 10 + 4 * ncont + card          # (20 + 8n + 2·card) bytes
     base = np.zeros(nk + 1, dtype=np.int64)
     np.cumsum(words_per, out=base[1:])
     total = int(base[-1])
-    it = np.int32 if max(total, 2 * n) < (1 << 31) - 1 else np.int64   # narrower index arrays: less memory traffic
+    # narrower index arrays: less memory traffic
+    it = np.int32 if max(total, 2 * int(card.sum())) < (1 << 31) - 1 else np.int64
     w = np.empty(total, dtype="<u2")
     b = base[:-1]
     for k, v in enumerate((1, 0, 0, 0, 0, 0, _COOKIE_NO_RUNS, 0)):
         w[b + k] = v
     w[b + 8] = ncont & 0xFFFF
     w[b + 9] = ncont >> 16
-    cfirst = np.zeros(nk, dtype=np.int64)
-    np.cumsum(ncont[:-1], out=cfirst[1:])
-    # container i of key g: header words at b + 10 + 2i, offset words 2n further on
-    two_c = np.arange(0, 2 * len(c_row), 2, dtype=it)
-    hw = np.repeat((b + 10 - 2 * cfirst).astype(it), ncont)
-    hw += two_c
-    w[hw] = high[c_row]
-    c_card = np.diff(c_row, append=n)
-    hw += 1
-    w[hw] = c_card - 1
-    hw += np.repeat((2 * ncont - 1).astype(it), ncont)
-    # byte offset inside the 32-bit part: 8 + 8n + 2·(ids of the key before this container)
-    coff = np.repeat((8 + 8 * ncont - 2 * first[:-1]).astype(it), ncont)
-    coff += 2 * c_row.astype(it, copy=False)
-    w[hw] = coff & 0xFFFF
-    hw += 1
-    w[hw] = coff >> 16
-    vw = np.repeat((b + 10 + 4 * ncont - first[:-1]).astype(it), card)
-    vw += np.arange(n, dtype=it)
-    w[vw] = rid & 0xFFFF
+    map_parts(lambda i: _fill_part(w, parts[i], conts[i], b, ncont, cprev[i], vprev[i], it), range(len(parts)))
     return w.view(np.uint8), 2 * words_per
 
 
 def serialize_groups(rid: np.ndarray, bounds: np.ndarray) -> tuple[bytes, np.ndarray]:
-    """Every key's run-optimized portable bitmap (spec §1), concatenated, with int64 offsets.
+    """Every key's run-optimized portable bitmap (spec §1), concatenated, with int64 offsets; key g's ids
+    are rid[bounds[g]:bounds[g + 1]], ascending."""
+    return serialize_parts([(rid, bounds)])
+
+
+def serialize_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[bytes, np.ndarray]:
+    """serialize_groups of ids held in parts: [(rid, bounds)], every bounds over the same nk keys (a key may
+    have no ids in some parts, but has some in one). Key g's ids are its ids in part 0, then part 1, …; parts hold ascending, disjoint
+    ranges of whole containers (65536-aligned), so no container spans two parts. Parts are checked and
+    encoded on the thread pool.
 
     Keys whose containers are all arrays without any run (the usual case) are encoded vectorized
     (`_array_only_bytes`). Java run-optimizes like pyroaring's BitMap64. The 32-bit BitMap builds ~2.6×
@@ -127,55 +205,22 @@ def serialize_groups(rid: np.ndarray, bounds: np.ndarray) -> tuple[bytes, np.nda
     run_optimize turns an array container of cardinality 2·runs + 1 into runs where Java keeps the
     array. Such keys, keys with duplicate ids, ids ≥ 2^32 or containers over 4096 ids use BitMap64.
     """
-    nk = len(bounds) - 1
-    n = len(rid)
+    nk = len(parts[0][1]) - 1
     if nk == 0:
         return b"", np.zeros(1, dtype=np.int64)
-    card = np.diff(bounds)
-    need64 = np.zeros(nk, dtype=bool)
-    cand = card > 4096
-    if n > 1:
-        step = rid[1:] - rid[:-1]
-        inner = np.ones(n - 1, dtype=bool)
-        inner[bounds[1:-1] - 1] = False  # steps across key boundaries do not count
-        dup_rows = np.flatnonzero((step <= 0) & inner)
-        need64[np.searchsorted(bounds, dup_rows, side="right") - 1] = True
-        # only keys with two consecutive ids (a run) or > 4096 ids can hit the differing rule
-        run_rows = np.flatnonzero((step == 1) & inner)
-        cand[np.searchsorted(bounds, run_rows, side="right") - 1] = True
-    if n and int(rid.max()) >= (1 << 32):
-        need64[np.searchsorted(bounds, np.flatnonzero(rid >= (1 << 32)), side="right") - 1] = True
-    fast = ~(need64 | cand)
-    cand &= ~need64
-    ck = np.flatnonzero(cand)
-    if len(ck):
-        lens = card[ck]
-        sub_bounds = np.zeros(len(ck) + 1, dtype=np.int64)
-        np.cumsum(lens, out=sub_bounds[1:])
-        rows = np.repeat(bounds[ck] - sub_bounds[:-1], lens) + np.arange(int(sub_bounds[-1]))
-        need64[ck] = _java_differs(rid[rows], sub_bounds)
+    flags = map_parts(_part_flags, parts)
+    need64 = np.logical_or.reduce([f[0] for f in flags])
+    fast = ~np.logical_or.reduce([f[1] for f in flags])
     sizes = np.zeros(nk, dtype=np.int64)
     fast_bytes = None
     if bool(fast.any()):
         # every key is encoded (no copy of the fast keys' rows); the other keys' bytes are skipped below
-        fast_bytes, vec_sizes = _array_only_bytes(rid, card)
+        fast_bytes, vec_sizes = _array_only_bytes(parts)
         sizes[fast] = vec_sizes[fast]
     slow = np.flatnonzero(~fast)
     slow_bytes: list[bytes] = []
     if len(slow):
-        bl = bounds.tolist()
-        ids32 = array("I", rid.astype("<u4").tobytes()) if not bool(need64[slow].all()) else None
-        ids64 = array("Q", rid.astype("<u8", copy=False).tobytes()) if bool(need64.any()) else None
-        prefix = BITMAP64_ONE_BUCKET_HIGH0
-        for g in slow.tolist():
-            if need64[g]:
-                bm64 = BitMap64(ids64[bl[g]:bl[g + 1]])  # type: ignore[index]
-                bm64.run_optimize()
-                slow_bytes.append(bm64.serialize())
-            else:
-                bm = BitMap(ids32[bl[g]:bl[g + 1]])  # type: ignore[index]
-                bm.run_optimize()
-                slow_bytes.append(prefix + bm.serialize())
+        slow_bytes = _slow_bytes(parts, slow, need64)
         sizes[slow] = np.fromiter(map(len, slow_bytes), dtype=np.int64, count=len(slow))
     offs = np.zeros(nk + 1, dtype=np.int64)
     np.cumsum(sizes, out=offs[1:])
@@ -198,6 +243,38 @@ def serialize_groups(rid: np.ndarray, bounds: np.ndarray) -> tuple[bytes, np.nda
     if prev < nk:
         pieces.append(fmv[vpos_l[prev]:vpos_l[nk]])
     return b"".join(pieces), offs
+
+
+def _slow_bytes(parts: Sequence[tuple[np.ndarray, np.ndarray]], slow: np.ndarray,
+                need64: np.ndarray) -> list[bytes]:
+    """Bytes of the keys off the vectorized encoder, one pyroaring bitmap each (ids of all parts)."""
+    use32 = not bool(need64[slow].all())
+    use64 = bool(need64[slow].any())
+    held = []
+    for rid, bounds in parts:
+        # only the slow keys' ids are converted for pyroaring
+        lens = np.diff(bounds)[slow]
+        sub = np.zeros(len(slow) + 1, dtype=np.int64)
+        np.cumsum(lens, out=sub[1:])
+        ids = rid[np.repeat(bounds[slow] - sub[:-1], lens) + np.arange(int(sub[-1]))]
+        held.append((sub.tolist(),
+                     array("I", ids.astype("<u4").tobytes()) if use32 else None,
+                     array("Q", ids.astype("<u8", copy=False).tobytes()) if use64 else None))
+    prefix = BITMAP64_ONE_BUCKET_HIGH0
+    out: list[bytes] = []
+    for j, g in enumerate(slow.tolist()):
+        wide = bool(need64[g])
+        pieces = [(ids64 if wide else ids32)[sl[j]:sl[j + 1]] for sl, ids32, ids64 in held if sl[j + 1] > sl[j]]
+        ids = pieces[0] if len(pieces) == 1 else array("Q" if wide else "I", b"".join(p.tobytes() for p in pieces))
+        if wide:
+            bm64 = BitMap64(ids)
+            bm64.run_optimize()
+            out.append(bm64.serialize())
+        else:
+            bm = BitMap(ids)
+            bm.run_optimize()
+            out.append(prefix + bm.serialize())
+    return out
 
 
 def serialize(bm: BitMap64 | Iterable[int]) -> bytes:

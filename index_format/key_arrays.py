@@ -10,7 +10,6 @@ from typing import NamedTuple
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from index_format.errors import UnsupportedTypeError
 from index_format.keys import (
@@ -18,6 +17,7 @@ from index_format.keys import (
     serialize_key,
 )
 from index_format.layout import varint
+from index_format.parallel import THREADS, map_parts
 from index_format.types import KeyType
 
 
@@ -106,13 +106,13 @@ def _split_fixed(buf: bytes, width: int) -> list[bytes]:
 
 def encode_arrow_keys(kt: KeyType, arr: object) -> EncodedKeys:
     """Vectorized: the logical sort representation of every row and serializers for chosen rows."""
+    name = kt.name
+    if name == "string":
+        return _encode_strings(kt, arr)
     a = to_arrow_array(kt, arr)
     valid = None
     if a.null_count:
         valid = a.is_valid().to_numpy(zero_copy_only=False)
-    name = kt.name
-    if name == "string":
-        return _encode_strings(kt, a, valid)
     if name == "boolean":
         rep = a.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)
         return EncodedKeys(rep, valid, lambda rows: [b"\x01" if rep[i] else b"\x00" for i in rows],
@@ -128,38 +128,148 @@ def encode_arrow_keys(kt: KeyType, arr: object) -> EncodedKeys:
     raise UnsupportedTypeError(f"cannot encode keys of type {kt.spelling}")
 
 
-def _encode_strings(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedKeys:
-    if not (pa.types.is_string(a.type) or pa.types.is_large_string(a.type)):
-        if pa.types.is_binary(a.type) or pa.types.is_large_binary(a.type):
-            a = a.cast(pa.string())
-        else:
-            raise UnsupportedTypeError(f"expected strings for {kt.spelling}, got {a.type}")
-    enc = pc.dictionary_encode(a)
-    dictionary = enc.dictionary
-    # Arrow orders strings by unsigned bytes = UTF-8 code-point order = Java order (spec §3)
-    order = numpy_of(pc.array_sort_indices(dictionary))
-    # dense ranks in the narrowest dtype: the writer sorts 16-bit keys by radix (perf notes)
+# A string column of at least twice this many rows is hashed in parts on the thread pool
+PART_ROWS = 1 << 20
+
+
+def _string_segments(kt: KeyType, arr: object) -> list[pa.Array]:
+    """The column as arrays to encode independently: a dictionary column's chunks as they are (no hashing),
+    a large plain column cut into one slice per thread, otherwise the whole column."""
+    if isinstance(arr, pa.ChunkedArray) and arr.num_chunks > 1 and pa.types.is_dictionary(arr.type):
+        segs = list(arr.chunks)
+    elif isinstance(arr, pa.ChunkedArray) and arr.num_chunks == 1 and pa.types.is_dictionary(arr.type):
+        segs = [arr.chunk(0)]
+    elif isinstance(arr, pa.Array) and pa.types.is_dictionary(arr.type):
+        segs = [arr]
+    else:
+        a = to_arrow_array(kt, arr)
+        k = min(THREADS, len(a) // PART_ROWS)
+        segs = [a] if k < 2 else [a.slice(len(a) * i // k, len(a) * (i + 1) // k - len(a) * i // k)
+                                  for i in range(k)]
+    out = []
+    for seg in segs:
+        t = seg.type.value_type if pa.types.is_dictionary(seg.type) else seg.type
+        if not (pa.types.is_string(t) or pa.types.is_large_string(t)):
+            if not (pa.types.is_binary(t) or pa.types.is_large_binary(t)):
+                raise UnsupportedTypeError(f"expected strings for {kt.spelling}, got {t}")
+            target = pa.large_string() if pa.types.is_large_binary(t) else pa.string()
+            seg = (pa.DictionaryArray.from_arrays(seg.indices, seg.dictionary.cast(target))
+                   if pa.types.is_dictionary(seg.type) else seg.cast(target))  # checks UTF-8
+        out.append(seg)
+    return out
+
+
+def _valid_of(arr: pa.Array) -> np.ndarray:
+    """Row validity from the validity bitmap (pyarrow's is_valid would import pyarrow.compute)."""
+    n = len(arr)
+    bitmap = arr.buffers()[0]
+    if arr.null_count == 0 or bitmap is None:
+        return np.ones(n, dtype=bool)
+    bits = np.unpackbits(np.frombuffer(bitmap, dtype=np.uint8), bitorder="little")
+    return bits[arr.offset:arr.offset + n].astype(bool)
+
+
+def _codes(seg: pa.Array) -> tuple[np.ndarray, pa.Array]:
+    """(dictionary index of every row, 0 at nulls; the dictionary) of one segment."""
+    if pa.types.is_dictionary(seg.type):
+        ind = seg.indices
+        if ind.null_count == 0:
+            return numpy_of(ind), seg.dictionary
+        width = ind.type.bit_width // 8
+        raw = np.frombuffer(ind.buffers()[1], dtype=f"<i{width}", count=len(ind), offset=ind.offset * width)
+        return np.where(_valid_of(ind), raw, 0), seg.dictionary  # slots under nulls hold anything
+    import pyarrow.compute as pc   # hashing: only plain string columns need it
+    enc = pc.dictionary_encode(seg)
+    ind = enc.indices if enc.indices.null_count == 0 else enc.indices.fill_null(0)
+    return numpy_of(ind), enc.dictionary
+
+
+def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(bytes, int64 offsets of len + 1) of a string or binary array, without copying the bytes."""
+    _, obuf, dbuf = arr.buffers()
+    large = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
+    offsets = np.frombuffer(obuf, dtype=np.int64 if large else np.int32)[arr.offset:arr.offset + len(arr) + 1]
+    data = np.frombuffer(dbuf, dtype=np.uint8) if dbuf is not None else np.zeros(0, np.uint8)
+    return data, offsets.astype(np.int64)
+
+
+# Dictionaries up to this size are ranked in Python (no pyarrow.compute import: 40 ms of a command-line build)
+_PY_RANK_MAX = 1 << 16
+
+
+def _string_ranks(dictionary: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(rank of every dictionary entry among the distinct strings; those strings in order as UTF-8
+    bytes and int64 offsets). Ranks use the narrowest dtype: the writer sorts 16-bit keys by radix.
+
+    Equal strings share a rank: segments' dictionaries overlap, and a given dictionary may repeat values.
+    Python and Arrow both order strings by code point = unsigned UTF-8 bytes = Java's order (spec §3).
+    """
+    if len(dictionary) <= _PY_RANK_MAX:
+        values = dictionary.to_pylist()
+        distinct = sorted({v for v in values if v is not None})
+        rdt = np.uint16 if len(distinct) <= (1 << 16) else np.int32
+        at = {v: i for i, v in enumerate(distinct)}
+        rank = np.fromiter((at.get(v, 0) for v in values), dtype=rdt, count=len(values))
+        encoded = [v.encode() for v in distinct]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
+        return rank, np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+    import pyarrow.compute as pc
+    uniq = pc.dictionary_encode(dictionary)
+    order = numpy_of(pc.array_sort_indices(uniq.dictionary))
     rdt = np.uint16 if len(order) <= (1 << 16) else np.int32
     rank = np.empty(len(order), dtype=rdt)
     rank[order] = np.arange(len(order), dtype=rdt)
-    ind = enc.indices if enc.indices.null_count == 0 else enc.indices.fill_null(0)
-    idx = numpy_of(ind)
-    rep = rank[idx] if len(rank) else np.zeros(len(idx), dtype=np.int64)
-    binary = dictionary.cast(pa.large_binary() if pa.types.is_large_string(a.type) else pa.binary())
+    ind = uniq.indices if uniq.indices.null_count == 0 else uniq.indices.fill_null(0)
+    data, offsets = _buffers(uniq.dictionary.take(arrow_of(order)))
+    return rank[numpy_of(ind)], data, offsets
 
-    def key_bytes(rows: np.ndarray) -> list[bytes]:
-        return binary.take(arrow_of(idx[rows])).to_pylist()
 
-    def values(rows: np.ndarray) -> list[object]:
-        return dictionary.take(arrow_of(idx[rows])).to_pylist()
+def _take_strings(data: np.ndarray, offsets: np.ndarray, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The strings at idx of (data, offsets), as (bytes, offsets) again."""
+    starts = offsets[idx]
+    lens = offsets[idx + 1] - starts
+    out = np.zeros(len(idx) + 1, dtype=np.int64)
+    np.cumsum(lens, out=out[1:])
+    return data[np.repeat(starts - out[:-1], lens) + np.arange(int(out[-1]))], out
+
+
+def _encode_strings(kt: KeyType, arr: object) -> EncodedKeys:
+    segs = _string_segments(kt, arr)
+    valid = None
+    if any(seg.null_count for seg in segs):
+        valid = np.concatenate([_valid_of(seg.indices if pa.types.is_dictionary(seg.type) else seg)
+                                for seg in segs])
+    coded = map_parts(_codes, segs)
+    dicts = [d for _, d in coded]
+    if len({d.type for d in dicts}) > 1:
+        dicts = [d.cast(pa.large_string()) for d in dicts]
+    rank, ddata, doffs = _string_ranks(pa.concat_arrays(dicts) if len(dicts) > 1 else dicts[0])
+    rep = np.empty(sum(len(seg) for seg in segs), dtype=rank.dtype)
+    starts = np.cumsum([0] + [len(seg) for seg in segs]).tolist()
+    dstarts = np.cumsum([0] + [len(d) for d in dicts]).tolist()
+
+    def ranks_of(i: int) -> None:
+        # the rank of every row of segment i: its dictionary's slice of the ranks, taken by its codes
+        codes, out = coded[i][0], rep[starts[i]:starts[i + 1]]
+        if dstarts[i + 1] > dstarts[i]:
+            np.take(rank[dstarts[i]:dstarts[i + 1]], codes, out=out)
+        else:
+            out.fill(0)  # an all-null segment
+
+    map_parts(ranks_of, range(len(segs)))
+    del coded
 
     def key_buffer(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        b = binary.take(arrow_of(idx[rows]))
-        _, obuf, dbuf = b.buffers()
-        odt = np.int64 if pa.types.is_large_binary(b.type) else np.int32
-        offsets = np.frombuffer(obuf, dtype=odt)[b.offset:b.offset + len(b) + 1].astype(np.int64)
-        data = np.frombuffer(dbuf, dtype=np.uint8) if dbuf is not None else np.zeros(0, np.uint8)
-        return data, offsets
+        return _take_strings(ddata, doffs, rep[rows].astype(np.int64))
+
+    def key_bytes(rows: np.ndarray) -> list[bytes]:
+        data, offsets = key_buffer(rows)
+        raw, at = data.tobytes(), offsets.tolist()
+        return [raw[at[i]:at[i + 1]] for i in range(len(rows))]
+
+    def values(rows: np.ndarray) -> list[object]:
+        return [k.decode() for k in key_bytes(rows)]
 
     return EncodedKeys(rep, valid, key_bytes, values, key_buffer)
 

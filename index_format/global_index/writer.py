@@ -13,14 +13,16 @@ import numpy as np
 import pyarrow as pa
 
 from index_format import codecs
-from index_format.bitmaps import serialize_groups, serialize_sorted
+from index_format.bitmaps import serialize_parts, serialize_sorted
 from index_format.global_index.dictionary import encode_entries, encode_entry, varint_lengths
 from index_format.errors import BgixError
 from index_format.global_index.filemeta import build_meta, build_meta_bytes
 from index_format.global_index.footer import Footer
+from index_format.heap import reuse_freed_pages
 from index_format.key_arrays import EncodedKeys, encode_arrow_keys, numpy_of
 from index_format.keys import deserialize_key
 from index_format.layout import varint
+from index_format.parallel import THREADS, map_parts
 from index_format.types import KeyType, parse_type
 
 if TYPE_CHECKING:
@@ -28,7 +30,6 @@ if TYPE_CHECKING:
     from index_format.storage import Storage
 
 _MAX_ROW_ID = (1 << 63) - 1
-_VL = [varint(i) for i in range(1 << 14)]  # varints of small numbers, precomputed for the hot loop
 
 
 class WriterInputError(BgixError, ValueError):
@@ -102,31 +103,50 @@ def _row_ids(row_ids: object, n: int) -> np.ndarray:
 
 
 @dataclass(slots=True)
-class _Sorted:
-    """Rows in file order: nulls (by row id) first, then non-null rows by (logical key, row id)."""
+class _Part:
+    """The non-null rows of one range of row ids, in file order: by (logical key, row id)."""
 
-    null_rid: np.ndarray
-    rows: np.ndarray      # original row index of each non-null row, sorted
+    rows: np.ndarray      # index of each row in the writer's input
     rep: np.ndarray       # its logical sort representation
     rid: np.ndarray       # its row id
+
+
+@dataclass(slots=True)
+class _Sorted:
+    """Rows in file order: nulls (by row id) first, then the non-null rows of each part.
+
+    Parts hold ascending, disjoint ranges of whole 65536-id containers, so a key's bitmap is its ids in
+    part 0, then part 1, …; one part unless the input is large with row ids in order (see _sort).
+    """
+
+    null_rid: np.ndarray
+    parts: list[_Part]
     nn_rid: np.ndarray | None   # every non-null row id ascending (None: derive per chunk)
+
+
+# Inputs with row ids in order and at least twice this many rows are sorted and serialized in parts, one
+# per thread: each part's sort stays small enough to run near cache speed, and parts run in parallel.
+_PART_ROWS = 1 << 20
 
 
 def _is_sorted(a: np.ndarray) -> bool:
     return len(a) < 2 or bool(np.all(a[1:] >= a[:-1]))
 
 
-def _sort(enc: EncodedKeys, rid: np.ndarray) -> _Sorted:
+def _sort(enc: EncodedKeys, rid: np.ndarray, split: bool = True) -> _Sorted:
     valid = enc.valid
     rid_sorted = _is_sorted(rid)
+    null_rid = np.empty(0, dtype=np.int64) if valid is None else rid[~valid]
+    k = min(THREADS, len(rid) // _PART_ROWS)
+    if split and rid_sorted and k >= 2 and enc.sort_rep.dtype.kind in "iu":
+        parts = map_parts(lambda ab: _sort_part(enc, rid, *ab), _cuts(rid, k))
+        return _Sorted(null_rid, parts, rid if valid is None else rid[valid])
     if valid is None:
         idx = None
         rep, r = enc.sort_rep, rid
-        null_rid = np.empty(0, dtype=np.int64)
     else:
         idx = np.flatnonzero(valid)
         rep, r = enc.sort_rep[idx], rid[idx]
-        null_rid = rid[~valid]
         if not rid_sorted:
             null_rid = np.sort(null_rid)
     if rid_sorted:
@@ -136,7 +156,36 @@ def _sort(enc: EncodedKeys, rid: np.ndarray) -> _Sorted:
         pre = np.argsort(r, kind="stable")
         order = pre[_stable_order(rep[pre])]
     rows = order if idx is None else idx[order]
-    return _Sorted(null_rid, rows, rep[order], r[order], r if rid_sorted else r[pre])
+    return _Sorted(null_rid, [_Part(rows, rep[order], r[order])], r if rid_sorted else r[pre])
+
+
+def _cuts(rid: np.ndarray, k: int) -> list[tuple[int, int]]:
+    """About k ranges of input positions over ascending row ids, cut only where a 65536-id container ends."""
+    n = len(rid)
+    marks = [0]
+    for i in range(1, k):
+        cut = int(np.searchsorted(rid, ((int(rid[n * i // k]) >> 16) + 1) << 16))
+        if marks[-1] < cut < n:
+            marks.append(cut)
+    marks.append(n)
+    return list(zip(marks[:-1], marks[1:]))
+
+
+def _sort_part(enc: EncodedKeys, rid: np.ndarray, a: int, b: int) -> _Part:
+    """Input rows a..b (row ids ascending) by (logical key, row id)."""
+    if enc.valid is None:
+        rep = enc.sort_rep[a:b]
+        order = _stable_order(rep)
+        srep = rep[order]
+        rows = order
+        rows += a   # in place: order is not needed again
+    else:
+        idx = a + np.flatnonzero(enc.valid[a:b])
+        rep = enc.sort_rep[idx]
+        order = _stable_order(rep)
+        srep = rep[order]
+        rows = idx[order]
+    return _Part(rows, srep, rid[rows])
 
 
 def _stable_order(rep: np.ndarray) -> np.ndarray:
@@ -179,22 +228,40 @@ def _byte_order(kdata: np.ndarray, koffs: np.ndarray) -> np.ndarray:
     return np.array(sorted(range(nk), key=lambda i: kdata[koffs[i]:koffs[i + 1]].tobytes()), dtype=np.int64)
 
 
-def _to_byte_order(enc: EncodedKeys, rows: np.ndarray, firsts: np.ndarray, bounds: np.ndarray,
-                   rid: np.ndarray, kdata: np.ndarray, koffs: np.ndarray
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Regroup logically sorted key groups into byte order: (bounds, row ids, key bytes, key offsets)."""
+def _to_byte_order(enc: EncodedKeys, first_row: np.ndarray, bounds: np.ndarray, rid: np.ndarray,
+                   kdata: np.ndarray, koffs: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Regroup logically sorted key groups (one part) into byte order: (bounds, row ids, key bytes, offsets)."""
     perm = _byte_order(kdata, koffs)
     if bool(np.all(perm[1:] > perm[:-1])):
         return bounds, rid, kdata, koffs
     sizes = np.diff(bounds)[perm]
     new_bounds = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
     take = np.repeat(bounds[:-1][perm] - new_bounds[:-1], sizes) + np.arange(len(rid), dtype=np.int64)
-    kdata, koffs = enc.buffer(rows[firsts[perm]])
+    kdata, koffs = enc.buffer(first_row[perm])
     return new_bounds, rid[take], kdata, koffs
 
 
-def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarray, rep: np.ndarray,
-            rid: np.ndarray, block_size: int, codec: str, level: int, nn_rid: np.ndarray | None = None,
+def _groups(parts: Sequence[_Part]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+    """(one input row of each distinct key in logical order, (row ids, bounds over all keys) per part)."""
+    firsts = [_key_starts(p.rep) for p in parts]
+    reps = [p.rep[f] for p, f in zip(parts, firsts)]
+    keys = reps[0] if len(parts) == 1 else np.unique(np.concatenate(reps))
+    nk = len(keys)
+    first_row = np.empty(nk, dtype=np.int64)
+    groups = []
+    for p, f, r in zip(parts, firsts, reps):
+        pos = np.searchsorted(keys, r) if len(parts) > 1 else np.arange(nk)
+        first_row[pos] = p.rows[f]   # equal reps have equal key bytes: any part's row will do
+        card = np.zeros(nk, dtype=np.int64)
+        card[pos] = np.diff(np.append(f, len(p.rows)))
+        bounds = np.zeros(nk + 1, dtype=np.int64)
+        np.cumsum(card, out=bounds[1:])
+        groups.append((p.rid, bounds))
+    return first_row, groups
+
+
+def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, parts: Sequence[_Part], block_size: int,
+            codec: str, level: int, nn_rid: np.ndarray | None = None,
             key_order: str = "logical") -> tuple[bytes, bytes | None, bytes | None, int]:
     """Bytes of one file from logically presorted rows; returns (data, first key, last key, value count).
 
@@ -202,22 +269,18 @@ def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarra
     pypaimon 2.1.0); first/last stay the logical smallest/largest keys, as pypaimon's writer records
     them (spec §4). Strings and booleans: both orders coincide, nothing changes.
     """
-    n = len(rows)
-    if n:
-        firsts = _key_starts(rep)
-        bounds = np.concatenate((firsts, [n]))
-        kdata, koffs = enc.buffer(rows[firsts])
-    else:
-        bounds = np.zeros(1, dtype=np.int64)
-        kdata, koffs = np.zeros(0, np.uint8), np.zeros(1, np.int64)
-    nk = len(bounds) - 1
+    first_row, groups = _groups(parts)
+    nk = len(first_row)
+    kdata, koffs = enc.buffer(first_row) if nk else (np.zeros(0, np.uint8), np.zeros(1, np.int64))
     # spec §4: the logical smallest and largest keys, whatever order the dictionary uses
     first = kdata[koffs[0]:koffs[1]].tobytes() if nk else None
     last = kdata[koffs[nk - 1]:koffs[nk]].tobytes() if nk else None
     if key_order == "bytes" and nk > 1 and not kt.byte_order_is_logical:
-        bounds, rid, kdata, koffs = _to_byte_order(enc, rows, firsts, bounds, rid, kdata, koffs)
+        (rid, bounds), = groups  # write_index_* keep one part for this order
+        bounds, rid, kdata, koffs = _to_byte_order(enc, first_row, bounds, rid, kdata, koffs)
+        groups = [(rid, bounds)]
     # spec §2.9 step 3: every key's bitmap is written in key order
-    allbm, cum = serialize_groups(rid, bounds)
+    allbm, cum = serialize_parts(groups)
     lengths = np.diff(cum)
     klen = np.diff(koffs)
     kvl = varint_lengths(klen)
@@ -264,6 +327,7 @@ def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarra
     # spec §2.9 step 4: null rows, non-null rows, block index, footer
     null_bytes = serialize_sorted(null_rid)
     if nn_rid is None:
+        rid = groups[0][0] if len(groups) == 1 else np.concatenate([g[0] for g in groups])
         nn_rid = rid if _is_sorted(rid) else np.sort(rid)
     nn_bytes = serialize_sorted(nn_rid)
     null_off = pos
@@ -297,10 +361,11 @@ def write_index_bytes(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
     """One file's bytes from keys in any order and their local row ids (nulls → null bitmap)."""
     block_size, codec, level, key_order = _options(options)
     kt = parse_type(kt) if isinstance(kt, str) else kt
-    enc, rid = _prepare(keys, row_ids, kt)
-    s = _sort(enc, rid)
-    data, first, last, count = _encode(kt, enc, s.null_rid, s.rows, s.rep, s.rid, block_size, codec, level,
-                                       s.nn_rid, key_order)
+    with reuse_freed_pages():
+        enc, rid = _prepare(keys, row_ids, kt)
+        s = _sort(enc, rid, split=key_order == "logical" or kt.byte_order_is_logical)
+        data, first, last, count = _encode(kt, enc, s.null_rid, s.parts, block_size, codec, level, s.nn_rid,
+                                           key_order)
     return data, _written(kt, "", data, len(rid), first, last, len(s.null_rid) > 0, count)
 
 
@@ -320,21 +385,31 @@ def write_index_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
         raise WriterInputError("records_per_file must be ≥ 1")
     block_size, codec, level, key_order = _options(options)
     kt = parse_type(kt) if isinstance(kt, str) else kt
+    with reuse_freed_pages():
+        return _write_files(keys, row_ids, kt, block_size, codec, level, key_order, records_per_file,
+                            new_path, storage, keep_rows)
+
+
+def _write_files(keys: object, row_ids: object, kt: KeyType, block_size: int, codec: str, level: int,
+                 key_order: str, records_per_file: int, new_path: Callable[[], str], storage: Storage,
+                 keep_rows: bool) -> list[WrittenFile]:
     enc, rid = _prepare(keys, row_ids, kt)
-    s = _sort(enc, rid)
+    s = _sort(enc, rid, split=False)  # one global order, cut into files below
+    (whole,) = s.parts
     n_null = len(s.null_rid)
-    total = n_null + len(s.rows)
+    total = n_null + len(whole.rows)
     out: list[WrittenFile] = []
     for start in range(0, total, records_per_file):
         end = min(start + records_per_file, total)
         null_part = s.null_rid[start:min(end, n_null)] if start < n_null else s.null_rid[:0]
         a, b = max(start - n_null, 0), max(end - n_null, 0)
-        data, first, last, count = _encode(kt, enc, null_part, s.rows[a:b], s.rep[a:b], s.rid[a:b],
-                                           block_size, codec, level, key_order=key_order)
+        part = _Part(whole.rows[a:b], whole.rep[a:b], whole.rid[a:b])
+        data, first, last, count = _encode(kt, enc, null_part, [part], block_size, codec, level,
+                                           key_order=key_order)
         path = new_path()
         storage.write_atomic(path, data)
         written = _written(kt, path, data, end - start, first, last, len(null_part) > 0, count)
         if keep_rows:
-            written = replace(written, rows=FileRows(s.rows[a:b], s.rid[a:b], _key_starts(s.rep[a:b])))
+            written = replace(written, rows=FileRows(part.rows, part.rid, _key_starts(part.rep)))
         out.append(written)
     return out

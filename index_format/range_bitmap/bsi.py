@@ -12,7 +12,6 @@ the cost differs.
 """
 from __future__ import annotations
 
-import os
 import struct
 import threading
 from array import array
@@ -25,6 +24,7 @@ from pyroaring import BitMap, BitMap64, FrozenBitMap64
 
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
 from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
+from index_format.parallel import THREADS, pool
 from index_format.range_bitmap import planes as planes_mod
 from index_format.storage import RangeSource
 
@@ -325,7 +325,7 @@ class BitSliceIndex:
             if len(parts) == 1:
                 states = [_plane_part(sweep, pl, arg, and_ebm, 0, len(pl.ebm))]
             else:   # numpy releases the GIL: the word ranges sweep on all cores at once
-                states = list(_pool().map(lambda ab: _plane_part(sweep, pl, arg, and_ebm, *ab), parts))
+                states = list(pool().map(lambda ab: _plane_part(sweep, pl, arg, and_ebm, *ab), parts))
             n = sum(c for _, c in states)
             if count:
                 return n
@@ -503,18 +503,8 @@ def _plane_part(sweep: Sweep, pl: _Planes, arg: object, and_ebm: bool, a: int, b
 # A sweep over at least this many words per part is split across threads (below, thread hand-off costs more
 # than it saves); parts are whole containers.
 PARALLEL_MIN_WORDS = 32 * planes_mod.WORDS
-_POOL: ThreadPoolExecutor | None = None
 _BACKGROUND: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
-_THREADS = max(1, min(4, os.cpu_count() or 1))
-
-
-def _pool() -> ThreadPoolExecutor:
-    global _POOL
-    with _POOL_LOCK:
-        if _POOL is None:
-            _POOL = ThreadPoolExecutor(_THREADS, thread_name_prefix="bgix-bsi")
-        return _POOL
 
 
 def _background() -> ThreadPoolExecutor:
@@ -553,7 +543,7 @@ def _cumulative_code_counts(pl: _Planes) -> np.ndarray:
 
 
 def _split(nwords: int) -> list[tuple[int, int]]:
-    k = max(1, min(_THREADS, nwords // PARALLEL_MIN_WORDS))
+    k = max(1, min(THREADS, nwords // PARALLEL_MIN_WORDS))
     step = -(-nwords // k // planes_mod.WORDS) * planes_mod.WORDS
     return [(a, min(a + step, nwords)) for a in range(0, nwords, step)]
 

@@ -160,6 +160,12 @@ def _ids(ids: list[int], limit: int = 50) -> str:
     return text + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
 
 
+def _is_text(t: Any) -> bool:
+    import pyarrow as pa
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_binary(t)
+                or pa.types.is_large_binary(t))
+
+
 def _build(args: argparse.Namespace) -> int:
     import numpy as np
     import pyarrow.parquet as pq
@@ -179,6 +185,10 @@ def _build(args: argparse.Namespace) -> int:
         print(f"bgix file build: no column {missing[0]!r} in {args.input}; columns: {', '.join(names)}",
               file=sys.stderr)
         return 2
+    if _is_text(source.schema_arrow.field(args.column).type):
+        # a string column read as Parquet stores it, dictionary-encoded: the writer ranks each chunk's
+        # dictionary instead of hashing every row
+        source = pq.ParquetFile(args.input, read_dictionary=[args.column])
     table = source.read(columns=columns)
     if args.row_id_column and table.column(args.row_id_column).null_count:
         print(f"bgix file build: row-id column {args.row_id_column!r} has "

@@ -83,7 +83,7 @@ def test_sweeps_match_numpy_in_every_mode(mode: str, order: str, null_rate: floa
     monkeypatch.setattr(bsi_mod, "PLANES_MIN_FILL", fill)
     monkeypatch.setattr(bsi_mod, "DENSE_RESULT", dense_result)
     monkeypatch.setattr(bsi_mod, "PARALLEL_MIN_WORDS", parallel)
-    monkeypatch.setattr(bsi_mod, "_THREADS", max(2, bsi_mod._THREADS))
+    monkeypatch.setattr(bsi_mod, "THREADS", max(2, bsi_mod.THREADS))
     rows, card = 150_000, 700
     codes = _codes(rows, card, null_rate, order, seed=card + len(order))
     keys = np.arange(card, dtype=np.int64) * 3 - 1000
