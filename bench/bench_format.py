@@ -40,7 +40,7 @@ from index_format.global_index.writer import write_index_bytes
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = {
-    "writer_10k": 15.0,      # writer ≥ 15× pypaimon at 10k distinct
+    "writer_10k": 15.0,      # writer ≥ 15× pypaimon at 10k distinct (median of 3, and the first run: issue 11)
     "writer_1m": 5.0,        # writer ≥ 5× pypaimon at 1M distinct
     "eq_warm_us": 60.0,      # warm `=` median ≤ 60 µs
     "gt_1m": 50.0,           # `>` middle key at 1M distinct ≥ 50× faster
@@ -169,7 +169,6 @@ def bench_writer(report: Report, label: str, type_name: str, keys: pa.Array, sub
     t_first = runs[0][0]
     t_full, (data, _wf) = sorted(runs, key=lambda r: r[0])[1]
     sub = keys.slice(0, sub_rows)
-    report.row(f"writer {label}: first run in this process, {rows:,} rows", f"{rows / t_first / 1e6:.2f} Mrows/s")
     if sub_rows == rows:
         t_sub, sub_data = t_full, data
     else:
@@ -186,6 +185,14 @@ def bench_writer(report: Report, label: str, type_name: str, keys: pa.Array, sub
     if target_key:
         target = report.check(f"writer {label}", ratio >= TARGETS[target_key],
                               f"≥ {TARGETS[target_key]:.0f}×")
+    first_ratio = rows / t_first / py_rate
+    first_target = ""
+    if target_key == "writer_10k":   # where a user meets it: the first write in a fresh process
+        first_target = report.check(f"writer {label} first run", first_ratio >= TARGETS[target_key],
+                                    f"≥ {TARGETS[target_key]:.0f}×")
+    report.row(f"writer {label}: first run in this process, {rows:,} rows ({fmt_s(t_first)})",
+               f"{rows / t_first / 1e6:.2f} Mrows/s", f"{py_rate / 1e6:.3f} Mrows/s", f"{first_ratio:.1f}×",
+               first_target)
     if sub_rows != rows:
         report.row(f"writer {label}: all {rows:,} rows ({fmt_s(t_full)})", f"{ours_rate / 1e6:.2f} Mrows/s")
     report.row(f"writer {label}: same {sub_rows:,}-row subset (ours: median of 3)", f"{sub_rate / 1e6:.2f} Mrows/s",

@@ -12,6 +12,7 @@ import time
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from pyroaring import BitMap64, FrozenBitMap64
@@ -191,8 +192,16 @@ class _Run:
         self.dropped: list[str] = []
         self.sidecar_errors: list[str] = []
         self.leaves: list[dict[str, object]] = []
-        self.coverage = {c: self.column_rows(columns[c]) for c in used}
-        self.all = BitMap64.union(*self.coverage.values()) if self.coverage else BitMap64()
+        self.used = used
+
+    # built when first needed: a count from key counts never needs them (and sparse ids read every file)
+    @cached_property
+    def coverage(self) -> dict[str, BitMap64]:
+        return {c: self.column_rows(self.columns[c]) for c in self.used}
+
+    @cached_property
+    def all(self) -> BitMap64:
+        return BitMap64.union(*self.coverage.values()) if self.coverage else BitMap64()
 
     # ------------------------------------------------------------------ three-valued logic
     def eval(self, node: Node, need_u: bool) -> _Value:

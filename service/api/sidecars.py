@@ -60,10 +60,13 @@ class Sidecars:
             return None
         resolved: list[str] = []
 
-        def open_sidecar() -> RangeBitmapReader | None:
-            if not resolved:
+        def key_of() -> tuple[str, int]:
+            if not resolved:   # once per hooks: resolving checks the roots
                 resolved.append(self.storage.resolve(path))
-            key = (resolved[0], size)
+            return resolved[0], size
+
+        def open_sidecar() -> RangeBitmapReader | None:
+            key = key_of()
             hit = self.readers.get(key)
             if hit is not None:
                 return hit
@@ -86,7 +89,9 @@ class Sidecars:
                 self.readers.discard_prefix(key[0])
 
         def peek() -> RangeBitmapReader | None:
-            return self.readers.get((resolved[0], size)) if resolved else None
+            # the hooks of another view of this file (a newer snapshot, a count after a range) may have
+            # opened it: the cache is keyed by the resolved path
+            return self.readers.get(key_of())
 
         return SidecarHooks(open_sidecar, failed, peek)
 

@@ -41,7 +41,10 @@ def run(args: argparse.Namespace) -> int:
     if args.workers == 1:
         from service.api.app import create_app
 
+        from service.api.gc_tuning import tune_for_serving
+
         app = create_app()  # Settings() reads BGIX_* once, here
+        tune_for_serving()
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
                     access_log=not args.no_access_log)
         return 0

@@ -47,6 +47,9 @@ def _worker(sock: socket.socket, options: dict[str, Any]) -> None:  # pragma: no
     import uvicorn
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the supervisor decides when to stop (SIGTERM)
+    from service.api.gc_tuning import tune_for_serving
+
+    tune_for_serving()   # before the app: its factory runs inside uvicorn's loop
     config = uvicorn.Config(_APP, factory=True, **options)
     uvicorn.Server(config).run(sockets=[sock])
 

@@ -190,3 +190,16 @@ def test_point_counts_never_open_a_sidecar_and_use_key_counts_once_open(
         assert count("amount IN (3, 7, -40)") == want
         assert count("amount = 7") == int(frame.amount.eq(7).sum())
         assert count("amount <> 7") == int(frame.amount.ne(7).sum())
+        # a new view of the table (snapshot re-read: new file refs) still finds the open sidecar's key counts
+        from index_format.range_bitmap.reader import RangeBitmapReader
+        answers: list[int | None] = []
+        original = RangeBitmapReader.count_keys
+
+        def spy(self: RangeBitmapReader, values: object) -> int | None:
+            answers.append(original(self, values))  # type: ignore[arg-type]
+            return answers[-1]
+
+        monkeypatch.setattr(RangeBitmapReader, "count_keys", spy)
+        qs.invalidate("t")
+        assert count("amount = 3") == int(frame.amount.eq(3).sum())
+        assert answers and answers[-1] == int(frame.amount.eq(3).sum())
