@@ -71,3 +71,33 @@ def stop_server(proc: subprocess.Popen[bytes]) -> None:
     except subprocess.TimeoutExpired:
         proc.kill()
         proc.wait()
+
+
+class KeepAlive:
+    """One keep-alive HTTP/1.1 connection from Python's standard library, for latency figures.
+
+    Why not httpx: on this kind of machine httpx spends about 0.4 ms of its own per request (a warm range
+    count: 0.86 ms p50 through httpx, 0.43 ms through http.client), which would be the client's time, not
+    the service's.
+    """
+
+    def __init__(self, url: str, timeout: float = 120) -> None:
+        import http.client
+        host, port = url.split("//", 1)[1].rsplit(":", 1)
+        self.conn = http.client.HTTPConnection(host, int(port), timeout=timeout)
+
+    def post_json(self, path: str, body: object) -> dict[str, object]:
+        """POST a JSON body; the decoded answer (an error status raises RuntimeError with the body)."""
+        import json
+        self.conn.request("POST", path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+        response = self.conn.getresponse()
+        payload = response.read()
+        if response.status != 200:
+            raise RuntimeError(f"{path}: HTTP {response.status}: {payload[:500]!r}")
+        return json.loads(payload)  # type: ignore[no-any-return]
+
+    def __enter__(self) -> KeepAlive:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.conn.close()
