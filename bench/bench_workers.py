@@ -153,7 +153,7 @@ def main() -> int:
         f"| `bgix serve --workers {args.workers}` | {many['rps']:.0f} req/s | {many['requests']:,} | {many['errors']} | "
         f"{many['server_cpu']:.2f} cores | {many['client_cpu']:.2f} cores |",
         "",
-        f"Ratio: **{ratio:.2f}×** (target ≥ {TARGET_RATIO}×: {'met' if ok else 'MISSED'}).",
+        f"Ratio: **{ratio:.3f}×** (target ≥ {TARGET_RATIO}×: {'met' if ok else 'MISSED'}).",
         "",
     ])
     print(text)
