@@ -195,9 +195,9 @@ def serialize_groups(rid: np.ndarray, bounds: np.ndarray) -> tuple[bytes, np.nda
 
 def serialize_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[bytes, np.ndarray]:
     """serialize_groups of ids held in parts: [(rid, bounds)], every bounds over the same nk keys (a key may
-    have no ids in some parts, but has some in one). Key g's ids are its ids in part 0, then part 1, …; parts hold ascending, disjoint
-    ranges of whole containers (65536-aligned), so no container spans two parts. Parts are checked and
-    encoded on the thread pool.
+    have no ids in some parts, but has some in one). Key g's ids are its ids in part 0, then part 1, …;
+    parts hold ascending, disjoint ranges of whole containers (65536-aligned), so no container spans two
+    parts. Parts are checked and encoded on the thread pool.
 
     Keys whose containers are all arrays without any run (the usual case) are encoded vectorized
     (`_array_only_bytes`). Java run-optimizes like pyroaring's BitMap64. The 32-bit BitMap builds ~2.6×

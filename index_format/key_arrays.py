@@ -135,10 +135,8 @@ PART_ROWS = 1 << 20
 def _string_segments(kt: KeyType, arr: object) -> list[pa.Array]:
     """The column as arrays to encode independently: a dictionary column's chunks as they are (no hashing),
     a large plain column cut into one slice per thread, otherwise the whole column."""
-    if isinstance(arr, pa.ChunkedArray) and arr.num_chunks > 1 and pa.types.is_dictionary(arr.type):
+    if isinstance(arr, pa.ChunkedArray) and arr.num_chunks and pa.types.is_dictionary(arr.type):
         segs = list(arr.chunks)
-    elif isinstance(arr, pa.ChunkedArray) and arr.num_chunks == 1 and pa.types.is_dictionary(arr.type):
-        segs = [arr.chunk(0)]
     elif isinstance(arr, pa.Array) and pa.types.is_dictionary(arr.type):
         segs = [arr]
     else:
