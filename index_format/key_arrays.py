@@ -182,7 +182,7 @@ def _codes(seg: pa.Array) -> tuple[np.ndarray, pa.Array]:
     return numpy_of(ind), enc.dictionary
 
 
-def _buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+def string_buffers(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
     """(bytes, int64 offsets of len + 1) of a string or binary array, without copying the bytes."""
     _, obuf, dbuf = arr.buffers()
     large = pa.types.is_large_string(arr.type) or pa.types.is_large_binary(arr.type)
@@ -219,7 +219,7 @@ def _string_ranks(dictionary: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndar
     rank = np.empty(len(order), dtype=rdt)
     rank[order] = np.arange(len(order), dtype=rdt)
     ind = uniq.indices if uniq.indices.null_count == 0 else uniq.indices.fill_null(0)
-    data, offsets = _buffers(uniq.dictionary.take(arrow_of(order)))
+    data, offsets = string_buffers(uniq.dictionary.take(arrow_of(order)))
     return rank[numpy_of(ind)], data, offsets
 
 
@@ -358,7 +358,21 @@ def _encode_decimals(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> Enco
     return EncodedKeys(rep, valid, key_bytes, values)
 
 
-_UNIT_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
+UNIT_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}   # Arrow time units
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def rescale_epoch(raw: np.ndarray, unit: str, target_nanos: int, *, checked: bool = False) -> np.ndarray:
+    """Integers in Arrow time unit `unit` → multiples of `target_nanos` ns, floored like Paimon's Timestamp
+    (getMillisecond, toMicros) and its TIME millis. checked: OverflowError when a value leaves a Java long."""
+    unit_nanos = UNIT_NANOS[unit]
+    if unit_nanos >= target_nanos:
+        factor = unit_nanos // target_nanos
+        if checked and factor > 1 and len(raw) and (int(raw.max()) > _LONG_MAX // factor
+                                                     or int(raw.min()) < _LONG_MIN // factor):
+            raise OverflowError("a time value is out of the range of a Java long in the index's unit")
+        return raw * factor
+    return np.floor_divide(raw, target_nanos // unit_nanos)
 
 
 def _encode_timestamps(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedKeys:
@@ -366,16 +380,14 @@ def _encode_timestamps(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> En
         a = a.cast(pa.timestamp("ms"))
     if not pa.types.is_timestamp(a.type):
         raise UnsupportedTypeError(f"expected timestamps for {kt.spelling}, got {a.type}")
-    unit_nanos = _UNIT_NANOS[a.type.unit]
+    unit_nanos = UNIT_NANOS[a.type.unit]
     raw = numpy_of(a.cast(pa.int64()).fill_null(0)).astype(np.int64)
     # spec §3: epoch millis + nano-of-milli (dropped for p ≤ 3)
+    millis = rescale_epoch(raw, a.type.unit, 1_000_000)
     if unit_nanos >= 1_000_000:
-        millis = raw * (unit_nanos // 1_000_000)
         nanos = np.zeros_like(raw)
     else:
-        per_milli = 1_000_000 // unit_nanos
-        millis = np.floor_divide(raw, per_milli)
-        nanos = (raw - millis * per_milli) * unit_nanos
+        nanos = (raw - millis * (1_000_000 // unit_nanos)) * unit_nanos
     if kt.time_precision <= 3:
         nanos = np.zeros_like(raw)
         rep = millis

@@ -29,7 +29,7 @@ from index_format.file_index.java_hashmap import computeifabsent_order
 from index_format.file_index.reader import PayloadReader
 from index_format.file_index.result import FileIndexResult, Rows, all_rows
 from index_format.file_index.values import DOUBLE_NAN_BITS, FLOAT_NAN_BITS, java_order, java_value
-from index_format.key_arrays import arrow_of, numpy_of
+from index_format.key_arrays import arrow_of, numpy_of, rescale_epoch
 from index_format.options import parse_size, shown
 from index_format.types import KeyType
 
@@ -179,7 +179,8 @@ def _arrow_keys(kt: KeyType, arr: pa.Array) -> pa.Array:
                 t = arr.type
             if not pa.types.is_timestamp(t):
                 raise UnsupportedTypeError(f"expected timestamps for {kt.spelling.upper()}, got {t}")
-            return arrow_of(_timestamp_keys(kt, _ints(arr), t.unit))
+            # Timestamp.getMillisecond (p <= 3) / toMicros (p > 3)
+            return arrow_of(rescale_epoch(_ints(arr), t.unit, 1_000_000 if kt.time_precision <= 3 else 1_000))
         elif not pa.types.is_integer(t):
             raise UnsupportedTypeError(f"expected integers for {kt.spelling.upper()}, got {t}")
         if len(arr):
@@ -201,15 +202,6 @@ def _float_bits(kt: KeyType, vals: np.ndarray) -> np.ndarray:
     bits = f32.view(np.int32).astype(np.int64)
     bits[np.isnan(f32)] = FLOAT_NAN_BITS
     return bits
-
-
-def _timestamp_keys(kt: KeyType, raw: np.ndarray, unit: str) -> np.ndarray:
-    """Timestamp.getMillisecond (p <= 3) / toMicros (p > 3), both floors, from raw values in `unit`."""
-    nanos_per = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}[unit]
-    target = 1_000_000 if kt.time_precision <= 3 else 1_000
-    if nanos_per >= target:
-        return raw * (nanos_per // target)
-    return np.floor_divide(raw, target // nanos_per)
 
 
 # ---------------------------------------------------------------- writer: order and body

@@ -20,7 +20,7 @@ from index_format.errors import (
     CorruptFileError, InvalidOptionError, TruncatedFileError, UnsupportedTypeError, UnsupportedVersionError,
 )
 from index_format.file_index.values import DOUBLE_NAN_BITS, FLOAT_NAN_BITS, float_of_bits, java_order
-from index_format.key_arrays import arrow_of, numpy_of
+from index_format.key_arrays import arrow_of, numpy_of, string_buffers
 from index_format.options import shown
 from index_format.types import KeyType
 
@@ -387,7 +387,7 @@ class KeyColumn:
         """Encoded size of each key."""
         if self.ints is not None:
             return np.full(len(self.ints), WIDTH[self.kt.name], dtype=np.int64)
-        offs = _string_offsets(self.strings)  # type: ignore[arg-type]
+        _, offs = string_buffers(self.strings)  # type: ignore[arg-type]
         return 4 + np.diff(offs)
 
     def label(self, i: int) -> str:
@@ -408,9 +408,8 @@ class KeyColumn:
                 rec[f"t{i}"] = t
             return rec.tobytes()
         arr = self.strings
-        offs = _string_offsets(arr)  # type: ignore[arg-type]
+        data, offs = string_buffers(arr)  # type: ignore[arg-type]
         lens = np.diff(offs)
-        data = _string_data(arr)  # type: ignore[arg-type]
         sizes = 4 + lens + 4 * len(tails)
         starts = np.zeros(n + 1, dtype=np.int64)
         np.cumsum(sizes, out=starts[1:])
@@ -430,17 +429,6 @@ def _put_i32(out: np.ndarray, pos: np.ndarray, values: np.ndarray) -> None:
     v = values.astype(np.int64) & 0xFFFFFFFF
     for j in range(4):
         out[pos + j] = (v >> (24 - 8 * j)) & 0xFF
-
-
-def _string_offsets(arr: pa.Array) -> np.ndarray:
-    obuf = arr.buffers()[1]
-    odt = np.int64 if pa.types.is_large_binary(arr.type) else np.int32
-    return np.frombuffer(obuf, dtype=odt)[arr.offset:arr.offset + len(arr) + 1].astype(np.int64)
-
-
-def _string_data(arr: pa.Array) -> np.ndarray:
-    dbuf = arr.buffers()[2]
-    return np.frombuffer(dbuf, dtype=np.uint8) if dbuf is not None else np.zeros(0, np.uint8)
 
 
 def _head(version: int, row_count: int, distinct: int, null_offset: int | None) -> bytes:

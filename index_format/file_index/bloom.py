@@ -29,6 +29,7 @@ from index_format.errors import CorruptFileError, InvalidOptionError, TruncatedF
 from index_format.file_index.reader import PayloadReader
 from index_format.file_index.result import REMAIN, SKIP, FileIndexResult
 from index_format.file_index.values import DOUBLE_NAN_BITS, FLOAT_NAN_BITS, java_value
+from index_format.key_arrays import rescale_epoch
 from index_format.types import KeyType
 
 __all__ = ["BloomFilterReader", "bloom_sizing", "hash_value", "wang_hash", "write_bloom_filter"]
@@ -39,7 +40,6 @@ _OPTIONS = ("items", "fpp")
 # FastHash supports these; BOOLEAN and DECIMAL throw UnsupportedOperationException in Java.
 _LONG_TYPES = ("tinyint", "smallint", "int", "bigint", "date", "time", "timestamp", "timestamp_ltz")
 SUPPORTED = ("string", "float", "double", *_LONG_TYPES)
-_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 _M64 = (1 << 64) - 1
 _LN2 = math.log(2)
 _PROBE_CHUNK = 1024
@@ -185,17 +185,13 @@ def _arrow_longs(kt: KeyType, arr: pa.Array) -> tuple[np.ndarray, np.ndarray] | 
         return raw(pa.int32()).astype(np.int64), valid
     if pa.types.is_time(t) and name == "time":   # Paimon's TIME is millis of the day
         v = raw(pa.int64() if t.bit_width == 64 else pa.int32()).astype(np.int64)
-        unit = _NANOS[t.unit]
-        return (v * (unit // 1_000_000) if unit >= 1_000_000 else np.floor_divide(v, 1_000_000 // unit)), valid
+        return rescale_epoch(v, t.unit, 1_000_000), valid
     if pa.types.is_timestamp(t) and name in ("timestamp", "timestamp_ltz"):
         v = raw(pa.int64()).astype(np.int64)
-        unit, target = _NANOS[t.unit], (1_000_000 if kt.time_precision <= 3 else 1_000)
-        if unit >= target:
-            f = unit // target
-            if f > 1 and len(v) and (int(v.max()) > ((1 << 63) - 1) // f or int(v.min()) < -(1 << 63) // f):
-                return None   # out of a Java long: let the slow path report it
-            return v * f, valid
-        return np.floor_divide(v, target // unit), valid
+        try:
+            return rescale_epoch(v, t.unit, 1_000_000 if kt.time_precision <= 3 else 1_000, checked=True), valid
+        except OverflowError:
+            return None   # out of a Java long: let the slow path report it
     return None
 
 

@@ -29,6 +29,7 @@ from index_format.errors import (CorruptFileError, InvalidOptionError, Truncated
 from index_format.file_index.reader import PayloadReader
 from index_format.file_index.result import REMAIN, FileIndexResult, Rows, all_rows
 from index_format.file_index.values import java_value
+from index_format.key_arrays import rescale_epoch
 from index_format.types import KeyType
 
 __all__ = ["BsiReader", "SUPPORTED", "column_keys", "write_bsi"]
@@ -42,7 +43,6 @@ SUPPORTED = {"tinyint": 8, "smallint": 16, "int": 32, "date": 32, "time": 32, "b
 _EMPTY_ROARING = struct.pack("<II", 12346, 0)     # what Java writes for an empty RoaringBitmap32
 _COOKIE_NO_RUNS, _COOKIE_RUNS = 12346, 12347
 _ARRAY_MAX = 4096
-_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 
 
 def check_supported(kt: KeyType) -> None:
@@ -78,24 +78,21 @@ def _arrow_keys(kt: KeyType, arr: pa.Array) -> tuple[np.ndarray, np.ndarray] | N
         return np.floor_divide(ms, 86_400_000), valid
     if pa.types.is_time(t) and name == "time":
         raw = pc.fill_null(arr.cast(pa.int64() if t.bit_width == 64 else pa.int32()), 0)
-        return _rescale(raw.to_numpy(zero_copy_only=False).astype(np.int64), _NANOS[t.unit], 1_000_000), valid
+        return _rescale(raw.to_numpy(zero_copy_only=False).astype(np.int64), t.unit, 1_000_000), valid
     if pa.types.is_timestamp(t) and name in ("timestamp", "timestamp_ltz"):
         # Arrow stores a naive timestamp as its wall clock read as UTC and an aware one as the instant:
         # both are the epoch value Paimon indexes.
         raw = pc.fill_null(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False)
         target = 1_000_000 if kt.time_precision <= 3 else 1_000
-        return _rescale(raw, _NANOS[t.unit], target), valid
+        return _rescale(raw, t.unit, target), valid
     return None
 
 
-def _rescale(raw: np.ndarray, unit: int, target: int) -> np.ndarray:
-    """Values in `unit` nanoseconds → `target` nanoseconds, flooring like Timestamp.getMillisecond/toMicros."""
-    if unit >= target:
-        factor = unit // target
-        if factor > 1 and len(raw) and (int(raw.max()) > LONG_MAX // factor or int(raw.min()) < LONG_MIN // factor):
-            raise UnsupportedTypeError("a timestamp is out of the range of a Java long in the index's unit")
-        return raw * factor
-    return np.floor_divide(raw, target // unit)
+def _rescale(raw: np.ndarray, unit: str, target: int) -> np.ndarray:
+    try:
+        return rescale_epoch(raw, unit, target, checked=True)
+    except OverflowError:
+        raise UnsupportedTypeError("a timestamp is out of the range of a Java long in the index's unit") from None
 
 
 def _python_keys(kt: KeyType, values: Sequence[object]) -> tuple[np.ndarray, np.ndarray]:

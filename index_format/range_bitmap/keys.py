@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from index_format.errors import CorruptFileError, UnsupportedTypeError
-from index_format.key_arrays import arrow_type, to_arrow_array
+from index_format.key_arrays import arrow_type, rescale_epoch, to_arrow_array
 from index_format.keys import EPOCH, EPOCH_UTC, decimal_unscaled, sort_key
 from index_format.types import KeyType
 
@@ -38,7 +38,6 @@ _NAN32 = 0x7FC00000
 _NAN64 = 0x7FF8000000000000
 _MASK63 = 0x7FFFFFFFFFFFFFFF
 _MASK31 = 0x7FFFFFFF
-_UNIT_NANOS = {"s": 1_000_000_000, "ms": 1_000_000, "us": 1_000, "ns": 1}
 
 
 def supports(kt: KeyType) -> bool:
@@ -371,12 +370,8 @@ def _column_ints(kt: KeyType, arr: pa.Array) -> np.ndarray:
         arr = arr.cast(pa.timestamp("ms"))
     if not pa.types.is_timestamp(arr.type):
         raise UnsupportedTypeError(f"expected timestamps for {kt.spelling}, got {arr.type}")
-    unit_nanos = _UNIT_NANOS[arr.type.unit]
     raw = arr.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
-    target = 1_000_000 if kt.time_precision <= 3 else 1_000
-    if unit_nanos >= target:
-        return raw * (unit_nanos // target)
-    return np.floor_divide(raw, target // unit_nanos)
+    return rescale_epoch(raw, arr.type.unit, 1_000_000 if kt.time_precision <= 3 else 1_000)
 
 
 def _encode_strings(kt: KeyType, arr: pa.Array, valid: np.ndarray | None) -> KeyColumn:

@@ -18,23 +18,7 @@ from index_format.errors import InvalidOptionError
 from index_format.options import IndexOptions
 from index_format.global_index.writer import WriterInputError, manifest_meta, write_index_bytes, write_index_files
 from index_format.storage import Storage
-
-
-def _truth(keys: list, rids: list) -> tuple[dict, set]:
-    sets: dict = {}
-    nulls = set()
-    for k, r in zip(keys, rids):
-        if k is None:
-            nulls.add(r)
-        else:
-            sets.setdefault(k, set()).add(r)
-    return sets, nulls
-
-
-def _read_all(data: bytes, type_text: str) -> tuple[dict, set]:
-    from index_format.storage import BytesSource
-    r = open_index(BytesSource(data), parse_type(type_text))
-    return {v: set(r.bitmap_at(o, n)) for v, o, n in r.entries()}, set(r.null_rows())
+from tests.unit.index_format.global_index.index_sets import read_sets as _read_all, truth as _truth
 
 
 @pytest.mark.parametrize("block_size", [1, 24, 100, 16384])

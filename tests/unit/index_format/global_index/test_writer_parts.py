@@ -17,6 +17,7 @@ from index_format.global_index import writer
 from index_format.global_index.writer import write_index_bytes
 from index_format.storage import BytesSource
 from index_format import open_index, parse_type
+from tests.unit.index_format.global_index.index_sets import read_sets as _read, truth as _truth
 
 
 def _expected(ids: np.ndarray) -> bytes:
@@ -82,22 +83,6 @@ def small_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(writer, "THREADS", 3)
     monkeypatch.setattr(key_arrays, "PART_ROWS", 3000)
     monkeypatch.setattr(key_arrays, "THREADS", 3)
-
-
-def _truth(keys: list, rids: list) -> tuple[dict, set]:
-    sets: dict = {}
-    nulls = set()
-    for k, r in zip(keys, rids):
-        if k is None:
-            nulls.add(r)
-        else:
-            sets.setdefault(k, set()).add(r)
-    return sets, nulls
-
-
-def _read(data: bytes, type_text: str) -> tuple[dict, set]:
-    r = open_index(BytesSource(data), parse_type(type_text))
-    return {v: set(r.bitmap_at(o, n)) for v, o, n in r.entries()}, set(r.null_rows())
 
 
 def _one_part(keys: object, rids: np.ndarray, type_text: str) -> bytes:
