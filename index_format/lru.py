@@ -1,7 +1,7 @@
-"""Byte-budgeted, thread-safe LRU keyed by tuples that start with a file path: open readers, decoded bitmaps.
+"""The one eviction rule of bgix's caches: a byte-budgeted, thread-safe LRU keyed by tuples.
 
-Keys carry the file's size (and offset where needed), so a re-committed file never serves stale entries.
-Imports nothing from the package.
+File caches (open readers, decoded bitmaps and blocks, sidecars) key by (path, size, …), so a re-committed
+file never serves stale entries; others (parsed predicates) by their own tuple. Imports nothing from the package.
 """
 from __future__ import annotations
 
@@ -17,11 +17,13 @@ Key = tuple[Hashable, ...]   # (path, size, …)
 class ByteLRU(Generic[V]):
     """Thread-safe LRU: `get_or_load` opens on a miss and evicts least recently used past `budget` bytes.
 
-    `sizeof` is asked for an entry's byte cost after loading; an entry larger than the whole budget
-    is returned but not kept.
+    `sizeof` is asked for an entry's byte cost after loading (without it, entries come only through `put`
+    with their cost); an entry larger than the whole budget is returned but not kept. A cache bounded by
+    entry count is one whose entries each cost 1.
+    `hits` and `misses` count lookups (`get`, `get_or_load`); `on_lookup` is told of each one too.
     """
 
-    def __init__(self, budget: int, sizeof: Callable[[V], int],
+    def __init__(self, budget: int, sizeof: Callable[[V], int] | None = None,
                  on_lookup: Callable[[bool], None] | None = None) -> None:
         self.budget = budget
         self._sizeof = sizeof
@@ -29,11 +31,15 @@ class ByteLRU(Generic[V]):
         self._entries: OrderedDict[Key, tuple[V, int]] = OrderedDict()
         self._lock = threading.Lock()
         self.bytes = 0
+        self.hits = 0
+        self.misses = 0
 
     def get_or_load(self, key: Key, load: Callable[[], V]) -> V:
         cached = self.get(key)   # values are never None
         if cached is not None:
             return cached
+        if self._sizeof is None:
+            raise TypeError("this cache is filled by put(key, value, cost)")
         value = load()  # outside the lock: opening reads the footer and block index
         cost = max(1, int(self._sizeof(value)))
         if cost <= self.budget:
@@ -50,6 +56,9 @@ class ByteLRU(Generic[V]):
             hit = self._entries.get(key)
             if hit is not None:
                 self._entries.move_to_end(key)
+                self.hits += 1
+            else:
+                self.misses += 1
         if self._on_lookup is not None:
             self._on_lookup(hit is not None)
         return None if hit is None else hit[0]
@@ -77,6 +86,11 @@ class ByteLRU(Generic[V]):
         with self._lock:
             for key in [k for k in self._entries if str(k[0]).startswith(prefix)]:
                 self.bytes -= self._entries.pop(key)[1]
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.bytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)

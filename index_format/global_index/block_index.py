@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import threading
 from bisect import bisect_left, bisect_right
-from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any
 
@@ -21,6 +20,7 @@ from index_format.global_index.footer import Footer
 from index_format.global_index.reads import FileReads
 from index_format.keys import prefix_upper_bound, sort_key_of_bytes, sort_keys_of_bytes
 from index_format.layout import FOOTER_SIZE, TRAILER_SIZE
+from index_format.lru import ByteLRU
 from index_format.types import KeyType
 
 # Bitmap locations: offsets and lengths as two int64 arrays of equal length.
@@ -31,29 +31,21 @@ NO_LOCS: Locs = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
 
 
 class BlockCache:
-    """Bounded LRU of decoded dictionary blocks, shareable between readers (keyed by file + offset)."""
+    """Bounded LRU of decoded dictionary blocks, shareable between readers (keyed by file + offset);
+    an index_format.lru.ByteLRU whose entries each cost one of `max_blocks`."""
 
     def __init__(self, max_blocks: int = 4096) -> None:
         self.max_blocks = max_blocks
-        self._data: OrderedDict[tuple[str, int, int], DecodedBlock] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lru: ByteLRU[DecodedBlock] = ByteLRU(max_blocks)
 
     def get(self, key: tuple[str, int, int]) -> DecodedBlock | None:
-        with self._lock:
-            blk = self._data.get(key)
-            if blk is not None:
-                self._data.move_to_end(key)
-            return blk
+        return self._lru.get(key)
 
     def put(self, key: tuple[str, int, int], blk: DecodedBlock) -> None:
-        with self._lock:
-            self._data[key] = blk
-            self._data.move_to_end(key)
-            while len(self._data) > self.max_blocks:
-                self._data.popitem(last=False)
+        self._lru.put(key, blk, 1)
 
     def __len__(self) -> int:
-        return len(self._data)
+        return len(self._lru)
 
 
 class BlockIndex:

@@ -7,15 +7,14 @@ would otherwise pin gigabytes. Must not import fastapi.
 from __future__ import annotations
 
 import sys
-import threading
-from collections import OrderedDict
 from collections.abc import Callable
 
+from index_format.lru import ByteLRU
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import And, BoundLeaf, Leaf, Node, Not, Or
 
-# Per-entry bookkeeping: the OrderedDict slot, its links and the (cost, node) tuple.
+# Per-entry bookkeeping: the LRU's OrderedDict slot, its links, the key and the (node, cost) tuples.
 _ENTRY_OVERHEAD = 200
 
 
@@ -63,51 +62,40 @@ class ParseCache:
         self.budget_bytes = budget_bytes
         self.limits = limits
         self._parse = parse
-        self._entries: OrderedDict[str, tuple[int, Node]] = OrderedDict()
-        self._bytes = 0
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
+        self._lru: ByteLRU[Node] = ByteLRU(budget_bytes)
 
     def parse(self, where: str) -> Node:
         """The unbound tree of SQL text `where` (see parse_where). Raises ParseError / PredicateLimitError."""
-        with self._lock:
-            entry = self._entries.get(where)
-            if entry is not None:
-                self._entries.move_to_end(where)
-                self.hits += 1
-                return entry[1]
-            self.misses += 1
+        key = (where,)
+        cached = self._lru.get(key)
+        if cached is not None:
+            return cached
         # Parse outside the lock: a slow predicate must not stall other requests (two threads parsing the
         # same text both succeed; the second insert replaces the first).
         node = self._parse(where, limits=self.limits)
         if self.budget_bytes <= 0 or sys.getsizeof(where) > self.budget_bytes // 8:
             return node
         cost = entry_cost(where, node)
-        if cost > self.budget_bytes // 8:
-            return node
-        with self._lock:
-            old = self._entries.pop(where, None)
-            if old is not None:
-                self._bytes -= old[0]
-            self._entries[where] = (cost, node)
-            self._bytes += cost
-            while self._bytes > self.budget_bytes and self._entries:
-                _, (evicted, _node) = self._entries.popitem(last=False)
-                self._bytes -= evicted
+        if cost <= self.budget_bytes // 8:
+            self._lru.put(key, node, cost)
         return node
+
+    @property
+    def hits(self) -> int:
+        return self._lru.hits
+
+    @property
+    def misses(self) -> int:
+        return self._lru.misses
 
     @property
     def bytes(self) -> int:
         """Sum of entry_cost over the cached entries."""
-        with self._lock:
-            return self._bytes
+        return self._lru.bytes
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._entries)
+        return len(self._lru)
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
+        self._lru.clear()
+

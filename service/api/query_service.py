@@ -29,9 +29,9 @@ from index_format.global_index.reader import BitmapCache, BlockCache, IndexReade
 from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
 from index_format.lru import ByteLRU
-from service.api.sidecars import Sidecars
 from service.api.metrics import Metrics
 from service.api.parse_cache import ParseCache
+from service.api.sidecars import Sidecars
 from service.catalog import Catalog, index_stats, layout
 from service.catalog.errors import CorruptDocumentError, IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
@@ -134,7 +134,7 @@ class QueryService:
         # no bitmap it has seen), an eighth for open readers, an eighth for range sidecars.
         self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 8, _reader_cost, metrics.record_cache)
         self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 2 // _DECODED_BLOCK_COST))
-        self.bitmaps: BitmapCache = ByteLRU(cache_bytes // 4, _unsized)
+        self.bitmaps: BitmapCache = ByteLRU(cache_bytes // 4)
         self.sidecars = Sidecars(storage, cache_bytes // 8)
         # Read at scrape time, so the gauge always equals what the reader, bitmap and sidecar caches hold.
         metrics.cache_bytes.set_function(
@@ -399,10 +399,6 @@ def _file_ids_cost(value: tuple[np.ndarray, BitMap64]) -> int:
 # Bound trees are cached per view for SQL texts up to this long (point and range queries), at most this many.
 _BOUND_TEXT_MAX = 2048
 _BOUND_ENTRIES = 4096
-
-
-def _unsized(value: object) -> int:
-    raise AssertionError("decoded bitmaps are put with their cost")  # only ByteLRU.put is used
 
 
 def _reader_cost(reader: IndexReader) -> int:

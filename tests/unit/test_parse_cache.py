@@ -136,6 +136,6 @@ def test_concurrent_use_keeps_the_accounting_exact() -> None:
         th.join()
     assert errors == []
     assert cache.bytes <= cache.budget_bytes
-    with cache._lock:  # the running total equals the sum of the entries' costs
-        assert cache._bytes == sum(cost for cost, _ in cache._entries.values())
+    with cache._lru._lock:  # the running total equals the sum of the entries' costs
+        assert cache.bytes == sum(cost for _, cost in cache._lru._entries.values())
     assert cache.hits > 0

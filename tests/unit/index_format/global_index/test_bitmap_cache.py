@@ -28,14 +28,10 @@ def _expected(keys: list[int | None], test) -> BitMap64:
     return BitMap64(i for i, k in enumerate(keys) if k is not None and test(k))
 
 
-def _unsized(_: object) -> int:
-    raise AssertionError("bitmaps are put with their cost")
-
-
 @pytest.mark.parametrize("budget", [64 << 20, 20_000])
 def test_warm_answers_need_no_io_and_stay_exact(budget: int) -> None:
     data, keys = _file()
-    cache: ByteLRU = ByteLRU(budget, _unsized)
+    cache: ByteLRU = ByteLRU(budget)
     questions = [
         ("eq", lambda r: r.eq(17), lambda k: k == 17),
         ("in", lambda r: r.isin([3, 5, 250, 999]), lambda k: k in (3, 5, 250)),
@@ -59,7 +55,7 @@ def test_warm_answers_need_no_io_and_stay_exact(budget: int) -> None:
 
 def test_cached_answers_cannot_be_changed_by_callers() -> None:
     data, keys = _file()
-    cache: ByteLRU = ByteLRU(64 << 20, _unsized)
+    cache: ByteLRU = ByteLRU(64 << 20)
     reader = open_index(BytesSource(data, name="b.index"), INT, bitmap_cache=cache)
     first = reader.eq(17)    # a miss: the caller gets its own bitmap
     first.add(10**9)
@@ -77,7 +73,7 @@ def test_cached_answers_cannot_be_changed_by_callers() -> None:
 def test_a_file_of_another_size_is_another_entry() -> None:
     data_a, keys_a = _file(seed=4)
     data_b, keys_b = _file(n=20001, seed=5)
-    cache: ByteLRU = ByteLRU(64 << 20, _unsized)
+    cache: ByteLRU = ByteLRU(64 << 20)
     for data, keys in ((data_a, keys_a), (data_b, keys_b), (data_a, keys_a)):
         reader = open_index(BytesSource(data, name="same-path.index"), INT, bitmap_cache=cache)
         assert reader.range(100, 200) == _expected(keys, lambda k: 100 <= k <= 200)
