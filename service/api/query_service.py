@@ -31,10 +31,10 @@ from index_format.types import KeyType, parse_type
 from index_format.lru import ByteLRU
 from service.api.metrics import Metrics
 from service.api.parse_cache import ParseCache
-from service.api.sidecars import Sidecars
 from service.catalog import Catalog, index_stats, layout
 from service.catalog.errors import CorruptDocumentError, IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
+from service.catalog.range_sidecars import Sidecars
 from service.catalog.scan import read_columns
 from service.catalog.view_source import load_view_source, source_version
 

@@ -1,4 +1,5 @@
-"""Range sidecars of the index files a query reads: opened beside the file, or derived in the background.
+"""Range sidecars of the index files a query reads: opened beside the file, or derived in the background into
+the warehouse. Query-side, not web: the API's query service holds one; must not import fastapi.
 
 A bgix build writes the sidecar beside each index file (the snapshot records its size). For files bgix did
 not build (Paimon tables, other writers, older bgix builds) the first range query that could use one
