@@ -19,7 +19,7 @@ from index_format.errors import UnknownColumnError
 from index_format.file_index.reader import PayloadReader
 from index_format.file_index.result import REMAIN, SKIP, FileIndexResult, Rows
 from index_format.literals import coerce_literal
-from index_format.predicate.tree import FALSE, TRUE, UNKNOWN, And, BoundLeaf, Leaf, Node, Not, Or
+from index_format.predicate.tree import FALSE, TRUE, UNKNOWN, And, BoundLeaf, Leaf, Node, Not, Or, flatten
 from index_format.predicate.visitors import Visitor, rewrite_not, visit
 from index_format.types import KeyType
 
@@ -108,7 +108,7 @@ class _Evaluator(Visitor[FileIndexResult]):
         if isinstance(node, (And, Or)):
             kind = type(node)
             out: FileIndexResult | None = None
-            for child in _chain(node, kind):
+            for child in flatten(node, kind):
                 r = self.run(child)
                 if out is None:
                     out = r
@@ -122,19 +122,6 @@ class _Evaluator(Visitor[FileIndexResult]):
         if node is TRUE or node is FALSE or node is UNKNOWN or isinstance(node, (Leaf, BoundLeaf)):
             return visit(node, self)
         raise TypeError(f"not a predicate node: {node!r}")
-
-
-def _chain(node: Node, kind: type) -> list[Node]:
-    """The operands of a chain of one connective, left to right (trees are balanced, not left-deep)."""
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if type(n) is kind:
-            stack.extend(reversed(n.children))  # type: ignore[attr-defined]
-        else:
-            out.append(n)
-    return out
 
 
 def evaluate(node: Node, readers_of: ReadersOf) -> FileIndexResult:

@@ -14,7 +14,7 @@ from index_format.errors import ParseError
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits, ensure_recursion_headroom
 from index_format.predicate.operators import OPERATORS
 from index_format.predicate.tree import (
-    FALSE, TRUE, UNKNOWN, And, BoundLeaf, Leaf, Node, Not, Or,
+    FALSE, TRUE, UNKNOWN, And, BoundLeaf, Leaf, Node, Not, Or, flatten,
 )
 
 _CONSTANTS: dict[str, Node] = {"true": TRUE, "false": FALSE, "unknown": UNKNOWN}
@@ -167,7 +167,7 @@ def to_json(node: Node) -> dict[str, object]:
         return {"op": "not", "arg": to_json(node.child)}
     if isinstance(node, (And, Or)):
         kind = And if isinstance(node, And) else Or
-        return {"op": "and" if kind is And else "or", "args": [to_json(c) for c in _flatten(node, kind)]}
+        return {"op": "and" if kind is And else "or", "args": [to_json(c) for c in flatten(node, kind)]}
     if isinstance(node, (Leaf, BoundLeaf)):
         if isinstance(node, BoundLeaf) and node.op not in OPERATORS:
             raise ValueError(f"{node!r} has no wire form")
@@ -183,18 +183,6 @@ def to_json(node: Node) -> dict[str, object]:
                 out[name] = _literal(raw)
         return out
     raise TypeError(f"not a predicate node: {node!r}")
-
-
-def _flatten(node: Node, kind: type) -> list[Node]:
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, kind):
-            stack.extend(reversed(n.children))  # type: ignore[attr-defined]
-        else:
-            out.append(n)
-    return out
 
 
 def _literal(value: object) -> object:

@@ -10,7 +10,7 @@ they are. Imports tree and intervals only.
 from __future__ import annotations
 
 from index_format.predicate.intervals import Interval, IntervalSet
-from index_format.predicate.tree import And, BoundLeaf, Node, Not, Or
+from index_format.predicate.tree import And, BoundLeaf, Node, Not, Or, flatten
 
 _MERGEABLE = frozenset(("eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "between", "not_between",
                         "range_set"))
@@ -61,7 +61,7 @@ def _merge(node: Node) -> Node:
     if isinstance(node, (And, Or)):
         kind = type(node)
         # one pass per maximal AND (OR) chain: flatten it, merge below it, then group its leaves by column
-        return _fold(kind, [_merge(child) for child in _flatten(node, kind)])
+        return _fold(kind, [_merge(child) for child in flatten(node, kind)])
     if isinstance(node, Not):
         merged = _merge(node.child)
         return node if merged is node.child else Not(merged)
@@ -71,7 +71,7 @@ def _merge(node: Node) -> Node:
 def _fold(kind: type[And] | type[Or], children: list[Node]) -> Node:
     flat: list[Node] = []
     for child in children:
-        flat.extend(_flatten(child, kind))   # a merged child may itself be a chain of this kind
+        flat.extend(flatten(child, kind))   # a merged child may itself be a chain of this kind
     groups: dict[str, list[int]] = {}
     for i, child in enumerate(flat):
         if isinstance(child, BoundLeaf) and child.op in _MERGEABLE:
@@ -89,15 +89,3 @@ def _fold(kind: type[And] | type[Or], children: list[Node]) -> Node:
         for i, _ in sets[1:]:
             out[i] = None
     return kind(*(c for c in out if c is not None))
-
-
-def _flatten(node: Node, kind: type) -> list[Node]:
-    out: list[Node] = []
-    stack = [node]
-    while stack:
-        n = stack.pop()
-        if isinstance(n, kind):
-            stack.extend((n.right, n.left))  # type: ignore[attr-defined]
-        else:
-            out.append(n)
-    return out

@@ -240,6 +240,22 @@ class Or(_Binary):
         return And(~self.left, ~self.right)
 
 
+def flatten(node: Node, kind: type[And] | type[Or]) -> list[Node]:
+    """The operands of the chain of one connective `kind` rooted at `node`, left to right: every And (Or)
+    below an And (Or) is opened, anything else is one operand (`node` itself when it is not a `kind`).
+    Iterative: trees are balanced, but a chain can have millions of operands."""
+    out: list[Node] = []
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if type(n) is kind:
+            stack.append(n.right)   # type: ignore[attr-defined]
+            stack.append(n.left)    # type: ignore[attr-defined]
+        else:
+            out.append(n)
+    return out
+
+
 class Not(Node):
     """Negation; folds constants and double negation (both valid in three-valued logic)."""
 
