@@ -5,7 +5,6 @@ a small LZO1X decompressor written from the stream format (no maintained PyPI pa
 """
 from __future__ import annotations
 
-import struct
 import threading
 import zlib
 
@@ -13,14 +12,13 @@ import lz4.block
 import zstandard
 
 from index_format.errors import ChecksumError, CorruptFileError, InvalidOptionError
-from index_format.layout import TRAILER_CRC, TRAILER_SIZE, read_varint, varint
+from index_format.layout import LE_I32_PAIR, TRAILER_CRC, TRAILER_SIZE, read_varint, varint
 
 CODEC_IDS = {"none": 0, "zstd": 1, "lz4": 2, "lzo": 3}
 CODEC_NAMES = {v: k for k, v in CODEC_IDS.items()}
 WRITABLE = ("none", "zstd", "lz4")
 # A dictionary block or block index larger than this is treated as corrupt (bomb guard).
 MAX_UNCOMPRESSED = 256 * 1024 * 1024
-_LZ_HEADER = struct.Struct("<ii")  # spec §2.4: LE compressed length, LE original length
 _local = threading.local()
 
 
@@ -59,7 +57,7 @@ def encode_block(body: bytes, codec: str = "none", level: int = 1) -> tuple[byte
         payload = _zstd_compressor(level).compress(body)
     elif codec == "lz4":
         raw = lz4.block.compress(body, store_size=False)
-        payload = _LZ_HEADER.pack(len(raw), n) + raw
+        payload = LE_I32_PAIR.pack(len(raw), n) + raw
     else:
         raise InvalidOptionError(f"compression {codec!r} can be read but not written")
     stored = varint(n) + payload
@@ -99,7 +97,7 @@ def decode_block(data: bytes | memoryview, *, path: str | None = None, block: st
             if len(payload) < 8:
                 raise CorruptFileError("compressed block shorter than its 8-byte header",
                                        path=path, block=block, offset=offset)
-            clen, olen = _LZ_HEADER.unpack_from(payload, 0)
+            clen, olen = LE_I32_PAIR.unpack_from(payload, 0)
             if olen != n or clen != len(payload) - 8 or (olen == 0) != (clen == 0):
                 raise CorruptFileError(
                     f"compressed header lengths ({clen}, {olen}) disagree with block ({len(payload) - 8}, {n})",

@@ -6,13 +6,12 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-import struct
 from collections.abc import Sequence
 
 import numpy as np
 
 from index_format.errors import CorruptFileError, UnsupportedTypeError
-from index_format.layout import read_varint, varint
+from index_format.layout import LE_F32, LE_F64, LE_I16, LE_I32, LE_I64, LE_I8, LE_U32, LE_U64, read_varint, varint
 from index_format.types import KeyType
 
 EPOCH_DATE = dt.date(1970, 1, 1)
@@ -20,21 +19,14 @@ EPOCH = dt.datetime(1970, 1, 1)
 UTC = dt.timezone.utc
 EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=UTC)
 
-INT_STRUCTS = {"tinyint": struct.Struct("<b"), "smallint": struct.Struct("<h"),
-                "int": struct.Struct("<i"), "bigint": struct.Struct("<q")}
+INT_STRUCTS = {"tinyint": LE_I8, "smallint": LE_I16, "int": LE_I32, "bigint": LE_I64}
 INT_BOUNDS = {"tinyint": (-(1 << 7), (1 << 7) - 1), "smallint": (-(1 << 15), (1 << 15) - 1),
                "int": (-(1 << 31), (1 << 31) - 1), "bigint": (-(1 << 63), (1 << 63) - 1)}
-_I32 = struct.Struct("<i")
-_I64 = struct.Struct("<q")
-_F32 = struct.Struct("<f")
-_F64 = struct.Struct("<d")
-_U32 = struct.Struct("<I")
-_U64 = struct.Struct("<Q")
 # spec §3: canonical NaN bit patterns
 NAN32_BITS = 0x7FC00000
 NAN64_BITS = 0x7FF8000000000000
-_NAN32 = _U32.pack(NAN32_BITS)
-_NAN64 = _U64.pack(NAN64_BITS)
+_NAN32 = LE_U32.pack(NAN32_BITS)
+_NAN64 = LE_U64.pack(NAN64_BITS)
 FIXED_WIDTH = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "bigint": 8, "float": 4,
                "double": 8, "date": 4, "time": 4}
 NUMPY_DTYPE = {"tinyint": "<i1", "smallint": "<i2", "int": "<i4", "bigint": "<i8", "date": "<i4",
@@ -104,26 +96,26 @@ def serialize_key(kt: KeyType, value: object) -> bytes:
         return s.pack(value)
     if name == "double":
         v = float(value)  # type: ignore[arg-type]
-        return _NAN64 if v != v else _F64.pack(v)
+        return _NAN64 if v != v else LE_F64.pack(v)
     if name == "float":
         v = float(value)  # type: ignore[arg-type]
-        return _NAN32 if v != v else _F32.pack(v)
+        return _NAN32 if v != v else LE_F32.pack(v)
     if name == "decimal":
         unscaled = decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]
         if kt.decimal_precision <= 18:
-            return _I64.pack(unscaled)
+            return LE_I64.pack(unscaled)
         # spec §3: Java BigInteger.toByteArray, minimal big-endian two's complement
         m = unscaled if unscaled >= 0 else ~unscaled
         return unscaled.to_bytes(m.bit_length() // 8 + 1, "big", signed=True)
     if name == "date":
-        return _I32.pack(value if isinstance(value, int) else _date_days(value))  # type: ignore[arg-type]
+        return LE_I32.pack(value if isinstance(value, int) else _date_days(value))  # type: ignore[arg-type]
     if name == "time":
-        return _I32.pack(value if isinstance(value, int) else _time_millis(value))  # type: ignore[arg-type]
+        return LE_I32.pack(value if isinstance(value, int) else _time_millis(value))  # type: ignore[arg-type]
     if name in ("timestamp", "timestamp_ltz"):
         millis, nanos = _timestamp_parts(kt, value)
         if kt.time_precision <= 3:
-            return _I64.pack(millis)
-        return _I64.pack(millis) + varint(nanos)
+            return LE_I64.pack(millis)
+        return LE_I64.pack(millis) + varint(nanos)
     raise UnsupportedTypeError(f"cannot serialize keys of type {kt.spelling}")
 
 
@@ -149,23 +141,23 @@ def deserialize_key(kt: KeyType, data: bytes | memoryview) -> object:
     if s is not None:
         return s.unpack(data)[0]
     if name == "double":
-        return _F64.unpack(data)[0]
+        return LE_F64.unpack(data)[0]
     if name == "float":
-        return _F32.unpack(data)[0]
+        return LE_F32.unpack(data)[0]
     if name == "decimal":
         if kt.decimal_precision <= 18:
             if len(data) != 8:
                 raise _bad(kt, data, "expected 8 bytes")
-            unscaled = _I64.unpack(data)[0]
+            unscaled = LE_I64.unpack(data)[0]
         else:
             if len(data) == 0:
                 raise _bad(kt, data, "empty decimal")
             unscaled = int.from_bytes(data, "big", signed=True)
         return decimal.Decimal(unscaled).scaleb(-kt.decimal_scale)
     if name == "date":
-        return EPOCH_DATE + dt.timedelta(days=_I32.unpack(data)[0])
+        return EPOCH_DATE + dt.timedelta(days=LE_I32.unpack(data)[0])
     if name == "time":
-        ms = _I32.unpack(data)[0]
+        ms = LE_I32.unpack(data)[0]
         if not 0 <= ms < MILLIS_PER_DAY:
             raise _bad(kt, data, "time of day out of range")
         return time_of_millis(ms)
@@ -185,13 +177,13 @@ def _timestamp_key_parts(kt: KeyType, data: bytes | memoryview) -> tuple[int, in
     if kt.time_precision <= 3:
         if len(data) != 8:
             raise _bad(kt, data, "expected 8 bytes")
-        return _I64.unpack(data)[0], 0
+        return LE_I64.unpack(data)[0], 0
     if len(data) < 9:
         raise _bad(kt, data, "expected 8 bytes + varint")
     nanos, end = read_varint(data, 8, limit=999_999)
     if end != len(data):
         raise _bad(kt, data, "trailing bytes")
-    return _I64.unpack(data[:8])[0], nanos
+    return LE_I64.unpack(data[:8])[0], nanos
 
 
 def sort_key(kt: KeyType, value: object) -> object:
@@ -209,10 +201,10 @@ def sort_key(kt: KeyType, value: object) -> object:
         return int(value)  # type: ignore[call-overload]
     if name == "double":
         v = float(value)  # type: ignore[arg-type]
-        return _float_order(NAN64_BITS if v != v else _U64.unpack(_F64.pack(v))[0], 64)
+        return _float_order(NAN64_BITS if v != v else LE_U64.unpack(LE_F64.pack(v))[0], 64)
     if name == "float":
         v = float(value)  # type: ignore[arg-type]
-        return _float_order(NAN32_BITS if v != v else _U32.unpack(_F32.pack(v))[0], 32)
+        return _float_order(NAN32_BITS if v != v else LE_U32.unpack(LE_F32.pack(v))[0], 32)
     if name == "decimal":
         return decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]
     if name == "date":
@@ -240,13 +232,13 @@ def sort_key_of_bytes(kt: KeyType, data: bytes) -> object:
     if name == "double":
         if len(data) != 8:
             raise _bad(kt, data, "expected 8 bytes")
-        v = _F64.unpack(data)[0]
-        return _float_order(NAN64_BITS if v != v else _U64.unpack(data)[0], 64)
+        v = LE_F64.unpack(data)[0]
+        return _float_order(NAN64_BITS if v != v else LE_U64.unpack(data)[0], 64)
     if name == "float":
         if len(data) != 4:
             raise _bad(kt, data, "expected 4 bytes")
-        v = _F32.unpack(data)[0]
-        return _float_order(NAN32_BITS if v != v else _U32.unpack(data)[0], 32)
+        v = LE_F32.unpack(data)[0]
+        return _float_order(NAN32_BITS if v != v else LE_U32.unpack(data)[0], 32)
     if name in ("timestamp", "timestamp_ltz"):
         millis, nanos = _timestamp_key_parts(kt, data)
         return millis * 1_000_000 + nanos

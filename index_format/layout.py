@@ -1,9 +1,11 @@
-"""Fixed byte layouts of the format: magic, version, footer struct, trailer, varints (spec §0, §2.2, §2.4).
+"""Fixed byte layouts: magic, version, footer struct, trailer, varints (spec §0, §2.2, §2.4), and every struct
+format of the package (the global index, file indexes, range bitmaps, deletion vectors, keys).
 
 Imports only the standard library and index_format.errors.
 """
 from __future__ import annotations
 
+import functools
 import struct
 
 from index_format.errors import CorruptFileError
@@ -18,6 +20,54 @@ TRAILER_CRC = struct.Struct("<I")
 # spec §1: portable 64-bit roaring = bucket count (u64 LE) then per bucket high key (u32 LE) + 32-bit map
 BITMAP64_ONE_BUCKET_HIGH0 = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
 EMPTY_BITMAP64 = b"\x00" * 8
+
+# Primitives. Big-endian: Java's DataOutput (file indexes, range bitmaps, deletion-vector framing).
+BE_I8 = struct.Struct(">b")
+BE_U8 = struct.Struct(">B")
+BE_U16 = struct.Struct(">H")
+BE_I32 = struct.Struct(">i")
+BE_U32 = struct.Struct(">I")
+BE_I64 = struct.Struct(">q")
+BE_F32 = struct.Struct(">f")
+BE_F64 = struct.Struct(">d")
+BE_I32_PAIR = struct.Struct(">ii")
+# Little-endian: spec §3 keys, spec §4 meta lengths, spec §2.4 LZ headers, portable roaring bitmaps.
+LE_I8 = struct.Struct("<b")
+LE_I16 = struct.Struct("<h")
+LE_U16 = struct.Struct("<H")
+LE_I32 = struct.Struct("<i")
+LE_U32 = struct.Struct("<I")
+LE_I64 = struct.Struct("<q")
+LE_U64 = struct.Struct("<Q")
+LE_F32 = struct.Struct("<f")
+LE_F64 = struct.Struct("<d")
+LE_I32_PAIR = struct.Struct("<ii")   # spec §2.4: compressed length, original length
+LE_U32_PAIR = struct.Struct("<II")
+
+# Records of Paimon's file-index formats (Java DataOutput).
+FILE_INDEX_PREFIX = struct.Struct(">qii")         # container: magic, version, headLength
+BITMAP_INDEX_HEAD = struct.Struct(">BiiB")        # bitmap index: version, rowCount, nonNullBitmapNumber, hasNull
+BSI_INDEX_HEAD = struct.Struct(">bi")             # BSI index: version, rowCount
+BSI_SLICES_HEAD = struct.Struct(">bqq")           # one BSI: version, min, max
+RANGE_BITMAP_TOP = struct.Struct(">bii")          # range bitmap: version, rowCount, cardinality
+RANGE_BSI_HEAD = struct.Struct(">bbii")           # its BSI: version, slice count (one byte), ebmLength, indexesLength
+RANGE_DICT_HEADER = struct.Struct(">ibiii")       # its dictionary: headerLength=13, version, chunkCount,
+                                                  # offsetsLength, chunksLength
+# a dictionary chunk's tail: headCode, keysOffset, size, then keysLength, fixedLength (fixed-width keys) or
+# offsetsLength, keysLength (variable-width keys)
+RANGE_DICT_CHUNK_TAIL = struct.Struct(">iiiii")
+
+
+@functools.lru_cache(maxsize=128)
+def be_i32s(count: int) -> struct.Struct:
+    """`count` big-endian int32s in a row (offset tables, slice index pairs)."""
+    return struct.Struct(f">{count}i")
+
+
+def be_u16s(count: int) -> struct.Struct:
+    """`count` big-endian uint16s in a row (UTF-16 units)."""
+    return struct.Struct(f">{count}H")
+
 
 MAX_VARINT_BYTES = 10  # spec §0: the decoder accepts up to 10 bytes for a long
 _VARINT_1 = [bytes([i]) for i in range(128)]

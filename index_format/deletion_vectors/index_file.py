@@ -4,7 +4,6 @@ Imports pyroaring, the standard library and index_format.errors only.
 """
 from __future__ import annotations
 
-import struct
 import zlib
 from collections.abc import Sequence
 
@@ -17,6 +16,7 @@ from index_format.errors import (
     TruncatedFileError,
     UnsupportedVersionError,
 )
+from index_format.layout import BE_U32, LE_U32, LE_U64
 
 __all__ = [
     "DV_VERSION", "MAGIC_32", "MAGIC_64", "apply_deletion_vector", "read_deletion_vector",
@@ -26,11 +26,8 @@ __all__ = [
 DV_VERSION = 1                 # spec §9: one leading version byte
 MAGIC_32 = 1581511376          # 0x5E43F2D0, stored BE (spec §9.1)
 MAGIC_64 = 1681511377          # 0x6439D3D1, stored LE (spec §9.2)
-_BE_U32 = struct.Struct(">I")
-_MAGIC_32_BYTES = _BE_U32.pack(MAGIC_32)
-_MAGIC_64_BYTES = struct.pack("<I", MAGIC_64)
-_LE_U64 = struct.Struct("<Q")
-_LE_U32 = struct.Struct("<I")
+_MAGIC_32_BYTES = BE_U32.pack(MAGIC_32)
+_MAGIC_64_BYTES = LE_U32.pack(MAGIC_64)
 _MAX_POSITION_32 = (1 << 31) - 1    # spec §9.1: Java int positions
 _EMPTY_32 = BitMap().serialize()    # one empty bucket of the Java 64-bit form
 
@@ -90,7 +87,7 @@ def _read_one(view: memoryview, offset: int, manifest_length: int | None, path: 
     if offset < 1 or offset + 8 > size:
         raise TruncatedFileError(f"offset {offset} leaves no room for a length prefix and magic "
                                  f"in a {size}-byte file", path=path, block=block, offset=offset)
-    (body_len,) = _BE_U32.unpack_from(view, offset)
+    (body_len,) = BE_U32.unpack_from(view, offset)
     end = offset + 4 + body_len + 4
     if body_len < 4 or end > size:
         raise TruncatedFileError(f"length prefix {body_len} runs past the end of the {size}-byte file",
@@ -108,7 +105,7 @@ def _read_one(view: memoryview, offset: int, manifest_length: int | None, path: 
                                f"{manifest_length}", path=path, block=block, offset=offset)
     body = view[offset + 4:offset + 4 + body_len]
     if verify_crc:
-        (stored,) = _BE_U32.unpack_from(view, offset + 4 + body_len)
+        (stored,) = BE_U32.unpack_from(view, offset + 4 + body_len)
         actual = zlib.crc32(body)
         if stored != actual:
             raise ChecksumError(f"CRC-32 {stored:#010x} stored, {actual:#010x} computed", path=path,
@@ -129,7 +126,7 @@ def _widen(bitmap: BitMap) -> BitMap64:
     # spec §1: for ids < 2^32 the 64-bit portable form is the 32-bit one behind a 12-byte prefix.
     if not bitmap:
         return BitMap64()
-    return BitMap64.deserialize(_LE_U64.pack(1) + _LE_U32.pack(0) + bitmap.serialize())
+    return BitMap64.deserialize(LE_U64.pack(1) + LE_U32.pack(0) + bitmap.serialize())
 
 
 def write_deletion_vectors(vectors: Sequence[BitMap | BitMap64], bitmap64: bool
@@ -150,9 +147,9 @@ def write_deletion_vectors(vectors: Sequence[BitMap | BitMap64], bitmap64: bool
         else:
             body = _MAGIC_32_BYTES + _serialize_32(vector, i)
         offset = len(out)
-        out += _BE_U32.pack(len(body))
+        out += BE_U32.pack(len(body))
         out += body
-        out += _BE_U32.pack(zlib.crc32(body))
+        out += BE_U32.pack(zlib.crc32(body))
         ranges.append((offset, len(body) + 8 if bitmap64 else len(body)))
     return bytes(out), ranges
 
@@ -170,16 +167,16 @@ def _serialize_64_java(vector: BitMap | BitMap64) -> bytes:
     """Portable 64-bit form with an entry for every high key 0..max (empty ones included)."""
     bitmap = vector if isinstance(vector, BitMap64) else BitMap64(vector)
     if not bitmap:
-        return _LE_U64.pack(0)
+        return LE_U64.pack(0)
     top = bitmap.max() >> 32
     if top == 0:  # the common case: one bucket, exactly pyroaring's own form
         single = bitmap.copy()
         single.run_optimize()
         return bytes(single.serialize())
-    parts = [_LE_U64.pack(top + 1)]
+    parts = [LE_U64.pack(top + 1)]
     for high in range(top + 1):
         lo, hi = high << 32, (high + 1) << 32
-        parts.append(_LE_U32.pack(high))
+        parts.append(LE_U32.pack(high))
         if bitmap.range_cardinality(lo, hi) == 0:
             parts.append(_EMPTY_32)
             continue

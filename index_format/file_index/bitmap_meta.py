@@ -8,7 +8,6 @@ allocated or looped over, and every malformed head raises CorruptFileError / Tru
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Iterator
 from typing import NamedTuple
 
@@ -21,6 +20,7 @@ from index_format.errors import (
 )
 from index_format.file_index.values import DOUBLE_NAN_BITS, FLOAT_NAN_BITS, float_of_bits, java_order
 from index_format.key_arrays import arrow_of, numpy_of, string_buffers
+from index_format.layout import BE_I32, BE_I32_PAIR, BITMAP_INDEX_HEAD, be_i32s
 from index_format.options import shown
 from index_format.types import KeyType
 
@@ -31,10 +31,6 @@ __all__ = ["BitmapEntry", "Head", "HeadV1", "HeadV2", "KeyColumn", "check_suppor
 WIDTH = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "date": 4, "time": 4, "bigint": 8,
          "timestamp": 8, "timestamp_ltz": 8, "float": 4, "double": 8}
 _BE = {1: ">i1", 2: ">i2", 4: ">i4", 8: ">i8"}
-_I32 = struct.Struct(">i")
-_HEAD = struct.Struct(">BiiB")       # version, rowCount, nonNullBitmapNumber, hasNull
-_NULL_V1 = struct.Struct(">i")       # nullOffset
-_NULL_V2 = struct.Struct(">ii")      # nullOffset, nullBitmapLength
 
 
 def check_supported(kt: KeyType) -> None:
@@ -105,7 +101,7 @@ class _Cursor:
     def i32(self, what: str) -> int:
         self.need(4, what)
         self.pos += 4
-        return _I32.unpack_from(self.buf, self.pos - 4)[0]
+        return BE_I32.unpack_from(self.buf, self.pos - 4)[0]
 
     def count(self, what: str, min_size: int) -> int:
         """A non-negative int32 count whose items (at least `min_size` bytes each) fit in what is left."""
@@ -129,7 +125,7 @@ class _Cursor:
             return keys, tails
         keys_s: list[object] = []
         tails_s: list[tuple[int, ...]] = []
-        unpack_tail = struct.Struct(">" + "i" * tail).unpack_from
+        unpack_tail = be_i32s(tail).unpack_from
         buf = self.buf
         for _ in range(n):
             length = self.i32(f"{what}: string key length")
@@ -432,14 +428,14 @@ def _put_i32(out: np.ndarray, pos: np.ndarray, values: np.ndarray) -> None:
 
 
 def _head(version: int, row_count: int, distinct: int, null_offset: int | None) -> bytes:
-    return _HEAD.pack(version, row_count, distinct, null_offset is not None)
+    return BITMAP_INDEX_HEAD.pack(version, row_count, distinct, null_offset is not None)
 
 
 def pack_v1(row_count: int, null_offset: int | None, keys: KeyColumn, offsets: np.ndarray) -> bytes:
     """V1 head (spec §7.5): entries in the given (HashMap) order; the body follows."""
     out = _head(1, row_count, len(keys), null_offset)
     if null_offset is not None:
-        out += _NULL_V1.pack(null_offset)
+        out += BE_I32.pack(null_offset)   # nullOffset
     return out + keys.pack([offsets])
 
 
@@ -449,7 +445,7 @@ def pack_v2(row_count: int, null_offset: int | None, null_length: int, keys: Key
     most `block_size` bytes (BitmapIndexBlock.tryAdd)."""
     out = [_head(2, row_count, len(keys), null_offset)]
     if null_offset is not None:
-        out.append(_NULL_V2.pack(null_offset, null_length))
+        out.append(BE_I32_PAIR.pack(null_offset, null_length))   # nullOffset, nullBitmapLength
     order = keys.java_sort()
     skeys = keys.take(order)
     entry_sizes = skeys.sizes() + 8
@@ -457,7 +453,7 @@ def pack_v2(row_count: int, null_offset: int | None, null_length: int, keys: Key
     packed = skeys.pack([offsets[order], lengths[order]])
     pos = np.zeros(len(order) + 1, dtype=np.int64)
     np.cumsum(entry_sizes, out=pos[1:])
-    out.append(_I32.pack(len(bounds) - 1 if len(order) else 0))
+    out.append(BE_I32.pack(len(bounds) - 1 if len(order) else 0))
     blocks: list[bytes] = []
     block_off = 0
     firsts = skeys.take(np.asarray(bounds[:-1], dtype=np.int64)) if len(order) else None
@@ -465,11 +461,11 @@ def pack_v2(row_count: int, null_offset: int | None, null_length: int, keys: Key
     for b in range(len(bounds) - 1 if len(order) else 0):
         lo, hi = bounds[b], bounds[b + 1]
         block_offsets[b] = block_off
-        blocks.append(_I32.pack(hi - lo) + packed[int(pos[lo]):int(pos[hi])])
+        blocks.append(BE_I32.pack(hi - lo) + packed[int(pos[lo]):int(pos[hi])])
         block_off += 4 + int(pos[hi] - pos[lo])
     if firsts is not None:
         out.append(firsts.pack([block_offsets]))
-    out.append(_I32.pack(block_off))
+    out.append(BE_I32.pack(block_off))
     out.extend(blocks)
     return b"".join(out)
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import math
 import re
-import struct
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -30,6 +29,7 @@ from index_format.file_index.reader import PayloadReader
 from index_format.file_index.result import REMAIN, SKIP, FileIndexResult
 from index_format.file_index.values import DOUBLE_NAN_BITS, FLOAT_NAN_BITS, java_value
 from index_format.key_arrays import rescale_epoch
+from index_format.layout import BE_I32
 from index_format.types import KeyType
 
 __all__ = ["BloomFilterReader", "bloom_sizing", "hash_value", "wang_hash", "write_bloom_filter"]
@@ -286,7 +286,7 @@ def write_bloom_filter(kt: KeyType, values: object, options: Mapping[str, str]) 
         for i in range(1, k + 1):
             pos = _positions(h1, h2, np.array(i), num_bits)
             np.bitwise_or.at(bits, pos >> 3, np.left_shift(1, pos & 7).astype(np.uint8))
-    return struct.pack(">i", k) + bits.tobytes()
+    return BE_I32.pack(k) + bits.tobytes()
 
 
 # ---------------------------------------------------------------- reading
@@ -304,7 +304,7 @@ class BloomFilterReader(PayloadReader):
         if len(data) < 4:
             raise TruncatedFileError(f"bloom-filter payload of {len(data)} bytes has no 4-byte header",
                                      path=path, block="bloom-filter header", offset=0)
-        self.stored_hash_functions = struct.unpack_from(">i", data)[0]
+        self.stored_hash_functions = BE_I32.unpack_from(data)[0]
         # Java rebuilds the count from *signed* bytes: (b0 << 24) + (b1 << 16) + (b2 << 8) + b3
         s = [b - 256 if b >= 128 else b for b in data[:4]]
         self.num_hash_functions = _wrap32((s[0] << 24) + (s[1] << 16) + (s[2] << 8) + s[3])

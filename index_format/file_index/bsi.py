@@ -30,6 +30,7 @@ from index_format.file_index.reader import PayloadReader
 from index_format.file_index.result import REMAIN, FileIndexResult, Rows, all_rows
 from index_format.file_index.values import java_value
 from index_format.key_arrays import rescale_epoch
+from index_format.layout import BE_I8, BE_I32, BE_I64, BE_U8, BSI_INDEX_HEAD, BSI_SLICES_HEAD, LE_U32_PAIR
 from index_format.types import KeyType
 
 __all__ = ["BsiReader", "SUPPORTED", "column_keys", "write_bsi"]
@@ -40,8 +41,8 @@ LONG_MAX = (1 << 63) - 1
 # Types Java's getValueMapper accepts, with the bit width of their Java value.
 SUPPORTED = {"tinyint": 8, "smallint": 16, "int": 32, "date": 32, "time": 32, "bigint": 64,
              "timestamp": 64, "timestamp_ltz": 64, "decimal": 64}
-_EMPTY_ROARING = struct.pack("<II", 12346, 0)     # what Java writes for an empty RoaringBitmap32
 _COOKIE_NO_RUNS, _COOKIE_RUNS = 12346, 12347
+_EMPTY_ROARING = LE_U32_PAIR.pack(_COOKIE_NO_RUNS, 0)     # what Java writes for an empty RoaringBitmap32
 _ARRAY_MAX = 4096
 
 
@@ -159,7 +160,7 @@ def _bsi_bytes(rows: np.ndarray, mags: np.ndarray) -> bytes:
     """One BitSliceIndexRoaringBitmap.Appender (min 0) over uint32 row ids and non-negative int64 values."""
     vmax = int(mags.max())
     nslices = vmax.bit_length()   # 64 - numberOfLeadingZeros(max - min) with min = 0
-    parts = [struct.pack(">bqq", VERSION, 0, vmax), _roaring(rows), struct.pack(">i", nslices)]
+    parts = [BSI_SLICES_HEAD.pack(VERSION, 0, vmax), _roaring(rows), BE_I32.pack(nslices)]
     if nslices <= 32:   # narrower words: half the memory traffic per slice
         mags = mags.astype(np.uint32)
     bit = np.empty(len(mags), dtype=mags.dtype)
@@ -188,7 +189,7 @@ def write_bsi(kt: KeyType, values: object, options: Mapping[str, str]) -> bytes:
     rows = np.arange(n, dtype="<u4")
     pos = valid & (vals >= 0)
     neg = valid & (vals < 0)
-    out = [struct.pack(">bi", VERSION, n)]
+    out = [BSI_INDEX_HEAD.pack(VERSION, n)]
     for sel, flip in ((pos, False), (neg, True)):
         if bool(sel.any()):
             mags = -vals[sel] if flip else vals[sel]
@@ -268,12 +269,6 @@ class _Cursor:
                                    offset=start) from None
 
 
-_U8 = struct.Struct(">B")
-_B = struct.Struct(">b")
-_I32 = struct.Struct(">i")
-_I64 = struct.Struct(">q")
-
-
 class _Bsi:
     """One BitSliceIndexRoaringBitmap: min, max, EBM and slices, compared as Java's compare()."""
 
@@ -282,14 +277,14 @@ class _Bsi:
 
     @classmethod
     def read(cls, cur: _Cursor, name: str) -> _Bsi:
-        (version,) = cur.unpack(_B, f"{name} BSI header")
+        (version,) = cur.unpack(BE_I8, f"{name} BSI header")
         if version > VERSION:
             raise UnsupportedVersionError(f"bsi bitmap version {version} (this reader knows {VERSION})",
                                           path=cur.path, block=f"{name} BSI header", offset=cur.pos - 1)
-        vmin, = cur.unpack(_I64, f"{name} BSI header")
-        vmax, = cur.unpack(_I64, f"{name} BSI header")
+        vmin, = cur.unpack(BE_I64, f"{name} BSI header")
+        vmax, = cur.unpack(BE_I64, f"{name} BSI header")
         ebm = cur.roaring(f"{name} BSI existence bitmap")
-        (count,) = cur.unpack(_I32, f"{name} BSI slice count")
+        (count,) = cur.unpack(BE_I32, f"{name} BSI slice count")
         if count < 0:
             raise CorruptFileError(f"negative slice count {count}", path=cur.path,
                                    block=f"{name} BSI slice count", offset=cur.pos - 4)
@@ -374,14 +369,14 @@ class BsiReader(PayloadReader):
         self.kt = kt
         self.path = path
         cur = _Cursor(bytes(data), path)
-        (version,) = cur.unpack(_B, "bsi header")
+        (version,) = cur.unpack(BE_I8, "bsi header")
         if version > VERSION:   # Java rejects only versions above 1 (signed byte)
             raise UnsupportedVersionError(f"bsi index version {version} (this reader knows {VERSION})",
                                           path=path, block="bsi header", offset=0)
-        (self.row_count,) = cur.unpack(_I32, "bsi header")
-        (has,) = cur.unpack(_U8, "bsi header")
+        (self.row_count,) = cur.unpack(BE_I32, "bsi header")
+        (has,) = cur.unpack(BE_U8, "bsi header")
         self.positive = _Bsi.read(cur, "positive") if has else _ABSENT   # readBoolean: any non-zero byte
-        (has,) = cur.unpack(_U8, "negative BSI flag")
+        (has,) = cur.unpack(BE_U8, "negative BSI flag")
         self.negative = _Bsi.read(cur, "negative") if has else _ABSENT
         self.trailing_bytes = len(cur.data) - cur.pos   # Java reads from a stream and ignores the rest
 

@@ -28,6 +28,7 @@ from index_format.errors import (
 )
 from index_format.file_index import formats
 from index_format.file_index.reader import EmptyReader, PayloadReader
+from index_format.layout import BE_I32, BE_U16, FILE_INDEX_PREFIX, be_u16s
 from index_format.types import KeyType
 
 __all__ = ["EMPTY_START", "MAGIC", "VERSION", "Container", "ContainerEntry", "decode_modified_utf8",
@@ -39,9 +40,6 @@ EMPTY_START = -1                  # FileIndexFormat.EMPTY_INDEX_FLAG: the writer
 _FIXED_HEAD = 8 + 4 + 4           # magic, version, headLength: the part before the counted head
 _MAX_UTF = 0xFFFF                 # writeUTF's uint16 byte count
 _INT_MAX = (1 << 31) - 1
-_I32 = struct.Struct(">i")
-_U16 = struct.Struct(">H")
-_PREFIX = struct.Struct(">qii")
 
 
 # --- Java modified UTF-8 (DataOutputStream.writeUTF / DataInputStream.readUTF) -------------------------------
@@ -50,7 +48,7 @@ def encode_modified_utf8(text: str) -> bytes:
     """`writeUTF`'s bytes without the length: UTF-16 units, NUL as C0 80, each surrogate as 3 bytes."""
     out = bytearray()
     units = text.encode("utf-16-be", "surrogatepass")
-    for (unit,) in struct.iter_unpack(">H", units):
+    for (unit,) in BE_U16.iter_unpack(units):
         if 0 < unit < 0x80:
             out.append(unit)
         elif unit < 0x800:  # includes U+0000
@@ -93,7 +91,7 @@ def decode_modified_utf8(data: bytes | bytearray | memoryview) -> str:
             i += 3
         else:
             raise ValueError(f"malformed input around byte {i}")
-    return struct.pack(f">{len(units)}H", *units).decode("utf-16-be", "surrogatepass")
+    return be_u16s(len(units)).pack(*units).decode("utf-16-be", "surrogatepass")
 
 
 def _has_lone_surrogate(text: str) -> bool:
@@ -107,7 +105,7 @@ def _write_utf(out: bytearray, text: str, what: str) -> None:
     if len(encoded) > _MAX_UTF:
         raise InvalidOptionError(f"{what} {text[:40]!r}… is {len(encoded)} bytes in modified UTF-8; "
                                  f"the container stores at most {_MAX_UTF} (Java's writeUTF limit)")
-    out += _U16.pack(len(encoded))
+    out += BE_U16.pack(len(encoded))
     out += encoded
 
 
@@ -130,26 +128,26 @@ def write_container(columns: Mapping[str, Mapping[str, bytes | bytearray | memor
             entry_count += 1
     head_length = _FIXED_HEAD + 4 + 8 * entry_count + 4 * len(columns) + 4 + len(names)
 
-    head = bytearray(_PREFIX.pack(MAGIC, VERSION, head_length))
-    head += _I32.pack(len(columns))
+    head = bytearray(FILE_INDEX_PREFIX.pack(MAGIC, VERSION, head_length))
+    head += BE_I32.pack(len(columns))
     body: list[bytes | bytearray | memoryview] = []
     offset = head_length
     for column, indexes in columns.items():
         _write_utf(head, column, "column name")
-        head += _I32.pack(len(indexes))
+        head += BE_I32.pack(len(indexes))
         for index_type, payload in indexes.items():
             _write_utf(head, index_type, "index type")
             if payload is None:
-                head += _I32.pack(EMPTY_START) + _I32.pack(0)
+                head += BE_I32.pack(EMPTY_START) + BE_I32.pack(0)
                 continue
             size = len(memoryview(payload).cast("B"))
             if offset + size > _INT_MAX:
                 raise IndexFormatError("the container would exceed 2 GiB, beyond Java's int offsets",
                                        block=f"entry {column!r}/{index_type!r}")
-            head += _I32.pack(offset) + _I32.pack(size)
+            head += BE_I32.pack(offset) + BE_I32.pack(size)
             body.append(payload)
             offset += size
-    head += _I32.pack(0)  # redundant length: nothing reserved in version 1
+    head += BE_I32.pack(0)  # redundant length: nothing reserved in version 1
     assert len(head) == head_length
     return b"".join([bytes(head), *(bytes(p) for p in body)])
 
@@ -188,13 +186,13 @@ class _Head:
 
     def int32(self, block: str, what: str) -> int:
         self.need(4, block, what)
-        (value,) = _I32.unpack_from(self.view, self.pos)
+        (value,) = BE_I32.unpack_from(self.view, self.pos)
         self.pos += 4
         return value
 
     def utf(self, block: str, what: str) -> str:
         self.need(2, block, f"the length of {what}")
-        (size,) = _U16.unpack_from(self.view, self.pos)
+        (size,) = BE_U16.unpack_from(self.view, self.pos)
         self.need(2 + size, block, what)
         raw = self.view[self.pos + 2:self.pos + 2 + size]
         try:
@@ -213,7 +211,7 @@ def _parse_head(view: memoryview, path: str | None) -> tuple[int, list[Container
     if size < _FIXED_HEAD:
         raise TruncatedFileError(f"{size} bytes, shorter than the {_FIXED_HEAD}-byte magic, version and "
                                  f"head length", path=path, block=block, offset=0)
-    magic, version, head_length = _PREFIX.unpack_from(view, 0)
+    magic, version, head_length = FILE_INDEX_PREFIX.unpack_from(view, 0)
     if magic != MAGIC:
         raise CorruptFileError(f"magic {magic & 0xFFFFFFFFFFFFFFFF:#018x} is not the file-index magic "
                                f"{MAGIC:#018x}", path=path, block=block, offset=0)

@@ -10,12 +10,12 @@ Keys are in the internal form of `index_format.file_index.values.java_value`. Al
 """
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 
 import numpy as np
 
 from index_format.errors import UnsupportedTypeError
+from index_format.layout import BE_U16, LE_U32
 from index_format.types import KeyType
 
 __all__ = ["binary_string_hash", "binary_string_hashes", "java_string_order", "key_hash", "key_hashes",
@@ -58,7 +58,7 @@ def binary_string_hash(data: bytes) -> int:
     n = len(data)
     aligned = n - n % 4
     h = _SEED
-    for (word,) in struct.iter_unpack("<I", data[:aligned]):
+    for (word,) in LE_U32.iter_unpack(data[:aligned]):
         h = _mix(h, word)
     for b in data[aligned:]:
         h = _mix(h, (b - 256 if b > 127 else b) & _M32)  # tail bytes are sign-extended (int)(byte)
@@ -123,7 +123,7 @@ def string_hash(s: str) -> int:
     """`java.lang.String.hashCode()`: s[0]*31^(n-1) + ... over UTF-16 code units."""
     h = 0
     data = s.encode("utf-16-be", "surrogatepass")
-    for (unit,) in struct.iter_unpack(">H", data):
+    for (unit,) in BE_U16.iter_unpack(data):
         h = (31 * h + unit) & _M32
     return _signed32(h)
 

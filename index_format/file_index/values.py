@@ -14,12 +14,12 @@ pyarrow array or a Python sequence of them.
 from __future__ import annotations
 
 import math
-import struct
 from collections.abc import Sequence
 
 import pyarrow as pa
 
 from index_format.errors import UnsupportedTypeError
+from index_format.layout import BE_F32, BE_F64, BE_I32, BE_I64
 from index_format.range_bitmap.keys import key_int
 from index_format.types import KeyType, parse_type
 
@@ -28,10 +28,6 @@ __all__ = ["FLOAT_NAN_BITS", "DOUBLE_NAN_BITS", "float_of_bits", "java_column", 
 
 FLOAT_NAN_BITS = 0x7FC00000
 DOUBLE_NAN_BITS = 0x7FF8000000000000
-_F32 = struct.Struct(">f")
-_I32 = struct.Struct(">i")
-_F64 = struct.Struct(">d")
-_I64 = struct.Struct(">q")
 
 
 def paimon_type(text: str) -> KeyType:
@@ -52,20 +48,20 @@ def paimon_spelling(kt: KeyType) -> str:
 def _float_bits(value: float) -> int:
     if math.isnan(value):
         return FLOAT_NAN_BITS
-    return _I32.unpack(_F32.pack(value))[0]
+    return BE_I32.unpack(BE_F32.pack(value))[0]
 
 
 def _double_bits(value: float) -> int:
     if math.isnan(value):
         return DOUBLE_NAN_BITS
-    return _I64.unpack(_F64.pack(value))[0]
+    return BE_I64.unpack(BE_F64.pack(value))[0]
 
 
 def float_of_bits(kt: KeyType, bits: int) -> float:
     """The float a FLOAT/DOUBLE key's bits stand for (for printing)."""
     if kt.name == "float":
-        return _F32.unpack(_I32.pack(bits))[0]
-    return _F64.unpack(_I64.pack(bits))[0]
+        return BE_F32.unpack(BE_I32.pack(bits))[0]
+    return BE_F64.unpack(BE_I64.pack(bits))[0]
 
 
 def java_value(kt: KeyType, value: object) -> object:

@@ -4,14 +4,13 @@ Imports only index_format.{keys,types,errors}.
 """
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
 from index_format.errors import CorruptFileError
 from index_format.keys import deserialize_key, serialize_key
+from index_format.layout import LE_I32
 from index_format.types import KeyType
 
-_LEN = struct.Struct("<i")  # spec §4: lengths in native (LE) order
 META_VERSION = 1
 
 
@@ -28,7 +27,7 @@ def build_meta_bytes(first: bytes | None, last: bytes | None, has_nulls: bool) -
     flags = (1 if first is None else 0) | (2 if last is None else 0)
     f = first or b""
     la = last or b""
-    return (_LEN.pack(len(f)) + f + _LEN.pack(len(la)) + la
+    return (LE_I32.pack(len(f)) + f + LE_I32.pack(len(la)) + la
             + bytes((1 if has_nulls else 0, META_VERSION, flags)))
 
 
@@ -47,7 +46,7 @@ def parse_meta_raw(data: bytes) -> tuple[bytes | None, bytes | None, bool]:
         nonlocal pos
         if pos + 4 > len(data):
             raise CorruptFileError("index metadata truncated", block="manifest metadata")
-        n = _LEN.unpack_from(data, pos)[0]
+        n = LE_I32.unpack_from(data, pos)[0]
         pos += 4
         if n < 0 or pos + n > len(data):
             raise CorruptFileError(f"index metadata key length {n} out of range", block="manifest metadata")

@@ -12,7 +12,6 @@ the cost differs.
 """
 from __future__ import annotations
 
-import struct
 import threading
 from array import array
 from collections.abc import Callable, Sequence
@@ -23,13 +22,12 @@ import numpy as np
 from pyroaring import BitMap, BitMap64, FrozenBitMap64
 
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
-from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
+from index_format.layout import BE_I32, BE_I32_PAIR, BITMAP64_ONE_BUCKET_HIGH0, RANGE_BSI_HEAD, be_i32s
 from index_format.parallel import THREADS, pool
 from index_format.range_bitmap import planes as planes_mod
 from index_format.storage import RangeSource
 
 VERSION = 1
-_HEAD = struct.Struct(">bbii")   # version, slice count (one byte), ebmLength, indexesLength
 
 
 def slice_count(card: int) -> int:
@@ -68,10 +66,10 @@ def build_bsi(codes: np.ndarray, card: int) -> bytes:
     index = bytearray()
     pos = 0
     for sl in slices:
-        index += struct.pack(">ii", pos, len(sl))
+        index += BE_I32_PAIR.pack(pos, len(sl))
         pos += len(sl)
-    header = _HEAD.pack(VERSION, s if s < 128 else s - 256, len(ebm), 8 * s) + bytes(index)
-    return struct.pack(">i", len(header)) + header + ebm + b"".join(slices)
+    header = RANGE_BSI_HEAD.pack(VERSION, s if s < 128 else s - 256, len(ebm), 8 * s) + bytes(index)
+    return BE_I32.pack(len(header)) + header + ebm + b"".join(slices)
 
 
 # ---------------------------------------------------------------- reading
@@ -108,21 +106,21 @@ class BitSliceIndex:
         block = "range-bitmap bit-slice header"
         if offset + 4 > end:
             raise TruncatedFileError("no room for the bit-slice index", path=name, block=block)
-        hl = struct.unpack(">i", self._read(offset, 4, block))[0]
+        hl = BE_I32.unpack(self._read(offset, 4, block))[0]
         if hl < 10 or hl > 10 + 8 * 255:
             raise CorruptFileError(f"bit-slice header length {hl}", path=name, block=block)
         if offset + 4 + hl > end:
             raise TruncatedFileError(f"bit-slice header of {hl} bytes runs past the end of the payload",
                                      path=name, block=block)
         head = self._read(offset + 4, hl, block)
-        version, s, ebm_len, idx_len = _HEAD.unpack_from(head)
+        version, s, ebm_len, idx_len = RANGE_BSI_HEAD.unpack_from(head)
         if version > VERSION:
             raise UnsupportedVersionError(f"bit-slice index version {version} (this library reads 1)",
                                           path=name, block=block)
         if s < 0 or idx_len != 8 * s or hl != 10 + idx_len or ebm_len < 8:
             raise CorruptFileError(f"{s} slices, index {idx_len} bytes, header {hl} bytes, EBM {ebm_len} bytes",
                                    path=name, block=block)
-        pairs = struct.unpack_from(f">{2 * s}i", head, 10) if s else ()
+        pairs = be_i32s(2 * s).unpack_from(head, 10) if s else ()
         self.slice_count = s
         self._ebm_at = offset + 4 + hl
         self._ebm_len = ebm_len

@@ -14,6 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
+from index_format.layout import BE_I32, RANGE_DICT_CHUNK_TAIL, RANGE_DICT_HEADER, be_i32s
 from index_format.range_bitmap.keys import (
     BE_DTYPE, WIDTH, fixed_key_bytes, rep_of_bytes, reps_of_fixed_block,
 )
@@ -21,10 +22,6 @@ from index_format.storage import RangeSource
 from index_format.types import KeyType
 
 VERSION = 1
-_HEADER = struct.Struct(">ibiii")      # headerLength=13, version, chunkCount, offsetsLength, chunksLength
-_CHUNK_TAIL_FIXED = struct.Struct(">iiiii")  # headCode, keysOffset, size, keysLength, fixedLength
-_CHUNK_TAIL_VAR = struct.Struct(">iiiii")    # headCode, keysOffset, size, offsetsLength, keysLength
-_I32 = struct.Struct(">i")
 
 
 # ---------------------------------------------------------------- writing
@@ -38,7 +35,7 @@ def build_dictionary(kt: KeyType, ints: np.ndarray | None, strings: pa.Array | N
 
 
 def _dictionary_bytes(count: int, offsets: bytes, chunks: bytes, keys: bytes) -> bytes:
-    return _HEADER.pack(13, VERSION, count, len(offsets), len(chunks)) + offsets + chunks + keys
+    return RANGE_DICT_HEADER.pack(13, VERSION, count, len(offsets), len(chunks)) + offsets + chunks + keys
 
 
 def _build_fixed(kt: KeyType, ints: np.ndarray, chunk_size: int) -> bytes:
@@ -97,14 +94,14 @@ def _build_variable(strings: pa.Array, chunk_size: int) -> bytes:
         parts = []
         for v in values[head + 1:j]:
             rel_offsets.append(rel)
-            parts.append(_I32.pack(len(v)))
+            parts.append(BE_I32.pack(len(v)))
             parts.append(v)
             rel += 4 + len(v)
-        block = struct.pack(f">{size}i", *rel_offsets) + b"".join(parts)
+        block = be_i32s(size).pack(*rel_offsets) + b"".join(parts)
         hv = values[head]
-        chunk = (bytes((VERSION,)) + _I32.pack(len(hv)) + hv
-                 + _CHUNK_TAIL_VAR.pack(head, keys_pos, size, 4 * size, rel))
-        offsets.append(_I32.pack(chunks_pos))
+        chunk = (bytes((VERSION,)) + BE_I32.pack(len(hv)) + hv
+                 + RANGE_DICT_CHUNK_TAIL.pack(head, keys_pos, size, 4 * size, rel))
+        offsets.append(BE_I32.pack(chunks_pos))
         chunks.append(chunk)
         blocks.append(block)
         chunks_pos += len(chunk)
@@ -126,7 +123,7 @@ class ChunkedDictionary:
         self._lock = threading.Lock()
         self._width = WIDTH.get(kt.name)
         head = self._read(offset, 17, "range-bitmap dictionary header")
-        hlen, version, count, offs_len, chunks_len = _HEADER.unpack(head)
+        hlen, version, count, offs_len, chunks_len = RANGE_DICT_HEADER.unpack(head)
         if version > VERSION:
             raise UnsupportedVersionError(f"range-bitmap dictionary version {version} (this library reads 1)",
                                           path=source.name, block="range-bitmap dictionary header")
@@ -205,7 +202,7 @@ class ChunkedDictionary:
 
     def _parse_each(self, region: bytes) -> tuple[list, list[int], list[tuple[int, int, int, int]]]:
         count = self.chunk_count
-        offs = struct.unpack_from(f">{count}i", region, 0) if count else ()
+        offs = be_i32s(count).unpack_from(region, 0) if count else ()
         base = 4 * count
         heads: list = []
         codes: list[int] = []
@@ -223,17 +220,17 @@ class ChunkedDictionary:
                 if self._width is not None:
                     key = h[1:1 + self._width]
                     pos = 1 + self._width
-                    code, koff, size, klen, flen = _CHUNK_TAIL_FIXED.unpack_from(h, pos)
+                    code, koff, size, klen, flen = RANGE_DICT_CHUNK_TAIL.unpack_from(h, pos)
                     if flen != self._width or klen != size * flen:
                         self._corrupt(block, "inconsistent fixed-length chunk header")
                     olen = 0
                 else:
-                    n = _I32.unpack_from(h, 1)[0]
+                    n = BE_I32.unpack_from(h, 1)[0]
                     if n < 0 or 5 + n > len(h):
                         self._corrupt(block, f"head key length {n}")
                     key = h[1:5 + n]
                     pos = 5 + n
-                    code, koff, size, olen, klen = _CHUNK_TAIL_VAR.unpack_from(h, pos)
+                    code, koff, size, olen, klen = RANGE_DICT_CHUNK_TAIL.unpack_from(h, pos)
                     if olen != 4 * size:
                         self._corrupt(block, "offsets length does not match the key count")
             except (struct.error, IndexError):
@@ -276,13 +273,13 @@ class ChunkedDictionary:
             return blk
 
     def _parse_var_block(self, data: bytes, size: int, olen: int, klen: int, name: str) -> list:
-        rel = struct.unpack_from(f">{size}i", data, 0) if size else ()
+        rel = be_i32s(size).unpack_from(data, 0) if size else ()
         out = []
         for r in rel:
             p = olen + r
             if r < 0 or p + 4 > olen + klen:
                 self._corrupt(name, f"key offset {r} outside the block")
-            n = _I32.unpack_from(data, p)[0]
+            n = BE_I32.unpack_from(data, p)[0]
             if n < 0 or p + 4 + n > olen + klen:
                 self._corrupt(name, f"key length {n} runs past the block")
             out.append(data[p + 4:p + 4 + n])

@@ -12,7 +12,6 @@ import datetime as dt
 import decimal
 import math
 import numbers
-import struct
 from fractions import Fraction
 from typing import NamedTuple
 
@@ -23,6 +22,7 @@ import pyarrow.compute as pc
 from index_format.errors import CorruptFileError, UnsupportedTypeError
 from index_format.key_arrays import arrow_type, rescale_epoch, to_arrow_array
 from index_format.keys import EPOCH, EPOCH_UTC, decimal_unscaled, sort_key
+from index_format.layout import BE_F32, BE_F64, BE_I32, BE_I64
 from index_format.types import KeyType
 
 __all__ = [
@@ -78,16 +78,16 @@ def _float_bits(kt: KeyType, value: float) -> int:
     if kt.name == "double":
         if v != v:
             return _NAN64
-        return struct.unpack(">q", struct.pack(">d", v))[0]
+        return BE_I64.unpack(BE_F64.pack(v))[0]
     if v != v:
         return _NAN32
-    return struct.unpack(">i", struct.pack(">f", _to_f32(v)))[0]
+    return BE_I32.unpack(BE_F32.pack(_to_f32(v)))[0]
 
 
 def _to_f32(v: float) -> float:
     """Java's (float) cast: nearest float32, overflowing to ±Infinity."""
     try:
-        return struct.unpack(">f", struct.pack(">f", v))[0]
+        return BE_F32.unpack(BE_F32.pack(v))[0]
     except OverflowError:
         return math.copysign(math.inf, v)
 
@@ -139,7 +139,7 @@ def encode_key(kt: KeyType, value: object) -> bytes:
     check_supported(kt)
     if kt.name == "string":
         data = value if isinstance(value, bytes) else str(value).encode("utf-8")
-        return struct.pack(">i", len(data)) + data
+        return BE_I32.pack(len(data)) + data
     width = WIDTH[kt.name]
     n = key_int(kt, value)
     lo, hi = -(1 << (8 * width - 1)), (1 << (8 * width - 1)) - 1
@@ -156,7 +156,7 @@ def decode_key(kt: KeyType, data: bytes | memoryview) -> object:
     if name == "string":
         if len(data) < 4:
             raise CorruptFileError("string key shorter than its length prefix", block="range-bitmap key")
-        n = struct.unpack_from(">i", data)[0]
+        n = BE_I32.unpack_from(data)[0]
         if n < 0 or 4 + n != len(data):
             raise CorruptFileError(f"string key length {n} does not match {len(data) - 4} bytes",
                                    block="range-bitmap key")
@@ -168,9 +168,9 @@ def decode_key(kt: KeyType, data: bytes | memoryview) -> object:
     if name == "boolean":
         return n == 1
     if name == "double":
-        return struct.unpack(">d", data)[0]
+        return BE_F64.unpack(data)[0]
     if name == "float":
-        return struct.unpack(">f", data)[0]
+        return BE_F32.unpack(data)[0]
     if name == "decimal":
         return decimal.Decimal(n).scaleb(-kt.decimal_scale)
     if name == "date":
@@ -199,7 +199,7 @@ def rep_of_bytes(kt: KeyType, data: bytes) -> object:
         return data[4:]
     n = int.from_bytes(data, "big", signed=True)
     if _is_float(kt):
-        if math.isnan(struct.unpack(">d" if kt.name == "double" else ">f", data)[0]):
+        if math.isnan((BE_F64 if kt.name == "double" else BE_F32).unpack(data)[0]):
             n = _NAN64 if kt.name == "double" else _NAN32
         return _order_of_bits(kt, n)
     return n

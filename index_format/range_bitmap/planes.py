@@ -14,12 +14,11 @@ when cardinality > 4096, run list (uint16 count, then start / length - 1 pairs),
 """
 from __future__ import annotations
 
-import struct
 
 import numpy as np
 from pyroaring import BitMap64, FrozenBitMap64
 
-from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
+from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0, LE_U16, LE_U32, LE_U32_PAIR
 
 WORDS = 1024            # words per 2^16-row container
 ARRAY_MAX = 4096        # larger containers are bitsets in the portable format
@@ -37,14 +36,14 @@ def words_from_portable(data: bytes | memoryview, nwords: int) -> np.ndarray:
     first to validate). Rows at or past nwords * 64 raise ValueError."""
     buf = memoryview(data)
     out = np.zeros(nwords, dtype=np.uint64)
-    cookie = struct.unpack_from("<I", buf, 0)[0]
+    cookie = LE_U32.unpack_from(buf, 0)[0]
     if cookie & 0xFFFF == _RUN:
         size = (cookie >> 16) + 1
         flags = np.unpackbits(np.frombuffer(buf, np.uint8, (size + 7) // 8, 4), bitorder="little")[:size]
         pos = 4 + (size + 7) // 8
         has_offsets = size >= 4
     elif cookie == _NO_RUN:
-        size = struct.unpack_from("<I", buf, 4)[0]
+        size = LE_U32.unpack_from(buf, 4)[0]
         flags = np.zeros(size, dtype=np.uint8)
         pos = 8
         has_offsets = True
@@ -59,7 +58,7 @@ def words_from_portable(data: bytes | memoryview, nwords: int) -> np.ndarray:
         if base + WORDS > nwords:
             raise ValueError(f"container {key} lies past {nwords * 64} rows")
         if flags[i]:
-            n = struct.unpack_from("<H", buf, pos)[0]
+            n = LE_U16.unpack_from(buf, pos)[0]
             runs = np.frombuffer(buf, "<u2", 2 * n, pos + 2).reshape(n, 2).astype(np.int64)
             pos += 2 + 4 * n
             chunk = np.zeros(64 * WORDS + 1, dtype=np.int8)
@@ -114,7 +113,7 @@ def bitmap_from_words(words: np.ndarray) -> BitMap64:
     desc[:, 1] = cards - 1
     sizes = np.where(cards > ARRAY_MAX, 8 * WORDS, 2 * cards)
     offsets = (8 + 8 * n + np.concatenate(([0], np.cumsum(sizes)[:-1]))).astype("<u4")
-    parts = [BITMAP64_ONE_BUCKET_HIGH0, struct.pack("<II", _NO_RUN, n), desc.tobytes(), offsets.tobytes()]
+    parts = [BITMAP64_ONE_BUCKET_HIGH0, LE_U32_PAIR.pack(_NO_RUN, n), desc.tobytes(), offsets.tobytes()]
     if not values:
         parts.append(chunks[keys].tobytes())     # every container a bitset: one copy
     else:

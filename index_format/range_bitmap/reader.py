@@ -14,6 +14,7 @@ from collections.abc import Iterable
 from pyroaring import BitMap64
 
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
+from index_format.layout import BE_I32, RANGE_BITMAP_TOP
 from index_format.range_bitmap.bsi import PLANES_MIN_FILL, BitSliceIndex, first_n
 from index_format.range_bitmap.dictionary import ChunkedDictionary
 from index_format.range_bitmap.keys import (
@@ -23,7 +24,6 @@ from index_format.storage import BytesSource, RangeSource
 from index_format.types import KeyType
 
 VERSION = 1
-_TOP = struct.Struct(">bii")   # version, rowCount, cardinality
 
 
 class RangeBitmapReader:
@@ -44,14 +44,14 @@ class RangeBitmapReader:
         block = "range-bitmap header"
         if source.size < 4:
             raise TruncatedFileError(f"payload of {source.size} bytes has no header", path=name, block=block)
-        hl = struct.unpack(">i", self._read(0, 4, block))[0]
+        hl = BE_I32.unpack(self._read(0, 4, block))[0]
         if hl < 13:
             raise CorruptFileError(f"header length {hl}", path=name, block=block)
         if 4 + hl > source.size:
             raise TruncatedFileError(f"header of {hl} bytes does not fit a payload of {source.size} bytes",
                                      path=name, block=block)
         head = self._read(4, hl, block)
-        version, rows, card = _TOP.unpack_from(head)
+        version, rows, card = RANGE_BITMAP_TOP.unpack_from(head)
         if version > VERSION:
             raise UnsupportedVersionError(f"range-bitmap version {version} (this library reads 1)",
                                           path=name, block=block)
@@ -63,7 +63,7 @@ class RangeBitmapReader:
             if card > 0:
                 self._min_bytes, pos = self._key_at(head, pos)
                 self._max_bytes, pos = self._key_at(head, pos)
-            dict_len = struct.unpack_from(">i", head, pos)[0]
+            dict_len = BE_I32.unpack_from(head, pos)[0]
         except struct.error:
             raise CorruptFileError("header ends inside a key or the dictionary length", path=name,
                                    block=block) from None
@@ -97,7 +97,7 @@ class RangeBitmapReader:
     def _key_at(self, buf: bytes, pos: int) -> tuple[bytes, int]:
         width = WIDTH.get(self._kt.name)
         if width is None:
-            n = struct.unpack_from(">i", buf, pos)[0]
+            n = BE_I32.unpack_from(buf, pos)[0]
             if n < 0:
                 raise struct.error("negative key length")
             width = 4 + n

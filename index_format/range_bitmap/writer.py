@@ -6,12 +6,12 @@ code per row), and from codes that a caller already has (a sidecar derived from 
 """
 from __future__ import annotations
 
-import struct
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from index_format.layout import BE_I32, RANGE_BITMAP_TOP
 from index_format.options import parse_size
 from index_format.range_bitmap.bsi import build_bsi
 from index_format.range_bitmap.dictionary import build_dictionary
@@ -125,14 +125,14 @@ def _assemble(kt: KeyType, keys: KeyColumn, codes: np.ndarray, row_count: int, c
         if keys.strings is not None:
             lo = keys.strings[0].as_py()
             hi = keys.strings[card - 1].as_py()
-            minmax = struct.pack(">i", len(lo)) + lo + struct.pack(">i", len(hi)) + hi
+            minmax = BE_I32.pack(len(lo)) + lo + BE_I32.pack(len(hi)) + hi
         else:
             assert keys.ints is not None
             minmax = fixed_key_bytes(kt, keys.ints[[0, card - 1]])
     else:
         minmax = b""
-    header = struct.pack(">bii", VERSION, row_count, card) + minmax + struct.pack(">i", len(dictionary))
-    return struct.pack(">i", len(header)) + header + dictionary + bsi
+    header = RANGE_BITMAP_TOP.pack(VERSION, row_count, card) + minmax + BE_I32.pack(len(dictionary))
+    return BE_I32.pack(len(header)) + header + dictionary + bsi
 
 
 __all__ = ["resolve_chunk_size", "write_from_codes", "write_range_bitmap"]

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 from pyroaring import BitMap64, FrozenBitMap64
 
+from index_format.layout import RANGE_BSI_HEAD
 from index_format.range_bitmap import RangeBitmapReader, write_from_codes
 from index_format.range_bitmap import bsi as bsi_mod
 from index_format.types import parse_type
@@ -106,7 +107,7 @@ def _bsi_bytes(ebm_rows: list[int], slice_rows: list[list[int]]) -> bytes:
     ebm = bsi_mod._bitmap_bytes(np.array(sorted(ebm_rows), dtype=np.uint32))
     slices = [bsi_mod._bitmap_bytes(np.array(sorted(x), dtype=np.uint32)) for x in slice_rows]
     index = b"".join(struct.pack(">ii", sum(map(len, slices[:i])), len(sl)) for i, sl in enumerate(slices))
-    header = bsi_mod._HEAD.pack(bsi_mod.VERSION, len(slices), len(ebm), 8 * len(slices)) + index
+    header = RANGE_BSI_HEAD.pack(bsi_mod.VERSION, len(slices), len(ebm), 8 * len(slices)) + index
     return struct.pack(">i", len(header)) + header + ebm + b"".join(slices)
 
 
