@@ -1,4 +1,5 @@
-"""Shape a query answer for the wire: opaque cursors, pages of row ids, runs, per-data-file matches.
+"""Shape a query answer for the wire: opaque cursors (query pages, value look-ups), pages of row ids, runs,
+per-data-file matches.
 
 Works on pyroaring bitmaps with rank/slicing (no full materialization for a page). Must not import
 fastapi or pyspark.
@@ -11,6 +12,7 @@ import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import numpy as np
 from pyroaring import BitMap64
@@ -26,38 +28,45 @@ _MAX_ROW_ID = (1 << 64) - 1
 _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
+def encode_cursor(fields: dict[str, object]) -> str:
+    """The opaque form of a cursor's fields: compact JSON, URL-safe base64 without padding."""
+    raw = json.dumps(fields, separators=(",", ":")).encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(text: str, keys: tuple[str, ...]) -> tuple[object, ...]:
+    """The values of `keys` in a cursor `encode_cursor` made. Raises InvalidCursorError when the text is
+    oversized, not base64 JSON or lacks a key; the caller checks the values and raises it for bad ones."""
+    if not isinstance(text, str) or len(text) > _MAX_CURSOR_CHARS:
+        raise InvalidCursorError("invalid cursor")
+    try:
+        obj = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+        return tuple(obj[k] for k in keys)
+    except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError, RecursionError) as exc:
+        raise InvalidCursorError("invalid cursor") from exc
+
+
 @dataclass(frozen=True)
 class Cursor:
-    """Where the next page starts: after row id `after`, on the same snapshots, same query."""
+    """Where the next page of a query starts: after row id `after`, on the same snapshots, same query."""
 
     after: int
     snapshots: dict[str, int]
     query: str
 
     def encode(self) -> str:
-        raw = json.dumps({"a": self.after, "s": self.snapshots, "q": self.query},
-                         separators=(",", ":"), sort_keys=True).encode()
-        return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+        return encode_cursor({"a": self.after, "q": self.query, "s": dict(sorted(self.snapshots.items()))})
 
     @classmethod
     def decode(cls, text: str) -> Cursor:
         """Raises InvalidCursorError when the text was not produced by `encode`: oversized, not base64 JSON,
         `after` outside [-1, 2^64-1] (row ids are unsigned 64-bit) or snapshot ids outside int64."""
-        if not isinstance(text, str) or len(text) > _MAX_CURSOR_CHARS:
+        after, snaps, query = decode_cursor(text, ("a", "s", "q"))
+        if not (_is_int(after) and -1 <= after <= _MAX_ROW_ID and isinstance(snaps, dict)
+                and isinstance(query, str)
+                and all(isinstance(k, str) and _is_int(v) and _INT64[0] <= v <= _INT64[1]
+                        for k, v in snaps.items())):
             raise InvalidCursorError("invalid cursor")
-        try:
-            raw = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-            obj = json.loads(raw)
-            after = obj["a"]
-            snaps = obj["s"]
-            query = obj["q"]
-            if not (_is_int(after) and -1 <= after <= _MAX_ROW_ID and isinstance(snaps, dict)
-                    and isinstance(query, str)
-                    and all(isinstance(k, str) and _is_int(v) and _INT64[0] <= v <= _INT64[1]
-                            for k, v in snaps.items())):
-                raise ValueError("bad cursor fields")
-        except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError, RecursionError) as exc:
-            raise InvalidCursorError("invalid cursor") from exc
         return cls(after=after, snapshots=dict(snaps), query=query)
 
     def check(self, snapshots: dict[str, int], query: str) -> None:
@@ -70,7 +79,29 @@ class Cursor:
                 "restart paging without a cursor")
 
 
-def _is_int(value: object) -> bool:
+@dataclass(frozen=True)
+class ValuesCursor:
+    """Where the next page of a value look-up starts: at `offset`, on the same snapshot, same look-up `key`."""
+
+    offset: int
+    snapshot: int
+    key: str
+
+    def encode(self) -> str:
+        return encode_cursor({"o": self.offset, "s": self.snapshot, "k": self.key})
+
+    @classmethod
+    def decode(cls, text: str) -> ValuesCursor:
+        """Raises InvalidCursorError when the text was not produced by `encode`: oversized, not base64 JSON,
+        `offset` outside [0, 2^63) or the snapshot id outside int64."""
+        offset, snap, key = decode_cursor(text, ("o", "s", "k"))
+        if not (_is_int(offset) and 0 <= offset <= _INT64[1] and _is_int(snap)
+                and _INT64[0] <= snap <= _INT64[1] and isinstance(key, str)):
+            raise InvalidCursorError("invalid cursor")
+        return cls(offset=offset, snapshot=snap, key=key)
+
+
+def _is_int(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool)
 
 

@@ -1,9 +1,6 @@
 """Indexes: create_global_index (202 + job id), drop_global_index, per-column index listing, value look-ups."""
 from __future__ import annotations
 
-import base64
-import binascii
-import json
 from typing import Annotated, Literal
 
 from fastapi import APIRouter, Path, Query
@@ -15,6 +12,7 @@ from service.api.deps import ReadAuth, ServicesDep, WriteAuth
 from service.api.errors import InvalidCursorError, SnapshotChangedError, describe
 from service.api.presenters import iso
 from service.api.query_service import ColumnView
+from service.api.results import ValuesCursor
 from service.api.routes.tables import ERRORS, TableName
 from service.catalog.view_source import drop_index
 
@@ -84,23 +82,6 @@ def _key_order(cv: ColumnView, paimon: bool) -> str | None:
     return orders.pop() if len(orders) == 1 else "mixed"
 
 
-def _decode_values_cursor(text: str) -> tuple[int, int, str]:
-    try:
-        obj = json.loads(base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
-        offset, snap, key = obj["o"], obj["s"], obj["k"]
-        if not (type(offset) is int and 0 <= offset < 2**63 and type(snap) is int and -2**63 <= snap < 2**63
-                and isinstance(key, str)):
-            raise ValueError("bad cursor")
-    except (ValueError, KeyError, TypeError, binascii.Error, UnicodeDecodeError) as exc:
-        raise InvalidCursorError("invalid cursor") from exc
-    return offset, snap, key
-
-
-def _encode_values_cursor(offset: int, snap: int, key: str) -> str:
-    raw = json.dumps({"o": offset, "s": snap, "k": key}, separators=(",", ":")).encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
 @router.get("/v1/tables/{name}/indexes/{column}/values", response_model=schemas.ValuesPublic,
             dependencies=[ReadAuth], responses=ERRORS)
 def list_values(
@@ -116,8 +97,9 @@ def list_values(
     offset = 0
     snap = None
     if cursor is not None:
-        offset, snap, ckey = _decode_values_cursor(cursor)
-        if ckey != key:
+        page = ValuesCursor.decode(cursor)
+        offset, snap = page.offset, page.snapshot
+        if page.key != key:
             raise InvalidCursorError("cursor belongs to a different look-up")
         if snap != services.query_service.column(name, column).snapshot.id:   # before any statistics work
             raise SnapshotChangedError("index snapshot changed since the first page; restart without a cursor")
@@ -129,4 +111,4 @@ def list_values(
     more = len(items) > limit
     return schemas.ValuesPublic(
         column=cv.index.column, values=values, snapshot_id=cv.snapshot.id,
-        next_cursor=_encode_values_cursor(offset + limit, cv.snapshot.id, key) if more else None)
+        next_cursor=ValuesCursor(offset + limit, cv.snapshot.id, key).encode() if more else None)
