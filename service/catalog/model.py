@@ -25,6 +25,13 @@ def _known(cls: type, data: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k in names}
 
 
+def _partitioned(cls: type, data: dict[str, Any]) -> dict[str, Any]:
+    # A file record (data or index file) with its hive partition as a fresh dict.
+    d = _known(cls, data)
+    d["partition"] = dict(d.get("partition") or {})
+    return d
+
+
 @dataclass(frozen=True)
 class Table:
     """A name bound to data files: location, format, hive partition columns, optional row-id column."""
@@ -78,8 +85,7 @@ class DataFile:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> DataFile:
-        d = _known(cls, data)
-        d["partition"] = dict(d.get("partition") or {})
+        d = _partitioned(cls, data)
         if d.get("write_cols") is not None:
             d["write_cols"] = tuple(d["write_cols"])
         return cls(**d)
@@ -123,11 +129,7 @@ class IndexFileEntry:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> IndexFileEntry:
-        d = _known(cls, data)
-        d["partition"] = dict(d.get("partition") or {})
-        if d.get("write_cols") is not None:
-            d["write_cols"] = tuple(d["write_cols"])
-        return cls(**d)
+        return cls(**_partitioned(cls, data))
 
 
 @dataclass(frozen=True)
