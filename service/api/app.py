@@ -27,6 +27,7 @@ from service.api.errors import install_error_handlers
 from service.api.guard import RequestGuard
 from service.api.executor import QueryExecutor
 from service.api.fast_query import QueryFastPath
+from service.api.group_query import GroupQueryService, WorkerMiddleware
 from service.api.jobs import JobRunner
 from service.api.metrics import Metrics
 from service.api.routes import indexes, jobs, ops, query, tables
@@ -92,7 +93,6 @@ def build_services(settings: Settings, worker_group: WorkerGroup | None = None) 
     if worker_group is None:
         query_service = QueryService(*qs_args, **qs_kwargs)
     else:
-        from service.api.worker_app import GroupQueryService
         query_service = GroupQueryService(*qs_args, group=worker_group, **qs_kwargs)
     runner = JobRunner(catalog, storage, settings, on_finished=query_service.invalidate, group=worker_group)
     metrics.watch_jobs(runner.state_counts)
@@ -155,7 +155,6 @@ def create_app(settings: Settings | None = None, *, worker_group: WorkerGroup | 
     app.add_middleware(QueryFastPath, services=services, fastapi_app=app)
     app.add_middleware(_LatencyMiddleware, metrics=services.metrics)
     if worker_group is not None:
-        from service.api.worker_app import GroupQueryService, WorkerMiddleware
         assert isinstance(services.query_service, GroupQueryService)
         app.add_middleware(WorkerMiddleware, sync=services.query_service.sync_generation)
     app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes)   # added last: outermost
