@@ -1,4 +1,4 @@
-"""Paimon's bitmap file index V2 (index_format.file_index.bitmap) against a plain pyarrow filter on the same
+"""Paimon's bitmap file index V2 (index_format.file_index.bitmap_index) against a plain pyarrow filter on the same
 column (issue 12; no Python peer reads or writes these files, so the baseline is "no index").
 
 One column of --rows rows (BIGINT with --distinct values and 1% nulls, and STRING with the same distinct

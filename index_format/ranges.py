@@ -1,6 +1,6 @@
 """Row-range algebra: sets of row ids held as sorted, inclusive [start, end] integer ranges (spec §5.1, §5.2).
 
-The one place coverage, not-yet-indexed rows and retired ids are computed (combine, the query engine, the
+The one place coverage, not-yet-indexed rows and retired ids are computed (predicate.answer, the query engine, the
 catalog, the build job). Every function accepts ranges in any order, overlapping or touching, as tuples or
 lists, and returns them merged: sorted `(start, end)` tuples, no two overlapping or adjacent.
 Imports pyroaring only.

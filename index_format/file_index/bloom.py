@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 import xxhash
 
 from index_format.errors import CorruptFileError, InvalidOptionError, TruncatedFileError, UnsupportedTypeError
-from index_format.file_index.reader import PayloadReader
+from index_format.file_index.payload_reader import PayloadReader
 from index_format.file_index.result import REMAIN, SKIP, FileIndexResult
 from index_format.file_index.values import DOUBLE_NAN_BITS, FLOAT_NAN_BITS, java_value
 from index_format.key_arrays import rescale_epoch

@@ -27,7 +27,7 @@ from index_format.errors import (
     UnsupportedVersionError,
 )
 from index_format.file_index import formats
-from index_format.file_index.reader import EmptyReader, PayloadReader
+from index_format.file_index.payload_reader import EmptyReader, PayloadReader
 from index_format.layout import BE_I32, BE_U16, FILE_INDEX_PREFIX, be_u16s
 from index_format.types import KeyType
 

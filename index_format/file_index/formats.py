@@ -10,17 +10,18 @@ from typing import TYPE_CHECKING
 from index_format.errors import InvalidOptionError
 
 if TYPE_CHECKING:  # the command line reads INDEX_TYPES for its parser: that must not load pyarrow
-    from index_format.file_index.reader import PayloadReader
+    from index_format.file_index.payload_reader import PayloadReader
     from index_format.types import KeyType
 
 # index type → (module, writer function, reader class). Writers: (kt, values, options) -> bytes, where
 # values is a pyarrow array or a sequence of canonical values (None = NULL) in row order. Readers:
 # (data, kt, *, path=None) -> PayloadReader.
 _FORMATS: dict[str, tuple[str, str, str]] = {
-    "bitmap": ("index_format.file_index.bitmap", "write_bitmap", "BitmapReader"),
+    "bitmap": ("index_format.file_index.bitmap_index", "write_bitmap", "BitmapReader"),
     "bloom-filter": ("index_format.file_index.bloom", "write_bloom_filter", "BloomFilterReader"),
-    "bsi": ("index_format.file_index.bsi", "write_bsi", "BsiReader"),
-    "range-bitmap": ("index_format.file_index.range_bitmap", "write_range_bitmap_payload", "RangeBitmapPayloadReader"),
+    "bsi": ("index_format.file_index.bsi_index", "write_bsi", "BsiReader"),
+    "range-bitmap": ("index_format.file_index.range_bitmap_index", "write_range_bitmap_payload",
+                     "RangeBitmapPayloadReader"),
 }
 INDEX_TYPES = tuple(_FORMATS)
 

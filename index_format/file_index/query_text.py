@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 from index_format.errors import ParseError
-from index_format.file_index.evaluate import TopN
+from index_format.file_index.file_predicate import TopN
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import TRUE, Node
 

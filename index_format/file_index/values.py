@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from index_format.errors import UnsupportedTypeError
 from index_format.layout import BE_F32, BE_F64, BE_I32, BE_I64
-from index_format.range_bitmap.keys import key_int
+from index_format.range_bitmap.range_keys import key_int
 from index_format.types import KeyType, parse_type
 
 __all__ = ["FLOAT_NAN_BITS", "DOUBLE_NAN_BITS", "float_of_bits", "java_column", "java_order", "java_value",

@@ -1,6 +1,7 @@
-"""The predicate pipeline: parse (sql/json) → bind → evaluate per file → combine (architecture §2).
+"""The predicate pipeline: parse (sql/json) → bind → rows of a leaf per file (leaf_rows)
+→ an answer over a table's files (answer; architecture §2).
 
-Re-exports only. `combine` is imported lazily by callers that evaluate (it needs the reader and options).
+Re-exports only. `answer` is imported lazily by callers that answer predicates (it needs the reader and options).
 """
 from __future__ import annotations
 

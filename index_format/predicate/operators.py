@@ -1,6 +1,6 @@
 """The one operator table: JSON name, SQL spelling, operand shape, null rule, budget (spec §4–§6).
 
-The parser, the JSON codec, bind, evaluate, combine and docs/predicates.md all read this table.
+The parser, the JSON codec, bind, leaf_rows, answer and docs/predicates.md all read this table.
 Imports nothing from the reader or writer.
 """
 from __future__ import annotations

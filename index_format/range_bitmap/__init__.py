@@ -1,13 +1,14 @@
 """Paimon's range-bitmap index payload (spec 2) as a library: byte-identical writer and a lazy reader (re-exports only).
 
-keys: type support and key encoding · dictionary: chunked dictionary · bsi: bit slices over codes ·
-writer: payload from values or codes · reader: predicates, top-k and exact ranges.
+range_keys: type support and key encoding · chunked_dictionary: chunked dictionary · bsi: bit slices over
+codes · range_bitmap_writer: payload from values or codes · range_bitmap_reader: predicates, top-k and exact
+ranges.
 """
 from __future__ import annotations
 
-from index_format.range_bitmap.keys import decode_key, default_chunk_size, encode_key, supports
-from index_format.range_bitmap.reader import RangeBitmapReader
-from index_format.range_bitmap.writer import write_from_codes, write_range_bitmap
+from index_format.range_bitmap.range_keys import decode_key, default_chunk_size, encode_key, supports
+from index_format.range_bitmap.range_bitmap_reader import RangeBitmapReader
+from index_format.range_bitmap.range_bitmap_writer import write_from_codes, write_range_bitmap
 
 __all__ = ["RangeBitmapReader", "decode_key", "default_chunk_size", "encode_key", "supports",
            "write_from_codes", "write_range_bitmap"]

@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from index_format.errors import QueryTimeoutError
-from service.api.errors import QueryBudgetError
+from service.api.error_table import QueryBudgetError
 
 T = TypeVar("T")
 
@@ -24,7 +24,7 @@ class QueryExecutor:
     The event loop never evaluates, so /healthz and other requests answer while a query runs. `threads`
     bounds how many queries evaluate at once, and so how many threads a read that hangs can hold; later
     queries queue, and one still queued when its budget ends never starts. A thread whose caller gave up
-    stops at the next deadline check in predicate.combine.
+    stops at the next deadline check in predicate.answer.
     """
 
     def __init__(self, threads: int, budget_s: float) -> None:
@@ -57,7 +57,7 @@ class QueryExecutor:
             raise QueryBudgetError(self.budget_s)
         try:
             return waiting.result()
-        except QueryTimeoutError as exc:  # combine's own deadline check (it knows no budget)
+        except QueryTimeoutError as exc:  # answer_over_files' own deadline check (it knows no budget)
             raise QueryBudgetError(self.budget_s) from exc
 
     def close(self) -> None:

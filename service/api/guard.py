@@ -11,7 +11,7 @@ import logging
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.api.errors import BodyTooLargeError, envelope
+from service.api.error_table import BodyTooLargeError, envelope
 
 log = logging.getLogger("bgix.api")
 

@@ -1,4 +1,4 @@
-"""The query service: resolve a table's current snapshots, answer predicates with predicate.combine (which also
+"""The query service: resolve a table's current snapshots, answer predicates with predicate.answer (which also
 computes coverage), merge value counts and stats across index files, and cache readers and decoded blocks.
 
 Imports index_format and service.catalog only (never fastapi, service.build_job or pyspark); all file
@@ -21,7 +21,7 @@ from index_format import ranges
 from index_format.global_index.filemeta import parse_meta
 from index_format.options import parse_options
 from index_format.predicate.bind import bind
-from index_format.predicate.combine import Answer, ColumnIndex, IndexFileRef, evaluate
+from index_format.predicate.answer import Answer, ColumnIndex, IndexFileRef, answer_over_files
 from index_format.predicate.json import from_json
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits
 from index_format.predicate.visitors import referenced_columns
@@ -63,7 +63,7 @@ class _CountingSource:
 
 @dataclass(frozen=True)
 class ColumnView:
-    """One column's current snapshot, its type and the ColumnIndex handed to combine.evaluate."""
+    """One column's current snapshot, its type and the ColumnIndex handed to answer_over_files."""
 
     snapshot: Snapshot
     kt: KeyType
@@ -253,7 +253,7 @@ class QueryService:
               deadline: float | None = None, text: str | None = None, count_only: bool = False) -> QueryOutcome:
         """Rows where `node` is TRUE across all files and ranges of each column's current snapshot.
 
-        `deadline` (time.monotonic() seconds, None = no limit) is checked by combine between reads.
+        `deadline` (time.monotonic() seconds, None = no limit) is checked by answer_over_files between reads.
         Raises:
             TableNotFoundError; UnknownColumnError listing the indexed columns; BindError for a literal
             the column type cannot hold; IndexFormatError naming the file and block;
@@ -273,9 +273,9 @@ class QueryService:
                 if len(view.bound) >= _BOUND_ENTRIES:
                     view.bound.clear()   # a new view (snapshot) starts empty anyway
                 view.bound[text] = (bound, used_cols)
-        answer = evaluate(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
+        answer = answer_over_files(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
                           with_unknown=False, deleted=view.retired, deadline=deadline, count_only=count_only)
-        # combine's coverage: the ranges indexed for every column used (for a constant predicate, which
+        # the answer's coverage: the ranges indexed for every column used (for a constant predicate, which
         # names no column, the ranges every index covers).
         uncovered = view.uncovered(answer.coverage_ranges)
         used = {c: view.columns[c].snapshot.id for c in used_cols}

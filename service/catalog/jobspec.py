@@ -1,6 +1,6 @@
 """The build-job spec: what one create_global_index job builds, validated once, and its JSON form.
 
-The service builds it (service.api.jobs) and writes `to_dict()` to the job's spec file; the job process
+The service builds it (service.api.job_runner) and writes `to_dict()` to the job's spec file; the job process
 (service.build_job.main) parses it back with `from_dict()`. Imports index_format.options/errors and
 service.catalog only (both the API and the build job import it; they never import each other).
 """

@@ -102,7 +102,7 @@ def _predicates(args: argparse.Namespace) -> list[str]:
 def _readers_of(args: argparse.Namespace, data: bytes) -> tuple[Any, dict[str, Any]]:
     """(column → readers, column → KeyType) for a bare payload (column `v`) or a container."""
     from index_format.errors import UnknownColumnError
-    from index_format.file_index.evaluate import readers_by_column
+    from index_format.file_index.file_predicate import readers_by_column
     from index_format.file_index.formats import open_payload
     from index_format.file_index.schema import key_type_of, parse_schema
     from index_format.file_index.values import paimon_type
@@ -138,7 +138,7 @@ def _readers_of(args: argparse.Namespace, data: bytes) -> tuple[Any, dict[str, A
 
 def query(args: argparse.Namespace) -> int:
     from index_format.errors import UnknownColumnError
-    from index_format.file_index.evaluate import check_literals, evaluate, evaluate_top_n
+    from index_format.file_index.file_predicate import check_literals, evaluate, evaluate_top_n
     from index_format.file_index.query_text import parse_query
 
     texts = _predicates(args)

@@ -191,7 +191,7 @@ def test_point_counts_never_open_a_sidecar_and_use_key_counts_once_open(
         assert count("amount = 7") == int(frame.amount.eq(7).sum())
         assert count("amount <> 7") == int(frame.amount.ne(7).sum())
         # a new view of the table (snapshot re-read: new file refs) still finds the open sidecar's key counts
-        from index_format.range_bitmap.reader import RangeBitmapReader
+        from index_format.range_bitmap.range_bitmap_reader import RangeBitmapReader
         answers: list[int | None] = []
         original = RangeBitmapReader.count_keys
 

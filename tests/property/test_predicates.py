@@ -2,7 +2,7 @@
 
 Random rows of several key types (with nulls) are written as index files spread over several row
 ranges and several files per range, most with a range sidecar derived from them; random AND/OR/NOT trees over 2–3 columns are answered by the
-pipeline (bind → combine.evaluate) and compared with `sql_eval` below, which knows nothing of bgix:
+pipeline (bind → answer_over_files) and compared with `sql_eval` below, which knows nothing of bgix:
 rows are Python values, NULL is None, and floats follow Java's Double.compare (-0.0 < 0.0, NaN equal
 to itself and above +Infinity).
 """
@@ -19,7 +19,7 @@ from pyroaring import BitMap64
 
 from index_format.global_index.filemeta import parse_meta
 from index_format.predicate.bind import bind
-from index_format.predicate.combine import ColumnIndex, IndexFileRef, evaluate
+from index_format.predicate.answer import ColumnIndex, IndexFileRef, answer_over_files
 from index_format.predicate.json import from_json, to_json
 from index_format.predicate.operators import OPERATORS
 from index_format.predicate.tree import And, Leaf, Node, Not, Or
@@ -318,7 +318,7 @@ def test_answers_match_sql_three_valued_logic(case: tuple[Table, Node]) -> None:
     table, tree = case
     # The wire form must carry the same predicate.
     tree_again = from_json(to_json(tree))
-    answer = evaluate(bind(tree_again, table.columns), table.index, explain=True)
+    answer = answer_over_files(bind(tree_again, table.columns), table.index, explain=True)
     # Rows answered: those covered by at least one column the predicate names; a column that does
     # not cover a row makes its leaves UNKNOWN there.
     used = _columns(tree)
@@ -373,7 +373,7 @@ def _has_bad_leaf(node: Node, table: Table) -> bool:
 @given(tables(), st.data())
 def test_every_single_leaf(table: Table, data: st.DataObject) -> None:
     leaf = data.draw(leaves(table))
-    answer = evaluate(bind(leaf, table.columns), table.index)
+    answer = answer_over_files(bind(leaf, table.columns), table.index)
     assert isinstance(leaf, Leaf)
     expected = BitMap64(r for r, row in table.rows.items()
                         if r in table.covered[leaf.column] and sql_eval(leaf, row) is True)

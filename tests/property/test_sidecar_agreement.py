@@ -19,7 +19,7 @@ from index_format.global_index.filemeta import parse_meta
 from index_format.global_index.reader import open_index
 from index_format.global_index.writer import write_index_bytes
 from index_format.predicate.bind import bind
-from index_format.predicate.combine import ColumnIndex, IndexFileRef, evaluate
+from index_format.predicate.answer import ColumnIndex, IndexFileRef, answer_over_files
 from index_format.predicate.tree import And, Leaf, Node, Not, Or
 from index_format.range_bitmap import RangeBitmapReader
 from index_format.range_bitmap import bsi as bsi_mod
@@ -156,18 +156,18 @@ def test_sidecar_and_bitmap_paths_agree_with_sql(tname: str, monkeypatch: pytest
         for _ in range(25):
             tree = _tree(rng, pool)
             bound = bind(tree, {"v": kt})
-            a = evaluate(bound, {"v": plain})
-            b = evaluate(bound, {"v": fast}, explain=True)
+            a = answer_over_files(bound, {"v": plain})
+            b = answer_over_files(bound, {"v": fast}, explain=True)
             expected = {rid for rid, x in rows.items() if _sql(kt, tree, x) is True}
             assert set(b.rows) == expected, (tree, rows)
             assert a.rows == b.rows and a.unknown == b.unknown, tree
             used += int(b.explain["sidecars_used"])  # type: ignore[call-overload]
             # count-only: a lone range leaf is counted by the sidecars without rows, and must say the same
-            c = evaluate(bound, {"v": fast}, with_unknown=False, count_only=True)
+            c = answer_over_files(bound, {"v": fast}, with_unknown=False, count_only=True)
             assert c.row_count() == len(expected), tree
             counted += c.count is not None
             dead = BitMap64(rid for rid in rows if rid % 7 == 3)
-            d = evaluate(bound, {"v": fast}, with_unknown=False, count_only=True, deleted=dead)
+            d = answer_over_files(bound, {"v": fast}, with_unknown=False, count_only=True, deleted=dead)
             assert d.row_count() == len(expected - set(dead)), tree
     assert used > 100   # the sidecar path was really taken, many times
     assert counted > 5  # and so was the counting one

@@ -8,7 +8,7 @@ import json
 import pytest
 from pyroaring import BitMap64
 
-from service.api.errors import InvalidCursorError
+from service.api.error_table import InvalidCursorError
 from service.api.results import Cursor, page_ids, page_runs
 
 TOP = (1 << 64) - 1

@@ -9,7 +9,7 @@ from fastapi.responses import JSONResponse
 from index_format.literals import to_json
 from service.api import schemas
 from service.api.deps import ReadAuth, ServicesDep, WriteAuth
-from service.api.errors import InvalidCursorError, SnapshotChangedError, describe
+from service.api.error_table import InvalidCursorError, SnapshotChangedError, describe
 from service.api.presenters import iso
 from service.api.query_service import ColumnView
 from service.api.results import ValuesCursor

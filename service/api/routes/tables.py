@@ -7,7 +7,7 @@ from fastapi import APIRouter, Path, Query
 
 from service.api import schemas
 from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
-from service.api.errors import describe
+from service.api.error_table import describe
 from service.api.presenters import data_file_public, file_error_public, table_public
 from service.catalog.model import Table
 from service.catalog.view_source import is_paimon, refresh_source

@@ -1,4 +1,4 @@
-"""combine.evaluate over several files, ranges and columns: pruning (spec §4), budget (spec §6), complements
+"""answer_over_files over several files, ranges and columns: pruning (spec §4), budget (spec §6), complements
 (spec §5.4), three-valued logic, coverage, explain; and over Paimon's Java-written reference files."""
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pyroaring import BitMap64
 from index_format.errors import BgixError, QueryTimeoutError
 from index_format.global_index.filemeta import FileMeta, parse_meta
 from index_format.predicate.bind import bind
-from index_format.predicate.combine import ColumnIndex, IndexFileRef, evaluate, file_may_match
+from index_format.predicate.answer import ColumnIndex, IndexFileRef, answer_over_files, file_may_match
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import BoundLeaf, Leaf
 from index_format.global_index.reader import open_index
@@ -49,7 +49,8 @@ def column(name: str, kt: KeyType, ranges: list[tuple[int, list[list[object]]]],
 
 def ask(text: str, *cols: ColumnIndex, **kw: object):  # type: ignore[no-untyped-def]
     index = {c.column: c for c in cols}
-    return evaluate(bind(parse_where(text), {c.column: c.kt for c in cols}), index, **kw)  # type: ignore[arg-type]
+    bound = bind(parse_where(text), {c.column: c.kt for c in cols})
+    return answer_over_files(bound, index, **kw)  # type: ignore[arg-type]
 
 
 def where(rows: dict[int, object], test: object) -> BitMap64:
@@ -194,8 +195,8 @@ def test_deadline_raises_query_timeout_before_reading_files() -> None:
 
 
 def test_true_predicate_uses_all_given_columns() -> None:
-    assert evaluate(bind(parse_where("TRUE"), {"x": INT}), {"x": X}).rows == BitMap64(XROWS)
-    assert evaluate(bind(parse_where("FALSE"), {"x": INT}), {"x": X}).rows == BitMap64()
+    assert answer_over_files(bind(parse_where("TRUE"), {"x": INT}), {"x": X}).rows == BitMap64(XROWS)
+    assert answer_over_files(bind(parse_where("FALSE"), {"x": INT}), {"x": X}).rows == BitMap64()
 
 
 # ------------------------------------------------------------------------------ pruning table (spec §4)
@@ -313,7 +314,7 @@ def test_java_reference_files(vector: dict[str, str]) -> None:
     nulls = BitMap64(r for r, v in rows.items() if v is None)
     positive = {"ne": "eq", "not_in": "in", "is_not_null": "is_null"}
     for leaf in leaves:
-        answer = evaluate(bind(leaf, {"c": kt}), index)
+        answer = answer_over_files(bind(leaf, {"c": kt}), index)
         assert answer.supported and answer.exact, leaf
         if leaf.op in positive:
             # Java range rule (spec §5.4): range − null rows − positive matches. Some reference files
@@ -359,11 +360,11 @@ def test_java_golden_file_spec_12_1() -> None:
     index = {"category": ColumnIndex("category", kt, [ref])}
     types = {"category": kt}
     # Rows 0–3 are odd, even, odd, even (spec §5.1 / §12.1).
-    assert evaluate(bind(parse_where("category = 'odd'"), types), index).rows == BitMap64([0, 2])
-    assert evaluate(bind(parse_where("category <> 'odd'"), types), index).rows == BitMap64([1, 3])
-    assert evaluate(bind(parse_where("category LIKE 'ev%'"), types), index).rows == BitMap64([1, 3])
-    assert evaluate(bind(parse_where("category IN ('x', 'even')"), types), index).rows == BitMap64([1, 3])
-    assert evaluate(bind(parse_where("category = 'zzz'"), types), index).explain["files_pruned"] == 1
+    assert answer_over_files(bind(parse_where("category = 'odd'"), types), index).rows == BitMap64([0, 2])
+    assert answer_over_files(bind(parse_where("category <> 'odd'"), types), index).rows == BitMap64([1, 3])
+    assert answer_over_files(bind(parse_where("category LIKE 'ev%'"), types), index).rows == BitMap64([1, 3])
+    assert answer_over_files(bind(parse_where("category IN ('x', 'even')"), types), index).rows == BitMap64([1, 3])
+    assert answer_over_files(bind(parse_where("category = 'zzz'"), types), index).explain["files_pruned"] == 1
 
 
 def test_sparse_row_ids_complements_only_return_rows_that_exist() -> None:

@@ -1,7 +1,7 @@
 """One bound leaf on one file, expected rows from plain Python sets.
 
 `matching_rows` (the per-file evaluator) gives the positive form's local rows; the leaf's full answer
-(complement and null rules from the operator table) is checked through combine.evaluate on a column made
+(complement and null rules from the operator table) is checked through answer_over_files on a column made
 of that one file, whose row range is exactly the file's rows.
 """
 from __future__ import annotations
@@ -11,8 +11,8 @@ from pyroaring import BitMap64
 
 from index_format.predicate.bind import bind
 from index_format.global_index.filemeta import parse_meta
-from index_format.predicate.combine import ColumnIndex, IndexFileRef, evaluate
-from index_format.predicate.evaluate import UNSUPPORTED, matching_rows
+from index_format.predicate.answer import ColumnIndex, IndexFileRef, answer_over_files
+from index_format.predicate.leaf_rows import UNSUPPORTED, matching_rows
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import BoundLeaf
 from index_format.global_index.reader import IndexReader, open_index
@@ -36,7 +36,7 @@ def answer(node: BoundLeaf, values: list[object]) -> tuple[BitMap64, BitMap64] |
     data, written = write_index_bytes(values, list(range(len(values))), node.kt)
     ref = IndexFileRef("f", 0, len(values) - 1, parse_meta(node.kt, written.meta), len(data),
                        lambda: open_index(BytesSource(data), node.kt))
-    got = evaluate(node, {node.column: ColumnIndex(node.column, node.kt, [ref])})
+    got = answer_over_files(node, {node.column: ColumnIndex(node.column, node.kt, [ref])})
     return (got.rows, got.unknown) if got.supported else UNSUPPORTED
 
 

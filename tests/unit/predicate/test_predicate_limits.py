@@ -16,7 +16,7 @@ from index_format.global_index.writer import write_index_bytes
 from index_format.predicate import bind, from_json, parse_where, rewrite_not, to_json
 from index_format.predicate import sql as sql_module
 from index_format.predicate import sql_fast, sql_scan
-from index_format.predicate.combine import ColumnIndex, IndexFileRef, evaluate
+from index_format.predicate.answer import ColumnIndex, IndexFileRef, answer_over_files
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits, tree_depth
 from index_format.predicate.tree import And, Leaf, Not, Or
 from index_format.storage import BytesSource
@@ -125,7 +125,7 @@ def test_or_chain_of_20000_terms_parses_binds_and_evaluates() -> None:
     assert from_json(to_json(node)) == node
     assert tree_depth(rewrite_not(Not(bound))) <= 18
     values = [f"v{i:05d}" for i in range(0, 2 * terms, 7)]  # every 7th exists below `terms`
-    answer = evaluate(bound, {"s": _column("s", values)})
+    answer = answer_over_files(bound, {"s": _column("s", values)})
     truth = BitMap64(i for i, v in enumerate(values) if int(v[1:]) < terms)
     assert answer.rows == truth
     assert sys.getrecursionlimit() == limit  # a wide predicate needs no extra stack

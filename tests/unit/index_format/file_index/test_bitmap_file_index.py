@@ -20,7 +20,7 @@ from pyroaring import BitMap
 from index_format.errors import (
     CorruptFileError, InvalidOptionError, TruncatedFileError, UnsupportedTypeError, UnsupportedVersionError,
 )
-from index_format.file_index.bitmap import BitmapReader, write_bitmap
+from index_format.file_index.bitmap_index import BitmapReader, write_bitmap
 from index_format.file_index.result import REMAIN, SKIP, FileIndexResult, Rows
 from index_format.file_index.values import paimon_type
 from index_format.types import KeyType

@@ -1,4 +1,4 @@
-"""The bsi file index (index_format.file_index.bsi) against Paimon's Java writer and reader.
+"""The bsi file index (index_format.file_index.bsi_index) against Paimon's Java writer and reader.
 
 (a) every reference payload rebuilt byte for byte; (b) every reference answer, over Java's bytes and ours;
 (c) round trips per type against a plain evaluation (nulls never match a comparison or `!=`); (d) damaged
@@ -23,7 +23,7 @@ from pyroaring import BitMap
 
 from index_format.errors import (CorruptFileError, IndexFormatError, InvalidOptionError, TruncatedFileError,
                                  UnsupportedTypeError, UnsupportedVersionError)
-from index_format.file_index.bsi import BsiReader, write_bsi
+from index_format.file_index.bsi_index import BsiReader, write_bsi
 from index_format.file_index.formats import open_payload, write_payload
 from index_format.file_index.result import REMAIN, FileIndexResult, Rows
 from index_format.file_index.values import paimon_type

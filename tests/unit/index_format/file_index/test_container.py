@@ -28,7 +28,7 @@ from index_format.file_index.container import (
     write_container,
 )
 from index_format.file_index.data_file_index import parse_file_index_options, write_data_file_index
-from index_format.file_index.reader import EmptyReader
+from index_format.file_index.payload_reader import EmptyReader
 from index_format.file_index.values import paimon_type
 from tests.file_index_vectors import FILE_INDEX, VectorEntry, load_table, load_vectors
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from pyroaring import BitMap
 
-from index_format.file_index.evaluate import (
+from index_format.file_index.file_predicate import (
     TopN, check_literals, evaluate, evaluate_top_n, readers_by_column,
 )
 from index_format.file_index.formats import open_payload, write_payload

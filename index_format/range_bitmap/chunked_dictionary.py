@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
 from index_format.layout import BE_I32, RANGE_DICT_CHUNK_TAIL, RANGE_DICT_HEADER, be_i32s
-from index_format.range_bitmap.keys import (
+from index_format.range_bitmap.range_keys import (
     BE_DTYPE, WIDTH, fixed_key_bytes, rep_of_bytes, reps_of_fixed_block,
 )
 from index_format.storage import RangeSource

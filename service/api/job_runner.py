@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from index_format.storage import Storage
-from service.api.errors import UnknownTableColumnError
+from service.api.error_table import UnknownTableColumnError
 from service.api.settings import Settings
 from service.catalog import Catalog
 from service.catalog.errors import JobNotFoundError

@@ -16,8 +16,8 @@ from pyroaring import BitMap64
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
 from index_format.layout import BE_I32, RANGE_BITMAP_TOP
 from index_format.range_bitmap.bsi import PLANES_MIN_FILL, BitSliceIndex, first_n
-from index_format.range_bitmap.dictionary import ChunkedDictionary
-from index_format.range_bitmap.keys import (
+from index_format.range_bitmap.chunked_dictionary import ChunkedDictionary
+from index_format.range_bitmap.range_keys import (
     WIDTH, check_supported, decode_key, exact_rep, java_rep, rep_of_bytes,
 )
 from index_format.storage import BytesSource, RangeSource

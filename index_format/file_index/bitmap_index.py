@@ -20,13 +20,13 @@ from pyroaring import BitMap
 
 from index_format.bitmaps import serialize_groups
 from index_format.errors import CorruptFileError, InvalidOptionError, TruncatedFileError, UnsupportedTypeError
-from index_format.file_index.bitmap_meta import (
+from index_format.file_index.bitmap_index_meta import (
     BitmapEntry, Head, HeadV2, KeyColumn, check_supported, key_json, key_label, pack_v1, pack_v2,
     parse_head,
 )
 from index_format.file_index.java_hash import key_hashes
 from index_format.file_index.java_hashmap import computeifabsent_order
-from index_format.file_index.reader import PayloadReader
+from index_format.file_index.payload_reader import PayloadReader
 from index_format.file_index.result import FileIndexResult, Rows, all_rows
 from index_format.file_index.values import DOUBLE_NAN_BITS, FLOAT_NAN_BITS, java_order, java_value
 from index_format.key_arrays import arrow_of, numpy_of, rescale_epoch

@@ -1,6 +1,6 @@
 """The per-file evaluator: one bound leaf × one index file → LOCAL row ids of that file (spec §2.10, §6).
 
-`matching_rows` answers the leaf's positive form (`ne` → its `eq` rows); combine.py calls it for every
+`matching_rows` answers the leaf's positive form (`ne` → its `eq` rows); answer.py calls it for every
 candidate file and applies the operator table's complement and null rules per row range (spec §5.4, §5.5)
 and the budgets (they need file sizes). UNSUPPORTED is a value, never an exception.
 Imports the reader only for typing; never the writer.
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
     from index_format.global_index.reader import IndexReader
     from index_format.range_bitmap import RangeBitmapReader
 
-# Positive operators a range sidecar answers with comparisons on its codes (predicate/combine.py asks it).
+# Positive operators a range sidecar answers with comparisons on its codes (predicate/answer.py asks it).
 SIDECAR_OPS = frozenset(("lt", "le", "gt", "ge", "between", "not_between", "range_set"))
 # Positive operators a sidecar can count (not list rows of) once its key counts are built.
 KEY_COUNT_OPS = frozenset(("eq", "in"))

@@ -1,9 +1,9 @@
 """Answer a bound predicate over every index file of the columns it names (spec §4, §5.3–§5.5, §6).
 
 Per leaf and row range: prune files with FileMeta, check the fallback budget, OR the per-file answers of
-evaluate.matching_rows shifted by the range start, then apply the operator table's complement and null
+leaf_rows.matching_rows shifted by the range start, then apply the operator table's complement and null
 rules; OR the ranges; combine columns with three-valued logic; coverage comes from index_format.ranges.
-Imports evaluate/operators/tree/visitors/keys/ranges; the reader only through IndexFileRef.open. Never the writer.
+Imports leaf_rows/operators/tree/visitors/keys/ranges; the reader only through IndexFileRef.open. Never the writer.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from index_format import keys, ranges
 from index_format.errors import IndexFormatError, QueryTimeoutError, UnknownColumnError
 from index_format.global_index.filemeta import FileMeta
 from index_format.options import IndexOptions
-from index_format.predicate.evaluate import (
+from index_format.predicate.leaf_rows import (
     KEY_COUNT_OPS, SIDECAR_OPS, UNSUPPORTED, Unsupported, matching_rows, sidecar_count, sidecar_rows,
 )
 from index_format.predicate.intervals import Interval
@@ -105,7 +105,7 @@ class Answer:
     coverage_ranges: list[tuple[int, int]]
     explain: dict[str, object]
     uncovered_ranges: list[tuple[int, int]] = field(default_factory=list)
-    # Set by evaluate(count_only=True) when range sidecars counted the rows without building them; `rows`
+    # Set by answer_over_files(count_only=True) when range sidecars counted the rows without building them; `rows`
     # is then empty.
     count: int | None = None
 
@@ -127,7 +127,7 @@ class _Result:
 _Value = _Result | Unsupported
 
 
-def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool = False,
+def answer_over_files(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool = False,
              with_unknown: bool = True, deleted: BitMap64 | None = None,
              deadline: float | None = None, count_only: bool = False) -> Answer:
     """Evaluate a bound tree (bind.bind) over the indexed columns.
@@ -174,7 +174,7 @@ def evaluate(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool =
 
 
 class _Run:
-    """State of one evaluate() call: opened readers, per-range null rows, explain counters."""
+    """State of one answer_over_files() call: opened readers, per-range null rows, explain counters."""
 
     def __init__(self, columns: Mapping[str, ColumnIndex], used: list[str], explain: bool,
                  deadline: float | None = None) -> None:
@@ -350,7 +350,7 @@ class _Run:
     def sidecar_matches(self, leaf: BoundLeaf, start: int, candidates: list[IndexFileRef],
                         sidecars: list[RangeBitmapReader], entry: dict[str, object]) -> BitMap64 | None:
         """Global rows of one range where a range leaf's positive form is TRUE, from the candidates' range
-        sidecars (evaluate.sidecar_rows); None when one is broken: the bitmap files answer instead."""
+        sidecars (leaf_rows.sidecar_rows); None when one is broken: the bitmap files answer instead."""
         try:
             parts = [sidecar_rows(leaf, sc).shift(start) for sc in sidecars]
         except IndexFormatError as exc:
@@ -366,7 +366,7 @@ class _Run:
     def positive_matches(self, leaf: BoundLeaf, ci: ColumnIndex, start: int, end: int,
                          refs: list[IndexFileRef], candidates: list[IndexFileRef]) -> BitMap64:
         """Global rows of one range where the leaf's positive operator is TRUE: the OR of the per-file
-        answers (evaluate.matching_rows) of the candidate files, shifted by the range start."""
+        answers (leaf_rows.matching_rows) of the candidate files, shifted by the range start."""
         positive = spec_of(spec_of(leaf.op).positive)
         if positive.shape == NONE:  # IS NULL: the range's null rows, read once and cached per range
             return self.range_nulls(ci, start, end, refs)

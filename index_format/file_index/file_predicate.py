@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from index_format.errors import UnknownColumnError
-from index_format.file_index.reader import PayloadReader
+from index_format.file_index.payload_reader import PayloadReader
 from index_format.file_index.result import REMAIN, SKIP, FileIndexResult, Rows
 from index_format.literals import coerce_literal
 from index_format.predicate.tree import FALSE, TRUE, UNKNOWN, And, BoundLeaf, Leaf, Node, Not, Or, flatten

@@ -2,7 +2,7 @@
 
 Two entry points: from a column of values (codes computed with numpy: distinct keys in Java order and a
 code per row), and from codes that a caller already has (a sidecar derived from a bitmap index file: key
-→ rows). Both share the header, dictionary (dictionary.py) and bit-slice (bsi.py) builders.
+→ rows). Both share the header, dictionary (chunked_dictionary.py) and bit-slice (bsi.py) builders.
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import pyarrow.compute as pc
 from index_format.layout import BE_I32, RANGE_BITMAP_TOP
 from index_format.options import parse_size
 from index_format.range_bitmap.bsi import build_bsi
-from index_format.range_bitmap.dictionary import build_dictionary
-from index_format.range_bitmap.keys import (
+from index_format.range_bitmap.chunked_dictionary import build_dictionary
+from index_format.range_bitmap.range_keys import (
     KeyColumn, check_supported, default_chunk_size, encode_column, fixed_key_bytes, ints_of_order,
 )
 from index_format.types import KeyType

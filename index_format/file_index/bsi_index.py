@@ -26,7 +26,7 @@ from pyroaring import BitMap
 
 from index_format.errors import (CorruptFileError, InvalidOptionError, TruncatedFileError, UnsupportedTypeError,
                                  UnsupportedVersionError)
-from index_format.file_index.reader import PayloadReader
+from index_format.file_index.payload_reader import PayloadReader
 from index_format.file_index.result import REMAIN, FileIndexResult, Rows, all_rows
 from index_format.file_index.values import java_value
 from index_format.key_arrays import rescale_epoch
