@@ -10,11 +10,11 @@ from collections.abc import Mapping, Sequence
 
 from pyroaring import BitMap, BitMap64
 
-from index_format.file_index.result import REMAIN, FileIndexResult, Rows
+from index_format.errors import InvalidOptionError
 from index_format.file_index.payload_reader import PayloadReader
+from index_format.file_index.result import REMAIN, FileIndexResult, Rows
 from index_format.range_bitmap import RangeBitmapReader, write_range_bitmap
 from index_format.range_bitmap.range_keys import check_supported
-from index_format.errors import InvalidOptionError
 from index_format.storage import BytesSource
 from index_format.types import KeyType
 

@@ -6,9 +6,9 @@ ranges.
 """
 from __future__ import annotations
 
-from index_format.range_bitmap.range_keys import decode_key, default_chunk_size, encode_key, supports
 from index_format.range_bitmap.range_bitmap_reader import RangeBitmapReader
 from index_format.range_bitmap.range_bitmap_writer import write_from_codes, write_range_bitmap
+from index_format.range_bitmap.range_keys import decode_key, default_chunk_size, encode_key, supports
 
 __all__ = ["RangeBitmapReader", "decode_key", "default_chunk_size", "encode_key", "supports",
            "write_from_codes", "write_range_bitmap"]

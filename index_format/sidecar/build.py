@@ -14,8 +14,8 @@ import pyarrow as pa
 from index_format import range_bitmap
 from index_format.global_index.writer import FileRows
 from index_format.key_arrays import to_arrow_array
-from index_format.range_bitmap.range_keys import encode_column
 from index_format.range_bitmap.range_bitmap_writer import dense_codes
+from index_format.range_bitmap.range_keys import encode_column
 from index_format.types import KeyType
 
 # Range-bitmap row ids are 32-bit signed (Java int).

@@ -22,14 +22,14 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from index_format.predicate.limits import PredicateLimits
 from index_format.storage import Storage
 from service.api.deps import Services
-from service.api.query_service import QueryService
 from service.api.error_table import install_error_handlers
-from service.api.guard import RequestGuard
 from service.api.executor import QueryExecutor
 from service.api.fast_query import QueryFastPath
 from service.api.group_query import GroupQueryService, WorkerMiddleware
+from service.api.guard import RequestGuard
 from service.api.job_runner import JobRunner
 from service.api.metrics import Metrics
+from service.api.query_service import QueryService
 from service.api.routes import indexes, jobs, ops, query, tables
 from service.api.settings import Settings
 from service.catalog import Catalog

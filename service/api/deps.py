@@ -13,11 +13,11 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from index_format.storage import Storage
-from service.api.query_service import QueryService
 from service.api.error_table import UnauthorizedError
 from service.api.executor import QueryExecutor
 from service.api.job_runner import JobRunner
 from service.api.metrics import Metrics
+from service.api.query_service import QueryService
 from service.api.settings import Settings
 from service.catalog import Catalog
 

@@ -19,16 +19,16 @@ from pyroaring import BitMap64
 from index_format import errors as fmt
 from index_format import ranges
 from index_format.global_index.filemeta import parse_meta
+from index_format.global_index.reader import BitmapCache, BlockCache, IndexReader, open_index
+from index_format.lru import ByteLRU
 from index_format.options import parse_options
-from index_format.predicate.bind import bind
 from index_format.predicate.answer import Answer, ColumnIndex, IndexFileRef, answer_over_files
+from index_format.predicate.bind import bind
 from index_format.predicate.json import from_json
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits
 from index_format.predicate.visitors import referenced_columns
-from index_format.global_index.reader import BitmapCache, BlockCache, IndexReader, open_index
 from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
-from index_format.lru import ByteLRU
 from service.api.metrics import Metrics
 from service.api.parse_cache import ParseCache
 from service.catalog import Catalog, index_stats, layout

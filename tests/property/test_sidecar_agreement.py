@@ -18,8 +18,8 @@ from pyroaring import BitMap64
 from index_format.global_index.filemeta import parse_meta
 from index_format.global_index.reader import open_index
 from index_format.global_index.writer import write_index_bytes
-from index_format.predicate.bind import bind
 from index_format.predicate.answer import ColumnIndex, IndexFileRef, answer_over_files
+from index_format.predicate.bind import bind
 from index_format.predicate.tree import And, Leaf, Node, Not, Or
 from index_format.range_bitmap import RangeBitmapReader
 from index_format.range_bitmap import bsi as bsi_mod

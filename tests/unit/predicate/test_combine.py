@@ -13,14 +13,14 @@ from pyroaring import BitMap64
 
 from index_format.errors import BgixError, QueryTimeoutError
 from index_format.global_index.filemeta import FileMeta, parse_meta
-from index_format.predicate.bind import bind
+from index_format.global_index.reader import open_index
+from index_format.global_index.writer import write_index_bytes
 from index_format.predicate.answer import ColumnIndex, IndexFileRef, answer_over_files, file_may_match
+from index_format.predicate.bind import bind
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import BoundLeaf, Leaf
-from index_format.global_index.reader import open_index
 from index_format.storage import BytesSource
 from index_format.types import KeyType, parse_type
-from index_format.global_index.writer import write_index_bytes
 from tests.compat.vectors import parse_value
 from tests.data import GLOBAL_INDEX
 

@@ -9,16 +9,16 @@ from __future__ import annotations
 import pytest
 from pyroaring import BitMap64
 
-from index_format.predicate.bind import bind
 from index_format.global_index.filemeta import parse_meta
+from index_format.global_index.reader import IndexReader, open_index
+from index_format.global_index.writer import write_index_bytes
 from index_format.predicate.answer import ColumnIndex, IndexFileRef, answer_over_files
+from index_format.predicate.bind import bind
 from index_format.predicate.leaf_rows import UNSUPPORTED, matching_rows
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import BoundLeaf
-from index_format.global_index.reader import IndexReader, open_index
 from index_format.storage import BytesSource
 from index_format.types import parse_type
-from index_format.global_index.writer import write_index_bytes
 
 S = parse_type("string")
 INT = parse_type("int")

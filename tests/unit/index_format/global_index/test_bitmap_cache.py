@@ -10,9 +10,9 @@ import pytest
 from pyroaring import BitMap64
 
 from index_format import open_index, parse_type
+from index_format.global_index.writer import write_index_bytes
 from index_format.lru import ByteLRU
 from index_format.storage import BytesSource
-from index_format.global_index.writer import write_index_bytes
 
 INT = parse_type("int")
 
