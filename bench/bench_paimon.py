@@ -68,7 +68,7 @@ def make_table(warehouse: Path, rows: int, commits: int, distinct: int, seed: in
     """Write db.events with pypaimon in `commits` commits; returns the generated columns (row id order)."""
     from pypaimon import CatalogFactory, Schema
 
-    from service.catalog.paimon.sample import append_arrow
+    from service.demo.paimon_events import append_arrow
 
     schema = pa.schema([("status", pa.string()), ("kind", pa.string()), ("code", pa.int32())])
     cat = CatalogFactory.create({"warehouse": str(warehouse)})

@@ -23,7 +23,7 @@ from service.build_job.plan import BuildPlan
 from service.build_job.progress import Progress
 from service.build_job.worker import RESULT_DDL, RESULT_SCHEMA, WorkerContext, build_batches, build_tasks
 from service.build_job.rowids import normalize_path
-from service.catalog.errors import RowIdError
+from service.catalog.catalog_errors import RowIdError
 from service.catalog.scan import read_schema
 
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
-from index_format.errors import BgixError
+from index_format.errors import BgixError, InvalidOptionError
 from index_format.storage import Storage
 from service.build_job.engines import (
     local_key_type, run_local, run_spark, run_spark_direct, spark_frame, spark_key_type, spark_session,
@@ -28,10 +28,11 @@ from service.build_job.paimon_job import PaimonCommitted, build_paimon
 from service.build_job.plan import BuildPlan, make_plan, next_snapshot
 from service.build_job.progress import Progress
 from service.catalog.catalog import Catalog
-from service.catalog.errors import JobNotFoundError
+from service.catalog.catalog_errors import JobNotFoundError
 from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec
 from service.catalog.liveness import process_start
 from service.catalog.model import JobRecord, Snapshot, now
+from service.tables import check_spec, open_source
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -93,7 +94,7 @@ def run_job(spec: JobSpec | Mapping[str, Any],
 
 
 def _cleanup_quietly(catalog: Catalog, spec: JobSpec) -> None:
-    if spec.is_paimon:  # build_paimon deletes its own uncommitted files
+    if spec.table_format == "paimon":  # build_paimon deletes its own uncommitted files
         return
     # Our partial files go now; if this process dies instead, the next run's garbage collection takes them.
     try:
@@ -105,12 +106,20 @@ def _cleanup_quietly(catalog: Catalog, spec: JobSpec) -> None:
 def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snapshot | PaimonCommitted | None:
     options = spec.options
     table = catalog.get_table(spec.table)
-    spec.check_table(table)
+    source = open_source(catalog, table)
+    check_spec(spec)
+    if spec.table_format == "paimon" and table.format != "paimon":
+        raise InvalidOptionError(f"table {table.name!r} is not a Paimon table")
+    if table.format == "paimon" and spec.table_format != "paimon":
+        raise InvalidOptionError(f"table {table.name!r} is a Paimon table but the job spec says "
+                                 f"table_format {spec.table_format!r}")
+    if table.format != "paimon":
+        source.check_table(spec)
     column = spec.index_column
     if not spec.test_hooks.get("skip_active_check"):
         catalog.check_no_active_build(table.name, column, except_job=spec.job_id)
     catalog.reap_dead_jobs(table.name, column)
-    if spec.is_paimon:  # the Paimon table's own index: planned, read and committed through the adapter
+    if spec.table_format == "paimon":  # the Paimon table's own index: planned, read and committed through the adapter
         return build_paimon(catalog, spec, table, spark)
     removed = catalog.collect_garbage(table.name, column, keep_job=spec.job_id)
     if removed:

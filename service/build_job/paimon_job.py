@@ -1,9 +1,9 @@
 """The build job for Paimon tables: plan the unindexed row ranges, write bitmap index files, commit one snapshot.
 
 Same job spec, record, progress and engines as for bgix-managed tables (main.py dispatches here), but the
-table is Paimon's: pypaimon (through service.catalog.paimon) plans the splits and reads `[columns…, _ROW_ID]`
+table is Paimon's: pypaimon (through service.tables.paimon) plans the splits and reads `[columns…, _ROW_ID]`
 per split, index files go to the table's `index/` directory (or `global-index.external-path`), and the files
-become one new Paimon snapshot (service.catalog.paimon.commit). Imports no pypaimon itself.
+become one new Paimon snapshot (service.tables.paimon.commit). Imports no pypaimon itself.
 """
 from __future__ import annotations
 
@@ -26,10 +26,10 @@ from service.build_job.progress import Progress
 from service.catalog.catalog import Catalog
 from service.catalog.jobspec import JobSpec
 from service.catalog.model import Table
-from service.catalog.paimon import open_paimon_table, table_storage
-from service.catalog.paimon.build_plan import PaimonBuildPlan, cut_tasks, plan_build, read_task, row_ids, rows_in
-from service.catalog.paimon.commit import BuiltIndexFile, commit_index_files, index_dir, new_index_file_name
-from service.catalog.paimon.origins import BGIX_JOB_PROPERTY
+from service.tables.paimon import open_paimon_table, table_storage
+from service.tables.paimon.build_plan import PaimonBuildPlan, cut_tasks, plan_build, read_task, row_ids, rows_in
+from service.tables.paimon.commit import BuiltIndexFile, commit_index_files, index_dir, new_index_file_name
+from service.tables.paimon.origins import BGIX_JOB_PROPERTY
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -95,8 +95,6 @@ def build_paimon(catalog: Catalog, spec: JobSpec, table: Table, spark: SparkSess
         indexed the same rows meanwhile), or whatever a task or pypaimon's commit raised; files written by
         this job and not committed are deleted (those of a failed Spark task are left unreferenced).
     """
-    if spec.options.rebuild:
-        raise InvalidOptionError("option 'rebuild' is not supported for Paimon tables (drop the index first)")
     phases = _Phases()
     pt = open_paimon_table(table.location, storage_options=spec.storage_options)
     plan = plan_build(pt, spec.columns, records_per_range=spec.options.records_per_range,

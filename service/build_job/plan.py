@@ -19,7 +19,7 @@ from service.build_job.rowids import (
 )
 from service.build_job.worker import FileSlice, WorkerContext
 from service.catalog.catalog import Catalog
-from service.catalog.errors import RowIdError
+from service.catalog.catalog_errors import RowIdError
 from service.catalog.jobspec import check_options_match, index_options_of
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, SourceFile, Table
 from service.catalog.partitions import check_matches, check_readable

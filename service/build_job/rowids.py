@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from index_format import ranges
-from service.catalog.errors import RowIdError
+from service.catalog.catalog_errors import RowIdError
 from service.catalog.model import DataFile
 from service.catalog.partitions import parse_partitions, select_files
 

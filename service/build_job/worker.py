@@ -23,7 +23,7 @@ from index_format.global_index.writer import WrittenFile, write_index_files
 from index_format.sidecar import SIDECAR_SUFFIX
 from index_format.sidecar.build import build_sidecar, sidecar_possible
 from service.build_job.rowids import position_ids
-from service.catalog.errors import DataFileError, RowIdError
+from service.catalog.catalog_errors import DataFileError, RowIdError
 from service.catalog.scan import read_slice
 
 # What a task returns to the driver: one row per written index file (metadata only, never row data).

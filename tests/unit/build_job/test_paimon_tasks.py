@@ -16,8 +16,8 @@ import pytest
 
 from service.build_job import paimon_job
 from service.build_job.paimon_job import balance_tasks
-from service.catalog.paimon import PaimonTable, open_paimon_table
-from service.catalog.paimon.build_plan import PaimonBuildPlan, PaimonBuildTask, cut_tasks, plan_build
+from service.tables.paimon import PaimonTable, open_paimon_table
+from service.tables.paimon.build_plan import PaimonBuildPlan, PaimonBuildTask, cut_tasks, plan_build
 from tests.unit.catalog.paimon.paimon_tables import DAYS, append, create_table, make_rows, update_rows
 
 COLUMNS = ["status", "flag"]

@@ -289,9 +289,9 @@ def test_failed_build_leaves_the_previous_index_and_its_sidecars(tmp_path: Path)
 def test_paimon_build_tasks_write_no_sidecar_into_the_table(tmp_path: Path) -> None:
     """Paimon tables get their sidecars derived lazily into bgix's warehouse, never written by the build."""
     from service.build_job.paimon_job import PaimonWorkerContext, run_task
-    from service.catalog.paimon import open_paimon_table, table_storage
-    from service.catalog.paimon.build_plan import plan_build
-    from service.catalog.paimon.commit import index_dir
+    from service.tables.paimon import open_paimon_table, table_storage
+    from service.tables.paimon.build_plan import plan_build
+    from service.tables.paimon.commit import index_dir
     from tests.unit.catalog.paimon.paimon_tables import create_table
 
     location = create_table(tmp_path / "pwh", "events", commits=2, rows=300)

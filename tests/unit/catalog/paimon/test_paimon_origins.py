@@ -17,11 +17,11 @@ from service.api.presenters import paimon_public
 from service.build_job.main import run_job
 from service.build_job.paimon_job import PaimonWorkerContext, run_task
 from service.catalog import Catalog, Table
-from service.catalog.paimon import load_paimon_view, open_paimon_table, table_storage
-from service.catalog.paimon.build_plan import plan_build
-from service.catalog.paimon.commit import commit_index_files, index_dir
-from service.catalog.paimon.index_entries import list_bitmap_index_entries
-from service.catalog.paimon.origins import file_origins
+from service.tables.paimon import load_paimon_view, open_paimon_table, table_storage
+from service.tables.paimon.build_plan import plan_build
+from service.tables.paimon.commit import commit_index_files, index_dir
+from service.tables.paimon.index_entries import list_bitmap_index_entries
+from service.tables.paimon.origins import file_origins
 from tests.unit.catalog.paimon.paimon_tables import append, create_table, make_rows, pypaimon_table
 
 JOB = "job-origins-1"

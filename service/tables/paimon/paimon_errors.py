@@ -7,7 +7,7 @@ problem surfaces like any other catalog problem. Imports only the errors modules
 from __future__ import annotations
 
 from index_format.errors import UnknownColumnError
-from service.catalog.errors import InvalidTableError, RowIdError, TableNotFoundError
+from service.catalog.catalog_errors import InvalidTableError, RowIdError, TableNotFoundError
 
 __all__ = ["NotAPaimonTableError", "PaimonColumnNotFoundError", "PaimonSnapshotNotFoundError",
            "RowTrackingDisabledError"]
