@@ -237,9 +237,9 @@ _CDS_WAIT = 90.0  # a new JVM class archive is promoted once unchanged for 60 s 
 
 def cds_archive_ready() -> bool:
     """Whether the build jobs' JVM class-data archive exists (checking promotes a settled one)."""
-    from service.build_job.paimon_job import spark_conf
+    from service.build_job.engines import light_driver_conf
 
-    return "SharedArchiveFile" in spark_conf()["spark.driver.extraJavaOptions"]
+    return "SharedArchiveFile" in light_driver_conf()["spark.driver.extraJavaOptions"]
 
 
 def wait_for_cds_archive(timeout: float) -> bool:

@@ -90,7 +90,7 @@ class JobSpec:
       test_hooks       tests only: {"fail_after_files": n} makes a worker raise after writing n index
                        files; {"sleep_per_batch": s} slows every batch down; {"skip_active_check": true}
                        lets two jobs race to the commit (CAS tests);
-                       {"pause_before_commit": DIR} (Paimon) writes DIR/ready, then waits for DIR/go
+                       {"pause_before_commit": DIR} writes DIR/ready before the commit, then waits for DIR/go
 
     Raises (on construction):
         InvalidOptionError: a required field is missing, or any field is invalid (the rules of the table's

@@ -1,7 +1,7 @@
 """The shapes a build passes between a table source and the one build pipeline (service.build_job).
 
 A source plans a BuildPlan (picklable: a Spark task gets it whole), its TaskReader turns one task into
-Arrow batches (`rid` plus one column per indexed column), the shared worker writes each BuildRange's index
+Arrow batches (ROW_ID plus one column per indexed column), the shared worker writes each BuildRange's index
 files and returns RESULT_SCHEMA rows, and the source commits those rows. Imports service.catalog only.
 """
 from __future__ import annotations
@@ -16,7 +16,7 @@ import pyarrow as pa
 __all__ = ["RESULT_DDL", "RESULT_SCHEMA", "ROW_ID", "BuildOutcome", "BuildPlan", "BuildRange", "FileNames",
            "SparkScan", "TaskReader"]
 
-ROW_ID = "rid"   # the row-id column of every batch a TaskReader yields
+ROW_ID = "_bgix_row_id"   # the row-id column of every batch a TaskReader yields (int64)
 
 # What a task returns to the driver: one row per written index file (metadata only, never row data).
 # range: index into BuildPlan.ranges; sidecar_size: bytes of the range sidecar written beside the file
@@ -48,7 +48,7 @@ class TaskReader(Protocol):
     """Reads one task's input in a worker (picklable: Spark ships it)."""
 
     def read(self, task: int) -> Iterator[pa.RecordBatch]:
-        """Batches of `rid` (int64 row ids) plus one column per indexed column, named by the column."""
+        """Batches of ROW_ID (int64 row ids) plus one column per indexed column, named by the column."""
 
 
 @dataclass(frozen=True)
@@ -73,12 +73,13 @@ class FileNames:
 @dataclass(frozen=True)
 class SparkScan:
     """A plain table's files for the Spark-scan engine variant (`scan=spark`): Spark reads them and computes
-    row ids in the JVM. `files`: (path, first_row_id) in row-id order."""
+    row ids in the JVM. `files`: (path, first_row_id) in row-id order; `bytes`: their total size."""
 
     format: str
     column: str
     files: tuple[tuple[str, int], ...]
     row_id_column: str | None = None
+    bytes: int = 0
 
 
 @dataclass(frozen=True)

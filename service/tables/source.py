@@ -58,9 +58,10 @@ class TableSource(Protocol):
 
     Describe, serve and drop (the service):
       source_columns, check_registration, version, view, refresh, unreadable_files, drop_index.
-    Build (the service validates with check_build; the build job runs plan_build → read_task per task →
-    the shared worker → commit_build, or abort_build on any failure):
-      check_build, plan_build, read_task, commit_build, abort_build.
+    Build (the service validates with check_build; the build job checks with check_table, then runs
+    plan_build (fit_plan for a parallel engine) → read_task per task in the shared worker (through the
+    plan's picklable TaskReader) → commit_build, or abort_build on any failure):
+      check_table, check_build, plan_build, fit_plan, read_task, commit_build, abort_build.
     """
 
     table: Table
@@ -88,6 +89,9 @@ class TableSource(Protocol):
     def drop_index(self, column: str) -> None:
         """Drop the column's index; the source data is untouched. Raises IndexNotFoundError."""
 
+    def check_table(self, spec: JobSpec) -> None:
+        """The spec's checks against the table's definition (the build job repeats them; InvalidOptionError)."""
+
     def check_build(self, spec: JobSpec, requested: object = None) -> JobSpec:
         """Everything a build of `spec` could only fail on later, refused now (the service's 400s); returns
         the spec to run (e.g. the `requested` options, as the request gave them, resolved against the
@@ -96,8 +100,12 @@ class TableSource(Protocol):
     def plan_build(self, spec: JobSpec) -> BuildPlan:
         """The build's tasks and ranges (picklable); `plan.message` set when there is nothing to build."""
 
+    def fit_plan(self, plan: BuildPlan, parallelism: int) -> BuildPlan:
+        """`plan` cut for an engine with `parallelism` task slots."""
+
     def read_task(self, plan: BuildPlan, task: int) -> Iterator[pa.RecordBatch]:
-        """Task `task`'s input: batches of `rid` (int64 row ids) plus one column per indexed column."""
+        """Task `task`'s input: batches of build.ROW_ID (int64 row ids) plus one column per indexed column
+        (what plan.reader.read yields in a worker)."""
 
     def commit_build(self, plan: BuildPlan, written: pa.Table, spec: JobSpec) -> BuildOutcome:
         """Make the written index files (build.RESULT_SCHEMA rows) part of the table's index, atomically."""

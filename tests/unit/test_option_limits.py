@@ -132,7 +132,7 @@ def test_an_index_built_with_options_now_out_of_range_needs_rebuild() -> None:
 
 def test_a_plan_with_too_many_ranges_is_refused_before_writing(tmp_path: Any, monkeypatch: Any) -> None:
     from index_format.storage import Storage
-    from service.build_job import plan as plan_module
+    from service.tables.files import plan as plan_module
     from service.catalog.catalog import Catalog
     from service.catalog.model import Table
     from tests.factories import make_parquet_table

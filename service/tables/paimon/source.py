@@ -12,7 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from index_format.errors import InvalidOptionError
-from index_format.options import option_error
+from index_format.options import option_error, parse_options
 from service.catalog import index_stats
 from service.catalog.catalog import Catalog
 from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec
@@ -146,6 +146,9 @@ class PaimonSource:
         self.catalog.storage.delete(index_stats.stats_dir(self.table.name, column), recursive=True)
 
     # -- build -------------------------------------------------------------------------------------
+    def check_table(self, spec: JobSpec) -> None:
+        """Columns and partition keys are checked against the pinned snapshot's schema when planning."""
+
     def check_build(self, spec: JobSpec, requested: object = None) -> JobSpec:
         """Column types, partition keys, and partition specs that match no data file."""
         pt = self._open()
@@ -173,7 +176,7 @@ class PaimonSource:
     def fit_plan(self, plan: BuildPlan, parallelism: int) -> BuildPlan:
         """The plan cut for an even load over `parallelism` task slots (see balance_tasks)."""
         state: PaimonBuildPlan = plan.state
-        records = int(plan.options["sorted-index.records-per-range"])
+        records = parse_options(plan.options).records_per_range
         return _as_build_plan(balance_tasks(state, parallelism, records), None, plan.names, plan.storage_config,
                               like=plan)
 
