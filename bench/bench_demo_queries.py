@@ -1,7 +1,7 @@
 """Demo query benchmark (issue 11): each example query of `bgix demo` over HTTP, warm, on the demo's 2M-row
 events data, against pyarrow computing the same count over the in-memory table.
 
-The sample events (service.sample_data, the data `bgix demo` writes) are registered as a table, the demo's
+The sample events (service.demo.events, the data `bgix demo` writes) are registered as a table, the demo's
 columns are indexed through the API (local build engine: same plan and worker code as Spark, range sidecars
 included), and each query of service.cli.demo_cmd.EXAMPLE_QUERIES is sent back to back by one client. Counts
 are checked against pyarrow. Writes bench/results/demo_queries.md; exits non-zero on a wrong count (and, with
@@ -29,7 +29,7 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 
 from service.cli.demo_cmd import EXAMPLE_QUERIES
-from service.sample_data import write_events
+from service.demo.events import write_events
 
 from _server import start_server, stop_server  # bench/_server.py
 from bench_ranges import git_sha
@@ -137,7 +137,7 @@ def main() -> int:
         "",
         f"- git {git_sha()} · {platform.platform()} · {os.cpu_count()} cores · Python {platform.python_version()}",
         f"- load average at start {load0[0]:.1f}, at end {load1[0]:.1f}",
-        f"- the demo's sample events ({args.rows:,} rows, service.sample_data) as a Parquet table; indexes on "
+        f"- the demo's sample events ({args.rows:,} rows, service.demo.events) as a Parquet table; indexes on "
         f"{', '.join(COLUMNS)} built through the API with the local engine in {build_s:.0f} s (range sidecars "
         "written by the build); one `bgix serve` worker; one client, back to back, after one request with "
         "`explain`",

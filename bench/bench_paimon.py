@@ -68,7 +68,7 @@ def make_table(warehouse: Path, rows: int, commits: int, distinct: int, seed: in
     """Write db.events with pypaimon in `commits` commits; returns the generated columns (row id order)."""
     from pypaimon import CatalogFactory, Schema
 
-    from service.catalog.paimon.sample import append_arrow
+    from service.demo.paimon_events import append_arrow
 
     schema = pa.schema([("status", pa.string()), ("kind", pa.string()), ("code", pa.int32())])
     cat = CatalogFactory.create({"warehouse": str(warehouse)})
@@ -237,9 +237,9 @@ _CDS_WAIT = 90.0  # a new JVM class archive is promoted once unchanged for 60 s 
 
 def cds_archive_ready() -> bool:
     """Whether the build jobs' JVM class-data archive exists (checking promotes a settled one)."""
-    from service.build_job.paimon_job import spark_conf
+    from service.build_job.engines import light_driver_conf
 
-    return "SharedArchiveFile" in spark_conf()["spark.driver.extraJavaOptions"]
+    return "SharedArchiveFile" in light_driver_conf()["spark.driver.extraJavaOptions"]
 
 
 def wait_for_cds_archive(timeout: float) -> bool:

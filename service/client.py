@@ -17,7 +17,7 @@ from index_format import errors as fmt
 from index_format.predicate.json import to_json as predicate_to_json
 from index_format.predicate.tree import Node
 from service.api import schemas
-from service.catalog import errors as cat
+from service.catalog import catalog_errors as cat
 
 _TERMINAL = ("succeeded", "failed", "cancelled")
 

@@ -85,13 +85,13 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
 
     Raises:
         ValueError: `table_files` is empty (no file to take the schema from).
-        service.catalog.errors.RowIdError: a non-Parquet table without `row_id_column`.
+        service.catalog.catalog_errors.RowIdError: a non-Parquet table without `row_id_column`.
     """
     if row_id_column is not None:
         return _filter_by_id_column(spark, table_files, row_ids, format, row_id_column, base_path)
     if format != "parquet":
         # Positions come from Spark's `_metadata.row_index`, which only the Parquet reader provides.
-        from service.catalog.errors import RowIdError
+        from service.catalog.catalog_errors import RowIdError
 
         raise RowIdError(f"row ids of a {format} table are positions Spark cannot see (no "
                          "_metadata.row_index outside Parquet); register the table with a row_id_column")

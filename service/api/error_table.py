@@ -15,8 +15,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from index_format import errors as fmt
-from service.catalog import errors as cat
-from service.catalog.errors import LocationNotAllowedError  # 403 (issue: Tables); raised by the catalog
+from service.catalog import catalog_errors as cat
+from service.catalog.catalog_errors import LocationNotAllowedError  # 403 (issue: Tables); raised by the catalog
 
 if TYPE_CHECKING:
     from service.api.metrics import Metrics

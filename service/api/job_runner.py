@@ -27,7 +27,7 @@ import time
 import uuid
 from collections.abc import Callable
 from contextlib import nullcontext
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -35,12 +35,11 @@ from index_format.storage import Storage
 from service.api.error_table import UnknownTableColumnError
 from service.api.settings import Settings
 from service.catalog import Catalog
-from service.catalog.errors import JobNotFoundError
-from service.catalog.jobspec import JobSpec, check_partitions_match, resolve_options
+from service.catalog.catalog_errors import JobNotFoundError
+from service.catalog.jobspec import JobSpec
 from service.catalog.liveness import job_process_alive, process_alive
-from service.catalog.model import JobRecord, Table, now
-from service.catalog.partitions import check_keys, check_matches, check_readable
-from service.catalog.view_source import load_view_source
+from service.catalog.model import JobRecord, now
+from service.tables import TableSources, check_spec
 
 if TYPE_CHECKING:
     from service.api.worker_group import WorkerGroup
@@ -71,6 +70,7 @@ class JobRunner:
     def __init__(self, catalog: Catalog, storage: Storage, settings: Settings,
                  on_finished: Callable[[str], None], group: WorkerGroup | None = None) -> None:
         self.catalog = catalog
+        self.sources = TableSources(catalog)
         self.storage = storage
         self.settings = settings
         self._on_finished = on_finished
@@ -209,27 +209,21 @@ class JobRunner:
             listing the columns of the table's data files; BuildInProgressError naming the running job.
         """
         t = self.catalog.get_table(table)
-        spec = JobSpec(
+        spec = check_spec(JobSpec(
             job_id=uuid.uuid4().hex, warehouse=self.storage.root, table=table, index_column=column,
             index_type=index_type, options=options, partitions=partitions,
             storage_options=dict(self.settings.storage_options), allowed_roots=list(self.storage.allowed_roots),
             spark_master=self.settings.spark_master, engine=self.settings.build_engine, table_format=t.format,
-        )
-        spec.check_table(t)
-        known = self.catalog.source_columns(table)
+        ))
+        source = self.sources.open(t)
+        known = source.source_columns()
         for c in spec.columns:
             if known is not None and c not in known:
                 raise UnknownTableColumnError(table, c, known)
         column = spec.index_column
-        if spec.is_paimon:
-            self._check_paimon(t, spec)
-        else:
-            check_partitions_match(self.storage, t, spec.partitions)
-            # The map as last scanned; the job rescans and checks again (service.build_job.plan).
-            check_readable(self.catalog.unreadable_files(table), t, spec.partitions)
-            # Incremental builds keep the index's options; differing ones need rebuild (jobspec.resolve_options).
-            previous = self.catalog.current_snapshot(table, column)
-            spec = replace(spec, options=resolve_options(options, previous.options if previous else None, column))
+        # What the build could only fail on later (partitions, column types, options differing from the
+        # index's without rebuild: service.tables), refused now.
+        spec = source.check_build(spec, options)
         # One check-then-record at a time (across the workers of a group too), so two requests cannot both pass.
         with self._lock, self._build_lock():
             self.catalog.check_no_active_build(table, column)
@@ -249,18 +243,6 @@ class JobRunner:
         # The job process records its own pid and state when it starts (service.build_job.main);
         # writing the pid here too would race with that read-modify-write.
         return self.catalog.get_job(spec.job_id)
-
-    def _check_paimon(self, t: Table, spec: JobSpec) -> None:
-        """What the Paimon build would fail on, refused now: column types, partition keys, and partition
-        specs that match no data file."""
-        from service.catalog.paimon import open_paimon_table
-        from service.catalog.paimon.build_plan import check_build_columns
-        pt = open_paimon_table(t.location, storage_options=self.storage.storage_options)
-        check_keys(spec.partitions, list(pt.table.partition_keys), t.name)
-        check_build_columns(pt, spec.columns, spec.partitions)
-        if spec.partitions:
-            check_matches(spec.partitions, (f.partition for f in load_view_source(self.catalog, t.name).data_files),
-                          t.name)
 
     def cancel(self, job_id: str) -> JobRecord:
         """Terminate a queued/running job and mark it cancelled; finished jobs are returned unchanged."""

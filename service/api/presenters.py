@@ -11,8 +11,8 @@ from service.api import schemas
 from service.catalog.model import DataFile, JobRecord, Table, UnreadableFile
 
 if TYPE_CHECKING:
-    from service.catalog.paimon import PaimonView
-    from service.catalog.paimon.view import PaimonOriginSummary
+    from service.tables.paimon import PaimonView
+    from service.tables.paimon.view import PaimonOriginSummary
 
 
 def iso(ts: float | None) -> str | None:
@@ -22,14 +22,15 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat()
 
 
-def table_public(t: Table, paimon: PaimonView | None = None) -> schemas.TablePublic:
-    """`paimon` (Paimon tables) adds the served snapshot; other tables' responses stay as they were."""
+def table_public(t: Table, summary: PaimonView | None = None) -> schemas.TablePublic:
+    """`summary` (the source's description of the version served, when it has one: a Paimon snapshot) adds
+    it; other tables' responses stay as they were."""
     out = schemas.TablePublic(
         name=t.name, location=t.location, format=t.format,
         partition_columns=list(t.partition_columns), row_id_column=t.row_id_column,
         created_at=iso(t.created_at))
-    if paimon is not None:
-        out.paimon = paimon_public(paimon)
+    if summary is not None:
+        out.paimon = paimon_public(summary)
     return out
 
 

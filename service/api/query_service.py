@@ -10,7 +10,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,15 +31,13 @@ from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
 from service.api.metrics import Metrics
 from service.api.parse_cache import ParseCache
-from service.catalog import Catalog, index_stats, layout
-from service.catalog.errors import CorruptDocumentError, IndexNotFoundError
+from service.catalog import Catalog, index_stats, warehouse_layout
+from service.catalog.catalog_errors import CorruptDocumentError, IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
 from service.catalog.range_sidecars import Sidecars
 from service.catalog.scan import read_columns
-from service.catalog.view_source import load_view_source, source_version
+from service.tables import TableSources
 
-if TYPE_CHECKING:
-    from service.catalog.paimon import PaimonView
 
 # Measured: a decoded 16 KB dictionary block holds about 180 KB of Python objects (keys, offsets, lookup).
 _DECODED_BLOCK_COST = 12 * 16384
@@ -85,7 +83,8 @@ class TableView:
     retired_ranges: tuple[tuple[int, int], ...] = ()   # retired files' ids as inclusive [first, last] ranges
     live_ranges: tuple[tuple[int, int], ...] | None = None   # ids holding rows; None: all below total_rows
     version: int | None = None        # the source's cheap change token (Paimon snapshot id), if any
-    paimon: PaimonView | None = None
+    summary: Any = None               # the source's own description of this version (IndexViewSource.summary)
+    records_key_order: bool = True    # snapshots record their key order (IndexViewSource.records_key_order)
     # Indexed columns whose current snapshot document is corrupt: left out of `columns`, named when asked for.
     broken_columns: Mapping[str, CorruptDocumentError] = field(default_factory=dict)
     # Short SQL texts → (bound tree, columns it uses), for the snapshots of this view (bounded, see query()).
@@ -123,6 +122,8 @@ class QueryService:
                  cache_bytes: int, snapshot_ttl: float, limits: PredicateLimits = DEFAULT_LIMITS,
                  parse_cache_bytes: int = 16 << 20) -> None:
         self.catalog = catalog
+        # Opens each table's source (service.tables); keeps what sources share, e.g. Paimon index origins.
+        self.sources = TableSources(catalog)
         self.limits = limits
         # Parsed SQL predicates by text, budgeted in bytes (a tree costs several times its text).
         self.parse_cache = ParseCache(parse_cache_bytes, limits)
@@ -172,7 +173,7 @@ class QueryService:
         with self._lock:
             for key in [k for k in self._stats if k[0] == table]:
                 del self._stats[key]
-        prefix = self.storage.resolve(layout.indexes_dir(table)).rstrip("/") + "/"
+        prefix = self.storage.resolve(warehouse_layout.indexes_dir(table)).rstrip("/") + "/"
         self.readers.discard_prefix(prefix)
         self.bitmaps.discard_prefix(prefix)
         self.sidecars.discard_prefix(prefix)
@@ -185,7 +186,7 @@ class QueryService:
         if cached is not None and now - cached.loaded_at < self.snapshot_ttl:
             return cached
         if cached is not None and cached.version is not None \
-                and source_version(cached.table, self.storage.storage_options) == cached.version:
+                and self.sources.open(cached.table).version() == cached.version:
             view = replace(cached, loaded_at=now)   # unchanged: rebuilding would only cost
         else:
             view = self._load_view(table)
@@ -194,11 +195,12 @@ class QueryService:
         return view
 
     def _load_view(self, table: str) -> TableView:
-        src = load_view_source(self.catalog, table)
+        src = self.sources.open(table).view()
         columns = {c: self._column_view(s, src.sparse) for c, s in src.columns.items()}
         return TableView(table=src.table, columns=columns, data_files=src.data_files, total_rows=src.total_rows,
                          retired=src.gone, retired_ranges=src.retired_ranges, live_ranges=src.live_ranges,
-                         version=src.version, paimon=src.paimon, broken_columns=src.broken_columns)
+                         version=src.version, summary=src.summary, records_key_order=src.records_key_order,
+                         broken_columns=src.broken_columns)
 
     def _column_view(self, snap: Snapshot, sparse: bool) -> ColumnView:
         kt = parse_type(snap.key_type)
@@ -322,7 +324,7 @@ class QueryService:
                                        range_end=r.range_end, open=r.open) for r in cv.index.files]
         memo = (cv.snapshot.table, cv.snapshot.column, cv.snapshot.id,
                 tuple((f.path, f.size, f.range_start, f.range_end) for f in files), view.retired_ranges,
-                view.version if view.paimon is not None else None)
+                view.version)
         with self._lock:
             hit = self._stats.get(memo)
         if hit is not None and not force:

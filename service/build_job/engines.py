@@ -1,5 +1,6 @@
-"""Run a BuildPlan: in Spark (scan "direct": one task per range; scan "spark": mapInArrow over Spark's
-scan) or in-process (engine "local"). All feed the same worker code (worker.RangeBuilder).
+"""Run a BuildPlan, for every table kind: in-process (engine "local") or in Spark, one Spark task per plan
+task (scan "direct"), or for plain tables mapInArrow over Spark's own scan (scan "spark"). All feed the same
+worker code (worker.RangeBuilder).
 
 The only module of the job that imports pyspark, and only inside the Spark functions.
 """
@@ -8,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -17,14 +19,13 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from index_format.errors import BgixError
-from index_format.storage import Storage
+from index_format.options import parse_options
 from index_format.types import KeyType, from_arrow
-from service.build_job.plan import BuildPlan
 from service.build_job.progress import Progress
-from service.build_job.worker import RESULT_DDL, RESULT_SCHEMA, WorkerContext, build_batches, build_tasks
-from service.build_job.rowids import normalize_path
-from service.catalog.errors import RowIdError
-from service.catalog.scan import read_schema
+from service.build_job.worker import build_batches, build_tasks
+from service.catalog.catalog_errors import RowIdError
+from service.tables.build import RESULT_DDL, RESULT_SCHEMA, ROW_ID, BuildPlan, SparkScan
+from service.tables.files.rowids import normalize_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -34,15 +35,10 @@ BATCH_ROWS = 65_536
 
 # -- local engine ---------------------------------------------------------------------------------
 
-def local_key_type(storage: Storage, plan: BuildPlan) -> KeyType:
-    """Key type from the first data file's Arrow schema (Parquet/ORC: footer only)."""
-    f = plan.files[0]
-    return from_arrow(read_schema(storage, f.path, plan.table.format, f.size).field(plan.column).type)
-
-
-def run_local(storage: Storage, plan: BuildPlan, ctx: WorkerContext, progress: Progress) -> pa.Table:
-    """The same tasks and worker code as the Spark engine, one after another in this process."""
-    out = list(build_tasks(range(len(ctx.tasks)), ctx, progress.range_rows_done))
+def run_local(plan: BuildPlan, progress: Progress, out: list[pa.RecordBatch]) -> pa.Table:
+    """The same tasks and worker code as the Spark engine, one after another in this process; `out` holds
+    the records of the files written so far (what a failure's cleanup removes)."""
+    out.extend(build_tasks(range(plan.tasks), plan, progress.range_rows_done))
     return pa.Table.from_batches(out, schema=RESULT_SCHEMA)
 
 
@@ -61,6 +57,39 @@ def spark_session(master: str, conf: dict[str, str] | None = None) -> SparkSessi
     for k, v in (conf or {}).items():
         builder = builder.config(k, v)
     return builder.getOrCreate()
+
+
+# The driver JVM of a build whose workers read their own input (BuildPlan.light_driver) only schedules Python
+# tasks and collects small file records, so it does not need the C2 compiler or a parallel collector; both
+# cost seconds of CPU while the JVM starts (on 2 cores: about half of the session start). Class-data
+# sharing cuts class loading too. The spec's spark_conf overrides all of these.
+_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+_SPARK_CONF = {"spark.ui.showConsoleProgress": "false"}
+
+
+def light_driver_conf() -> dict[str, str]:
+    """The Spark settings of a light driver's own session (see _JVM_OPTIONS)."""
+    cds = class_data_sharing_options(Path(tempfile.gettempdir()) / f"bgix-spark-cds-{os.getuid()}")
+    return {**_SPARK_CONF, "spark.driver.extraJavaOptions": f"{_JVM_OPTIONS} {cds}".strip()}
+
+
+def build_session(plan: BuildPlan, master: str, conf: dict[str, str]) -> SparkSession:
+    """The session a build starts for itself (the active one when there is one)."""
+    return spark_session(master, {**(light_driver_conf() if plan.light_driver else {}), **conf})
+
+
+def local_cores(master: str) -> int | None:
+    """Task slots of a `local`, `local[N]` or `local[*]` master (None: a cluster; ask the session)."""
+    m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master.strip())
+    if m is None:
+        return None
+    n = m.group(1)
+    return 1 if n is None else (os.cpu_count() or 1) if n == "*" else max(1, int(n))
+
+
+def parallelism(master: str, spark: SparkSession) -> int:
+    cores = local_cores(master)
+    return cores if cores is not None else int(spark.sparkContext.defaultParallelism)
 
 
 # -- JVM class-data sharing -------------------------------------------------------------------------
@@ -138,27 +167,27 @@ def _quoted(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-def spark_frame(spark: SparkSession, plan: BuildPlan) -> DataFrame:
-    """(key, rid): the row id computed in the JVM, so only the key and one long cross into Python.
+def spark_frame(spark: SparkSession, scan: SparkScan) -> DataFrame:
+    """(ROW_ID, column): the row id computed in the JVM, so only the key and one long cross into Python.
 
     Position ids: `first_row_id + _metadata.row_index`, with first_row_id joined (broadcast) on
     `_metadata.file_path` spelled exactly as Spark spells it (DataFrame.inputFiles()). A row whose file
     is not matched gets a null id, which the worker rejects; it is never silently dropped.
     """
     from pyspark.sql import functions as F
-    fmt = plan.table.format
-    rid = plan.table.row_id_column
+    fmt = scan.format
+    rid = scan.row_id_column
     if fmt != "parquet" and not rid:
         raise RowIdError(f"table format {fmt!r}: Spark exposes no row position (_metadata.row_index) for it; "
                          "give the table a row_id_column or use engine 'local'")
     reader = spark.read.format(fmt)
     if fmt == "csv":
         reader = reader.option("header", "true").option("inferSchema", "true")
-    df = reader.load([_spark_path(f.path) for f in plan.files])
-    key = F.col(_quoted(plan.column)).alias("key")
+    df = reader.load([_spark_path(path) for path, _ in scan.files])
+    key = F.col(_quoted(scan.column)).alias(scan.column)
     if rid:
-        return df.select(key, F.col(_quoted(rid)).cast("long").alias("rid"))
-    bases = {f.path: f.first_row_id for f in plan.files}
+        return df.select(F.col(_quoted(rid)).cast("long").alias(ROW_ID), key)
+    bases = dict(scan.files)
     pairs: dict[str, int] = {}
     for spelled in df.inputFiles():
         path = normalize_path(spelled)
@@ -171,7 +200,7 @@ def spark_frame(spark: SparkSession, plan: BuildPlan) -> DataFrame:
     mapping = spark.createDataFrame(sorted(pairs.items()), "fp string, base long")
     rows = df.select(key, F.col("_metadata.file_path").alias("fp"), F.col("_metadata.row_index").alias("pos"))
     joined = rows.join(F.broadcast(mapping), on="fp", how="left")
-    return joined.select("key", (F.col("base") + F.col("pos")).alias("rid"))
+    return joined.select((F.col("base") + F.col("pos")).alias(ROW_ID), _quoted(scan.column))
 
 
 def _spellings(url: str) -> list[str]:
@@ -191,45 +220,47 @@ def _spark_path(path: str) -> str:
     return path if "://" in path else "file://" + path
 
 
-def spark_key_type(df: DataFrame) -> KeyType:
+def spark_key_type(df: DataFrame, column: str) -> KeyType:
     from pyspark.sql.pandas.types import to_arrow_type
-    return from_arrow(to_arrow_type(df.schema["key"].dataType))
+    return from_arrow(to_arrow_type(df.schema[column].dataType))
 
 
-def _split_bytes(plan: BuildPlan) -> int:
+def _split_bytes(plan: BuildPlan, scan: SparkScan) -> int:
     # Parallelism follows the ranges (spec §7.2), capped by max-parallelism: aim for one split per range.
-    tasks = max(1, min(len(plan.ranges), plan.options.max_parallelism))
-    total = sum(f.size for f in plan.files)
-    return max(1 << 20, math.ceil(total / tasks))
+    tasks = max(1, min(len(plan.ranges), parse_options(plan.options).max_parallelism))
+    return max(1 << 20, math.ceil(scan.bytes / tasks))
 
 
-def run_spark(spark: SparkSession, plan: BuildPlan, df: DataFrame, ctx: WorkerContext, progress: Progress,
-              job_group: str) -> pa.Table:
-    """Scan "spark": mapInArrow over Spark's own scan; each task builds the ranges its rows fall in."""
+def run_spark_scan(spark: SparkSession, plan: BuildPlan, df: DataFrame, progress: Progress,
+                   job_group: str, what: str) -> pa.Table:
+    """Scan "spark" (plain tables): mapInArrow over Spark's own scan; each task builds the ranges its rows
+    fall in."""
+    assert plan.spark_scan is not None
     acc = _range_accumulator(spark)
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from build_batches(batches, ctx, lambda r, n: acc.add({r: n}))
+        yield from build_batches(batches, plan, lambda r, n: acc.add({r: n}))
 
-    conf = {"spark.sql.files.maxPartitionBytes": str(_split_bytes(plan)),
+    conf = {"spark.sql.files.maxPartitionBytes": str(_split_bytes(plan, plan.spark_scan)),
             "spark.sql.execution.arrow.maxRecordsPerBatch": str(BATCH_ROWS)}
-    return _collect(spark, df, task, conf, acc, progress, job_group, f"{plan.table.name}.{plan.column}")
+    return _collect(spark, df, task, conf, acc, progress, job_group, what)
 
 
-def run_spark_direct(spark: SparkSession, plan: BuildPlan, ctx: WorkerContext, progress: Progress,
-                     job_group: str) -> pa.Table:
-    """Scan "direct": Spark schedules one task per range (capped by max-parallelism, spec §7.2); the Python
-    worker reads its file slices with pyarrow through Storage, so only task ids go in via mapInArrow."""
+def run_spark_direct(spark: SparkSession, plan: BuildPlan, progress: Progress, job_group: str,
+                     what: str) -> pa.Table:
+    """Scan "direct": Spark schedules one task per plan task (capped by max-parallelism, spec §7.2), biggest
+    first so the last to finish is a small one; the Python worker reads its input through the plan's
+    TaskReader, so only task ids go in via mapInArrow and only file records come back."""
     acc = _range_accumulator(spark)
-    n_tasks = len(ctx.tasks)
-    slices = max(1, min(n_tasks, plan.options.max_parallelism))
-    ids = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in range(n_tasks)], slices), "task int")
+    order = sorted(range(plan.tasks), key=lambda i: -plan.task_rows[i])
+    slices = max(1, min(plan.tasks, parse_options(plan.options).max_parallelism))
+    ids = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in order], slices), "task int")
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         tids = [t for b in batches for t in b.column(0).to_pylist()]  # a handful of task ids, not rows
-        yield from build_tasks(tids, ctx, lambda r, n: acc.add({r: n}))
+        yield from build_tasks(tids, plan, lambda r, n: acc.add({r: n}))
 
-    return _collect(spark, ids, task, {}, acc, progress, job_group, f"{plan.table.name}.{plan.column}")
+    return _collect(spark, ids, task, {}, acc, progress, job_group, what)
 
 
 def _range_accumulator(spark: SparkSession) -> Any:

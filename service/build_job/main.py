@@ -1,8 +1,9 @@
-"""The build job (Paimon's create_global_index for bitmap indexes): job spec → plan → build → one commit.
+"""The build job (Paimon's create_global_index for bitmap indexes): job spec → plan → tasks → worker → one
+commit, the same way for every table kind: the table's source (service.tables) plans, reads and commits.
 
 Run as `python -m service.build_job.main --spec SPEC.json` (or spark-submit). Imports index_format,
-service.catalog and service.build_job; never service.api. Reads its configuration from the spec only:
-the JSON of service.catalog.jobspec.JobSpec (the service writes it; its docstring lists the fields).
+service.catalog, service.tables and service.build_job; never service.api. Reads its configuration from the
+spec only: the JSON of service.catalog.jobspec.JobSpec (the service writes it; its docstring lists the fields).
 Exit status 0 when the job succeeded (or had nothing to do: the record's progress.message says so), 1 when
 it failed; the job record holds state, progress, error and snapshot_id either way.
 """
@@ -14,29 +15,34 @@ import logging
 import os
 import signal
 import sys
+import time
 import traceback
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from index_format.errors import BgixError
+import pyarrow as pa
+
+from index_format.errors import BgixError, InvalidOptionError
 from index_format.storage import Storage
 from service.build_job.engines import (
-    local_key_type, run_local, run_spark, run_spark_direct, spark_frame, spark_key_type, spark_session,
+    build_session, parallelism, run_local, run_spark_direct, run_spark_scan, spark_frame, spark_key_type,
 )
-from service.build_job.paimon_job import PaimonCommitted, build_paimon
-from service.build_job.plan import BuildPlan, make_plan, next_snapshot
 from service.build_job.progress import Progress
 from service.catalog.catalog import Catalog
-from service.catalog.errors import JobNotFoundError
-from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec
+from service.catalog.catalog_errors import JobNotFoundError
+from service.catalog.jobspec import JobSpec
 from service.catalog.liveness import process_start
-from service.catalog.model import JobRecord, Snapshot, now
+from service.catalog.model import JobRecord, Table, now
+from service.tables import TableSource, check_spec, open_source
+from service.tables.build import RESULT_SCHEMA, BuildPlan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 log = logging.getLogger("bgix.build_job")
+_PAUSE_LIMIT = 120.0  # seconds the pause_before_commit test hook waits at most
 
 
 class JobCancelled(BgixError):
@@ -62,13 +68,32 @@ def _start_record(catalog: Catalog, spec: JobSpec) -> JobRecord | None:
                                      error=None))
 
 
-def run_job(spec: JobSpec | Mapping[str, Any],
-            spark: SparkSession | None = None) -> Snapshot | PaimonCommitted | None:
+@dataclass
+class _Build:
+    """How far one build got, for the cleanup of a failure."""
+
+    source: TableSource | None = None
+    plan: BuildPlan | None = None
+    written: list[pa.RecordBatch] | None = None   # records of files written and not yet committed
+    phases: list[tuple[str, float]] = field(default_factory=list)
+    _last: float = field(default_factory=time.monotonic)
+
+    def done(self, phase: str) -> None:
+        t = time.monotonic()
+        self.phases.append((phase, t - self._last))
+        self._last = t
+
+    def timing(self) -> str:
+        return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.phases)
+
+
+def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None) -> Any:
     """Run one build to its commit; updates the job record (running → succeeded/failed/cancelled).
 
     `spec` is a JobSpec or its JSON form (JobSpec.from_dict).
-    Returns the committed snapshot (or the unchanged current one when there was nothing to do); for a
-    Paimon table a PaimonCommitted naming the new Paimon snapshot.
+    Returns what the table's source committed: a catalog Snapshot for plain tables (or the unchanged current
+    one when there was nothing to do), for a Paimon table a PaimonCommitted naming the new Paimon snapshot;
+    None when the job had ended before it started. Either has `id` and `summary()`.
     Raises the failure after recording it: BgixError subclasses (InvalidOptionError, RowIdError,
     CommitConflictError, BuildInProgressError, …) or anything a worker raised.
     """
@@ -77,103 +102,112 @@ def run_job(spec: JobSpec | Mapping[str, Any],
     catalog = open_catalog(spec)
     if _start_record(catalog, spec) is None:
         return None
+    build = _Build()
     try:
-        snap = _build(catalog, spec, spark)
+        result, message = _build(catalog, spec, spark, build)
     except BaseException as exc:
         state = "cancelled" if isinstance(exc, (JobCancelled, KeyboardInterrupt)) else "failed"
-        _cleanup_quietly(catalog, spec)
+        _cleanup_quietly(build, spec)
         catalog.update_job(spec.job_id, state=state, finished_at=now(),
                            error=f"{type(exc).__name__}: {exc}")
         raise
-    if isinstance(snap, PaimonCommitted) and not snap.files:
-        catalog.write_progress(spec.job_id, {"message": NOTHING_TO_BUILD})
+    if message is not None:
+        catalog.write_progress(spec.job_id, {"message": message})  # a succeeded job must say it built nothing
     catalog.update_job(spec.job_id, state="succeeded", finished_at=now(),
-                       snapshot_id=None if snap is None else snap.id)
-    return snap
+                       snapshot_id=None if result is None else result.id)
+    return result
 
 
-def _cleanup_quietly(catalog: Catalog, spec: JobSpec) -> None:
-    if spec.is_paimon:  # build_paimon deletes its own uncommitted files
+def _cleanup_quietly(build: _Build, spec: JobSpec) -> None:
+    """Files this job wrote and no commit references go now (the source knows where they are)."""
+    if build.source is None:
         return
-    # Our partial files go now; if this process dies instead, the next run's garbage collection takes them.
+    written = None if build.written is None else pa.Table.from_batches(build.written, schema=RESULT_SCHEMA)
     try:
-        catalog.storage.delete(catalog.job_index_dir(spec.table, spec.index_column, spec.job_id), recursive=True)
+        build.source.abort_build(build.plan, written, spec)
     except Exception:
         log.warning("could not remove partial files of job %s", spec.job_id, exc_info=True)
 
 
-def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None) -> Snapshot | PaimonCommitted | None:
-    options = spec.options
-    table = catalog.get_table(spec.table)
-    spec.check_table(table)
+def _open_source(catalog: Catalog, spec: JobSpec) -> TableSource:
+    """The table's source, once the spec is known to fit the table (its kind and its kind's rules).
+
+    Raises:
+        TableNotFoundError; InvalidOptionError.
+    """
+    table: Table = catalog.get_table(spec.table)
+    if (spec.table_format or table.format) != table.format:
+        raise InvalidOptionError(f"table {table.name!r} has format {table.format!r} but the job spec says "
+                                 f"table_format {spec.table_format!r}")
+    check_spec(replace(spec, table_format=table.format))
+    source = open_source(catalog, table)
+    source.check_table(spec)
+    return source
+
+
+def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _Build) -> tuple[Any, str | None]:
+    """plan → tasks → worker → commit, through the table's source. Returns (what was committed, the
+    message of a build that had nothing to do)."""
+    source = _open_source(catalog, spec)
     column = spec.index_column
     if not spec.test_hooks.get("skip_active_check"):
-        catalog.check_no_active_build(table.name, column, except_job=spec.job_id)
-    catalog.reap_dead_jobs(table.name, column)
-    if spec.is_paimon:  # the Paimon table's own index: planned, read and committed through the adapter
-        return build_paimon(catalog, spec, table, spark)
-    removed = catalog.collect_garbage(table.name, column, keep_job=spec.job_id)
-    if removed:
-        log.info("removed %d unreferenced index file(s)", len(removed))
-    plan = make_plan(catalog, table, column, options, spec.partitions)
-    log.info("job %s: %d file(s) to read, %d range(s), %d row(s)", spec.job_id, len(plan.files),
-             len(plan.ranges), plan.rows)
-    progress = Progress(catalog, spec.job_id, plan.range_rows)
-    if not plan.ranges and not options.rebuild:
-        progress.finished = True  # nothing to index: the job is done as soon as staleness is recorded
+        catalog.check_no_active_build(spec.table, column, except_job=spec.job_id)
+    catalog.reap_dead_jobs(spec.table, column)
+    build.source = source
+    plan = build.plan = source.plan_build(spec)
+    build.done("open and plan")
+    use_spark = spec.engine != "local" and plan.tasks > 0
+    if use_spark:  # a build with nothing to do starts no JVM
+        spark = spark or build_session(plan, spec.spark_master, spec.spark_conf)
+        plan = build.plan = source.fit_plan(plan, parallelism(spec.spark_master, spark))
+        build.done("Spark session")
+    log.info("job %s: %d task(s), %d range(s), %d row id(s) to index", spec.job_id, plan.tasks,
+             len(plan.ranges), sum(plan.task_rows))
+    progress = Progress(catalog, spec.job_id, plan.progress_rows)
+    if plan.message is not None:
+        progress.finished = True  # nothing to index: done as soon as the source recorded what it must
         progress.flush(force=True)
-        snap, message = _commit_staleness(catalog, plan, bool(spec.partitions))
-        catalog.write_progress(spec.job_id, {"message": message})  # a succeeded job must say it built nothing
-        return snap
+        outcome = source.commit_build(plan, RESULT_SCHEMA.empty_table(), spec)
+        return outcome.result, outcome.message
     progress.flush(force=True)
-    out_dir = catalog.job_index_dir(table.name, column, spec.job_id)
-    if spec.engine == "local" or not plan.files:
-        kt = local_key_type(catalog.storage, plan) if plan.files else None
-        ctx = plan.worker_context(catalog.storage, kt.spelling if kt else "string", out_dir, spec.test_hooks)
-        written = run_local(catalog.storage, plan, ctx, progress)
-    elif spec.scan == "direct":
-        spark = spark or spark_session(spec.spark_master, spec.spark_conf)
-        kt = local_key_type(catalog.storage, plan)
-        ctx = plan.worker_context(catalog.storage, kt.spelling, out_dir, spec.test_hooks)
-        written = run_spark_direct(spark, plan, ctx, progress, job_group=f"bgix-{spec.job_id}")
+    build.written = []
+    group, what = f"bgix-{spec.job_id}", f"{spec.table}.{column}"
+    if not use_spark:
+        written = run_local(plan, progress, build.written)
+    elif spec.scan == "spark" and plan.spark_scan is not None:
+        assert spark is not None
+        df = spark_frame(spark, plan.spark_scan)
+        plan = build.plan = _with_key_type(plan, spark_key_type(df, column))
+        written = run_spark_scan(spark, plan, df, progress, group, what)
     else:
-        spark = spark or spark_session(spec.spark_master, spec.spark_conf)
-        df = spark_frame(spark, plan)
-        kt = spark_key_type(df)
-        ctx = plan.worker_context(catalog.storage, kt.spelling, out_dir, spec.test_hooks, ids_in_rows=True)
-        written = run_spark(spark, plan, df, ctx, progress, job_group=f"bgix-{spec.job_id}")
+        assert spark is not None
+        written = run_spark_direct(spark, plan, progress, group, what)
+    build.written = written.to_batches()
+    build.done("tasks")
     log.info("job %s: %d index file(s) written", spec.job_id, written.num_rows)
-    key_type = kt.spelling if kt else (plan.previous.key_type if plan.previous else "string")
-    snap = next_snapshot(plan, key_type, written, catalog.storage, spec.job_id, spec.index_type)
-    committed = catalog.commit(table.name, column, plan.previous.id if plan.previous else None, snap)
+    _pause_before_commit(spec.test_hooks)
+    build.written = None   # from here the commit cleans up after itself (it knows what it referenced)
+    outcome = source.commit_build(plan, written, spec)
+    build.done("commit")
+    log.info("job %s: committed (%s)", spec.job_id, build.timing())
     progress.finished = True
     progress.flush(force=True)
-    return committed
+    return outcome.result, outcome.message
 
 
-_BUDGET_KEY = "bitmap-index.fallback-scan-max-size"
+def _with_key_type(plan: BuildPlan, key_type: Any) -> BuildPlan:
+    return replace(plan, columns={c: key_type.spelling for c in plan.columns})
 
 
-def _commit_staleness(catalog: Catalog, plan: BuildPlan, selected: bool) -> tuple[Snapshot | None, str]:
-    """Nothing new to index: commit only if the staleness verdict or the scan budget (a query-time option,
-    the one option an existing index takes without a rebuild) changed. Returns the snapshot and what the
-    job did, for its record."""
-    prev = plan.previous
-    if prev is None:
-        return None, "nothing to build: no rows to index" + (" in the selected partitions" if selected else "")
-    notes = []
-    changes: dict[str, object] = {}
-    if prev.stale != bool(plan.stale_files) or prev.stale_files != plan.stale_files:
-        changes.update(stale=bool(plan.stale_files), stale_files=plan.stale_files)
-        notes.append(f"staleness recorded ({len(plan.stale_files)} data file(s) rewritten or removed)")
-    budget = plan.options.to_dict()[_BUDGET_KEY]
-    if prev.options.get(_BUDGET_KEY) != budget:
-        changes["options"] = {**prev.options, _BUDGET_KEY: budget}
-        notes.append(f"{_BUDGET_KEY} set to {budget}")
-    message = NOTHING_TO_BUILD + "".join(f"; {n}" for n in notes)
-    if not changes:
-        return prev, message
-    return catalog.commit(prev.table, prev.column, prev.id, replace(prev, **changes)), message
+def _pause_before_commit(hooks: dict[str, Any]) -> None:
+    """Test hook: announce DIR/ready, wait for DIR/go (lets a test commit as another writer meanwhile)."""
+    where = hooks.get("pause_before_commit")
+    if not where:
+        return
+    Path(where, "ready").write_text(str(os.getpid()))
+    deadline = time.monotonic() + _PAUSE_LIMIT
+    while not Path(where, "go").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def parse_spec(raw: Mapping[str, Any]) -> JobSpec:

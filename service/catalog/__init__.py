@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from service.catalog.catalog import Catalog
-from service.catalog.errors import (
+from service.catalog.catalog_errors import (
     BuildInProgressError,
     CatalogError,
     CommitConflictError,

@@ -15,24 +15,21 @@ from typing import Any
 from index_format.errors import InvalidOptionError, PathNotAllowedError
 from index_format.sidecar import SIDECAR_SUFFIX
 from index_format.storage import Storage, is_absolute_location, is_under
-from service.catalog import layout
+from service.catalog import warehouse_layout
 from service.catalog.documents import dumps, files_doc_of, job_of, read_doc, table_of
-from service.catalog.errors import (
+from service.catalog.catalog_errors import (
     BuildInProgressError,
     CommitConflictError,
     CorruptDocumentError,
-    DataFileError,
     IndexNotFoundError,
     JobNotFoundError,
     LocationNotAllowedError,
     TableExistsError,
     TableNotFoundError,
-    UnsupportedOperationError,
 )
 from service.catalog.liveness import job_process_alive
-from service.catalog.model import FORMATS, PAIMON, DataFile, JobRecord, Snapshot, Table, UnreadableFile, now
+from service.catalog.model import FORMATS, DataFile, JobRecord, Snapshot, Table, UnreadableFile, now
 from service.catalog.rowid_map import merge_scan
-from service.catalog.scan import hive_keys, list_data_files, read_schema, relative_dir
 
 log = logging.getLogger("bgix.catalog")
 
@@ -45,29 +42,33 @@ class Catalog:
 
     # -- tables ----------------------------------------------------------------------------------
     def put_table(self, t: Table) -> Table:
-        """Register a table. Re-registering the identical definition returns the stored one.
+        """Register a table (check_table first). Re-registering the identical definition returns the stored
+        one. What a table's kind checks (service.tables register_table) comes before this.
 
         Raises:
             TableExistsError: a different definition is registered under the name.
-            InvalidOptionError: unknown format or bad name.
-            PathNotAllowedError, LocationNotAllowedError: see check_location.
-            InvalidTableError: a 'paimon' table whose location is not a row-tracking Paimon table.
+            As check_table.
         """
-        layout.check_name("table", t.name)
-        if t.format not in FORMATS:
-            raise InvalidOptionError(f"table format {t.format!r} is not one of {list(FORMATS)}")
-        layout.check_partition_columns(t.partition_columns)
-        t = replace(t, location=self.check_location(t.location))
-        if t.format == PAIMON:
-            self._check_paimon(t, self.storage.storage_options)
-        else:
-            self._check_partition_layout(t)
-        if self.storage.write_if_absent(layout.table_json(t.name), dumps(t.to_dict())):
+        t = self.check_table(t)
+        if self.storage.write_if_absent(warehouse_layout.table_json(t.name), dumps(t.to_dict())):
             return t
         existing = self.get_table(t.name)
         if existing.same_definition(t):
             return existing
         raise TableExistsError(f"table {t.name!r} already exists with a different definition")
+
+    def check_table(self, t: Table) -> Table:
+        """`t` with its location resolved, after the checks of every table kind.
+
+        Raises:
+            InvalidOptionError: unknown format, bad name or partition column names.
+            PathNotAllowedError, LocationNotAllowedError: see check_location.
+        """
+        warehouse_layout.check_name("table", t.name)
+        if t.format not in FORMATS:
+            raise InvalidOptionError(f"table format {t.format!r} is not one of {list(FORMATS)}")
+        warehouse_layout.check_partition_columns(t.partition_columns)
+        return replace(t, location=self.check_location(t.location))
 
     def check_location(self, location: str) -> str:
         """The resolved table location: an absolute path or fsspec URL under the storage roots, outside
@@ -82,7 +83,7 @@ class Catalog:
             raise PathNotAllowedError(f"location {location!r} must be an absolute path or an fsspec URL")
         try:
             resolved = self.storage.resolve(location)
-            managed = [self.storage.resolve(d) for d in (layout.tables_dir(), layout.jobs_dir())]
+            managed = [self.storage.resolve(d) for d in (warehouse_layout.tables_dir(), warehouse_layout.jobs_dir())]
         except PathNotAllowedError as exc:
             raise LocationNotAllowedError(str(exc)) from exc
         warehouse = self.storage.root.rstrip("/")
@@ -98,41 +99,9 @@ class Catalog:
                     f"location {location!r} lies inside the catalog directory {d!r} of the warehouse")
         return resolved
 
-    def _check_partition_layout(self, t: Table) -> None:
-        """Partition columns must be the hive levels (`col=value`) of the data files already there, in
-        order; otherwise every file would fail the scan. An empty location is not checked.
-
-        Raises:
-            InvalidOptionError: naming the column and a file whose path lacks it.
-        """
-        if not t.partition_columns:
-            return
-        for path in list_data_files(self.storage, t.location, t.format):
-            keys = [k for k in hive_keys(relative_dir(t.location, path)) if k in t.partition_columns]
-            if keys == t.partition_columns:
-                continue
-            missing = [c for c in t.partition_columns if c not in keys]
-            if missing:
-                raise InvalidOptionError(
-                    f"partition column {missing[0]!r} is not a directory level ({missing[0]}=value) of data file "
-                    f"{path!r} under the location")
-            raise InvalidOptionError(
-                f"partition columns {t.partition_columns} are not in the order of the directory levels {keys} "
-                f"of data file {path!r}")
-
-    @staticmethod
-    def _check_paimon(t: Table, storage_options: dict[str, Any]) -> None:
-        """A Paimon table brings its own row ids (`_ROW_ID`) and partitions; the location must open as one."""
-        if t.row_id_column is not None or t.partition_columns:
-            raise InvalidOptionError(
-                "a Paimon table takes its row ids (_ROW_ID) and partition keys from Paimon: "
-                "give neither row_id_column nor partition_columns")
-        from service.catalog.paimon import open_paimon_table  # loads pypaimon only when needed
-        open_paimon_table(t.location, storage_options=storage_options)
-
     def get_table(self, name: str) -> Table:
         """Raises TableNotFoundError; CorruptDocumentError when its table.json does not parse."""
-        t = read_doc(self.storage, layout.table_json(name), table_of)
+        t = read_doc(self.storage, warehouse_layout.table_json(name), table_of)
         if t is None:
             raise TableNotFoundError(f"table {name!r} not found")
         return t
@@ -144,10 +113,10 @@ class Catalog:
     def scan_tables(self) -> tuple[list[Table], dict[str, CorruptDocumentError]]:
         """(readable tables by name, {name: error} of tables whose table.json is corrupt)."""
         out, broken = [], {}
-        for p in self.storage.list(layout.tables_dir()):
+        for p in self.storage.list(warehouse_layout.tables_dir()):
             name = p.rstrip("/").rsplit("/", 1)[-1]
             try:
-                t = read_doc(self.storage, layout.table_json(layout.check_name("table", name)), table_of)
+                t = read_doc(self.storage, warehouse_layout.table_json(warehouse_layout.check_name("table", name)), table_of)
             except InvalidOptionError:  # not a directory the catalog made
                 continue
             except CorruptDocumentError as exc:
@@ -162,26 +131,9 @@ class Catalog:
         """Forget the table and delete its indexes (never its data files). Works on a table whose
         table.json is corrupt: dropping is how an operator cleans one up, and only the catalog's own
         directory is deleted."""
-        if not self.storage.exists(layout.table_json(name)):
+        if not self.storage.exists(warehouse_layout.table_json(name)):
             raise TableNotFoundError(f"table {name!r} not found")
-        self.storage.delete(layout.table_dir(name), recursive=True)
-
-    def source_columns(self, name: str) -> list[str] | None:
-        """Column names of the table's data files (schema of the first file in row-id order, plus the
-        partition columns), or None while the location holds no data file. Reads one footer only."""
-        t = self.get_table(name)
-        if t.format == PAIMON:  # the schema's fields (the partition keys among them)
-            from service.catalog.paimon import open_paimon_table
-            pt = open_paimon_table(t.location, storage_options=self.storage.storage_options)
-            return [str(n) for n in pt.table.field_names]
-        for path in list_data_files(self.storage, t.location, t.format):
-            try:
-                schema = read_schema(self.storage, path, t.format)
-            except (DataFileError, FileNotFoundError) as exc:  # a broken or vanished file: try the next
-                log.warning("table %r: skipping %s", name, exc)
-                continue
-            return [*schema.names, *(c for c in t.partition_columns if c not in schema.names)]
-        return None
+        self.storage.delete(warehouse_layout.table_dir(name), recursive=True)
 
     # -- the row-id map --------------------------------------------------------------------------
     def _files_doc(self, table: str) -> tuple[int, dict[str, Any] | None]:
@@ -190,11 +142,11 @@ class Catalog:
         Raises:
             CorruptDocumentError: the current map does not parse (ids cannot be handed out safely).
         """
-        versions = [layout.snapshot_id_from_name(p) for p in self.storage.list(layout.files_dir(table))]
+        versions = [warehouse_layout.snapshot_id_from_name(p) for p in self.storage.list(warehouse_layout.files_dir(table))]
         ok = sorted(v for v in versions if v is not None)
         if not ok:
             return 0, None
-        return ok[-1], read_doc(self.storage, layout.files_json(table, ok[-1]), files_doc_of)
+        return ok[-1], read_doc(self.storage, warehouse_layout.files_json(table, ok[-1]), files_doc_of)
 
     def data_files(self, table: str) -> list[DataFile]:
         """The persisted row-id map (live files, ascending first_row_id); scans once if never scanned."""
@@ -226,26 +178,24 @@ class Catalog:
         out the same ids twice: the loser re-reads the winner's map and merges again.
         """
         t = self.get_table(table)
-        if t.format == PAIMON:  # Paimon assigns the ids (_ROW_ID); a bgix row-id map would contradict them
-            raise UnsupportedOperationError(f"table {table!r} is a Paimon table: its data files come from Paimon")
         for _ in range(attempts):
             version, doc = self._files_doc(table)
             live, new_doc = merge_scan(self.storage, t, doc)
             if doc is not None and all(new_doc[k] == [x.to_dict() for x in doc[k]]
                                        for k in ("files", "retired", "unreadable")):
                 return live
-            if self.storage.write_if_absent(layout.files_json(table, version + 1), dumps(new_doc)):
+            if self.storage.write_if_absent(warehouse_layout.files_json(table, version + 1), dumps(new_doc)):
                 return live
         raise CommitConflictError(f"table {table!r}: the row-id map kept changing under {attempts} scans")
 
     # -- snapshots -------------------------------------------------------------------------------
     def snapshot_ids(self, table: str, column: str) -> list[int]:
-        ids = (layout.snapshot_id_from_name(p) for p in self.storage.list(layout.snapshots_dir(table, column)))
+        ids = (warehouse_layout.snapshot_id_from_name(p) for p in self.storage.list(warehouse_layout.snapshots_dir(table, column)))
         return sorted(i for i in ids if i is not None)
 
     def get_snapshot(self, table: str, column: str, snapshot_id: int) -> Snapshot:
         """Raises IndexNotFoundError; CorruptDocumentError when the snapshot document does not parse."""
-        snap = read_doc(self.storage, layout.snapshot_json(table, column, snapshot_id), Snapshot.from_dict)
+        snap = read_doc(self.storage, warehouse_layout.snapshot_json(table, column, snapshot_id), Snapshot.from_dict)
         if snap is None:
             raise IndexNotFoundError(f"index on {table}.{column} has no snapshot {snapshot_id}")
         return snap
@@ -271,7 +221,7 @@ class Catalog:
         one broken column must not take the table's other indexes down."""
         self.get_table(table)
         out, broken = [], {}
-        for p in self.storage.list(layout.indexes_dir(table)):
+        for p in self.storage.list(warehouse_layout.indexes_dir(table)):
             column = p.rstrip("/").rsplit("/", 1)[-1]
             try:
                 snap = self.current_snapshot(table, column)
@@ -300,7 +250,7 @@ class Catalog:
         new_id = (expected_snapshot_id or 0) + 1
         stored = replace(snapshot, id=new_id, parent_id=expected_snapshot_id, table=table, column=column,
                          created_at=now())
-        if not self.storage.write_if_absent(layout.snapshot_json(table, column, new_id), dumps(stored.to_dict())):
+        if not self.storage.write_if_absent(warehouse_layout.snapshot_json(table, column, new_id), dumps(stored.to_dict())):
             raise CommitConflictError(f"index {table}.{column}: snapshot {new_id} was committed by another writer")
         return stored
 
@@ -309,14 +259,14 @@ class Catalog:
         whose current snapshot is corrupt can still be dropped."""
         if not self.snapshot_ids(table, column):
             raise IndexNotFoundError(f"table {table!r} has no index on column {column!r}")
-        self.storage.delete(layout.index_root(table, column), recursive=True)
+        self.storage.delete(warehouse_layout.index_root(table, column), recursive=True)
 
     def index_dir(self, table: str, column: str) -> str:
         """Resolved directory under which the index files of (table, column) are written."""
-        return self.storage.resolve(layout.data_dir(table, column))
+        return self.storage.resolve(warehouse_layout.data_dir(table, column))
 
     def job_index_dir(self, table: str, column: str, job_id: str) -> str:
-        return self.storage.resolve(layout.job_data_dir(table, column, job_id))
+        return self.storage.resolve(warehouse_layout.job_data_dir(table, column, job_id))
 
     def referenced_files(self, table: str, column: str) -> set[str]:
         """Resolved paths of index files named by any retained snapshot, and of the range sidecars written
@@ -351,12 +301,12 @@ class Catalog:
 
     # -- jobs ------------------------------------------------------------------------------------
     def put_job(self, job: JobRecord) -> JobRecord:
-        self.storage.write_atomic(layout.job_json(job.id), dumps(job.to_dict()))
+        self.storage.write_atomic(warehouse_layout.job_json(job.id), dumps(job.to_dict()))
         return job
 
     def get_job(self, job_id: str) -> JobRecord:
         """Raises JobNotFoundError; CorruptDocumentError when the record does not parse."""
-        job = read_doc(self.storage, layout.job_json(job_id), job_of)
+        job = read_doc(self.storage, warehouse_layout.job_json(job_id), job_of)
         if job is None:
             raise JobNotFoundError(f"job {job_id!r} not found")
         return job
@@ -368,7 +318,7 @@ class Catalog:
     def scan_jobs(self) -> tuple[list[JobRecord], dict[str, CorruptDocumentError]]:
         """(readable job records oldest first, {job id: error} of records that do not parse)."""
         out, broken = [], {}
-        for p in self.storage.list(layout.jobs_dir()):
+        for p in self.storage.list(warehouse_layout.jobs_dir()):
             name = p.rstrip("/").rsplit("/", 1)[-1]
             if name.endswith(".json") and not name.startswith("."):
                 try:

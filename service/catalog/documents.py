@@ -1,7 +1,7 @@
 """Catalog JSON documents: how they are written, read one by one, and parsed into model objects.
 
 A document that does not parse is a CorruptDocumentError naming it, so only what needs it fails.
-Imports index_format.storage and service.catalog.errors/model only.
+Imports index_format.storage and service.catalog.catalog_errors/model only.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from index_format.storage import Storage
-from service.catalog.errors import CorruptDocumentError
+from service.catalog.catalog_errors import CorruptDocumentError
 from service.catalog.model import DataFile, JobRecord, Table, UnreadableFile
 
 T = TypeVar("T")

@@ -35,7 +35,7 @@ from index_format.global_index.reader import IndexReader
 from index_format.keys import deserialize_key, prefix_upper_bound, sort_keys_of_bytes
 from index_format.storage import Storage
 from index_format.types import KeyType
-from service.catalog import layout
+from service.catalog import warehouse_layout
 from service.catalog.scan import RangeFile
 
 log = logging.getLogger(__name__)
@@ -93,10 +93,10 @@ def stats_key(kt: KeyType, files: Sequence[StatsFile], dead: BitMap64 | None) ->
 
 def stats_dir(table: str, column: str) -> str:
     try:
-        return f"{layout.index_root(table, column)}/stats"
+        return f"{warehouse_layout.index_root(table, column)}/stats"
     except InvalidOptionError:   # a Paimon column name that is no safe directory name
         digest = hashlib.blake2b(column.encode(), digest_size=8).hexdigest()
-        return f"{layout.indexes_dir(table)}/_stats-{digest}/stats"
+        return f"{warehouse_layout.indexes_dir(table)}/_stats-{digest}/stats"
 
 
 # ---- loading and computing -----------------------------------------------------------------------------

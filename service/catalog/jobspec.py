@@ -13,11 +13,8 @@ from typing import Any
 
 from index_format.errors import InvalidOptionError
 from index_format.options import IndexOptions, given_options, option_error, parse_options
-from index_format.storage import Storage
-from service.catalog import layout
-from service.catalog.model import Table
-from service.catalog.partitions import check_matches, parse_partitions, select_files
-from service.catalog.scan import list_data_files, parse_partition, relative_dir
+from service.catalog import warehouse_layout
+from service.catalog.partitions import parse_partitions
 
 log = logging.getLogger("bgix.jobspec")
 INDEX_TYPES = ("bitmap",)
@@ -48,7 +45,7 @@ def check_column_names(column: str, *, several: bool) -> str:
         raise InvalidOptionError(f"index_column {column!r} names no column")
     if not several or "," not in column:
         return check_column_name(column)
-    names = [layout.check_name("column", c.strip()) for c in column.split(",")]
+    names = [warehouse_layout.check_name("column", c.strip()) for c in column.split(",")]
     if len(names) > MAX_COLUMNS:
         raise InvalidOptionError(f"index_column names {len(names)} columns; one build indexes at most "
                                  f"{MAX_COLUMNS}")
@@ -65,7 +62,7 @@ def check_column_name(column: str) -> str:
     """
     if "," in column:
         raise InvalidOptionError(f"index_column {column!r}: bitmap indexes take exactly one column")
-    return layout.check_name("column", column)
+    return warehouse_layout.check_name("column", column)
 
 
 @dataclass(frozen=True)
@@ -86,15 +83,18 @@ class JobSpec:
                        max-parallelism) whose Python worker reads its file slices with pyarrow through
                        Storage; "spark": Spark scans the files (Parquet: _metadata.file_path/row_index, or
                        the row_id_column) and streams (key, row id) batches into mapInArrow
-      table_format     the registered table's format; "paimon" builds the Paimon table's own bitmap global
-                       indexes (committed as a Paimon snapshot) and accepts a comma list of columns
+      table_format     the registered table's format (data: service.tables picks the table's source by it,
+                       and the kind's spec rules: service.tables.check_spec); Paimon tables build the
+                       table's own bitmap global indexes (one Paimon snapshot) and accept a comma list of
+                       columns
       test_hooks       tests only: {"fail_after_files": n} makes a worker raise after writing n index
                        files; {"sleep_per_batch": s} slows every batch down; {"skip_active_check": true}
                        lets two jobs race to the commit (CAS tests);
-                       {"pause_before_commit": DIR} (Paimon) writes DIR/ready, then waits for DIR/go
+                       {"pause_before_commit": DIR} writes DIR/ready before the commit, then waits for DIR/go
 
     Raises (on construction):
-        InvalidOptionError: a required field is missing, or any field is invalid.
+        InvalidOptionError: a required field is missing, or any field is invalid (the rules of the table's
+            kind are service.tables.check_spec's).
     """
 
     job_id: str
@@ -117,15 +117,12 @@ class JobSpec:
         missing = [k for k in _REQUIRED if not getattr(self, k)]
         if missing:
             raise InvalidOptionError(f"job spec lacks {missing}")
-        layout.check_name("job", self.job_id)
+        warehouse_layout.check_name("job", self.job_id)
         options = parse_options(self.options)
         options.writable_compression()  # lzo is read-only (spec §7.1): refuse now, not mid-build
-        if options.rebuild and self.table_format == "paimon":  # refused now, not when the job runs
-            raise option_error("rebuild", "option 'rebuild' is not supported for Paimon tables "
-                                          "(drop the index first, then build it again)")
         normalized = {
             "index_type": check_index_type(self.index_type),
-            "index_column": check_column_names(self.index_column, several=self.is_paimon),
+            "index_column": check_column_names(self.index_column, several=True),
             "options": options,
             "partitions": parse_partitions(self.partitions),
             "storage_options": dict(self.storage_options or {}),
@@ -141,12 +138,8 @@ class JobSpec:
             raise InvalidOptionError(f"scan {self.scan!r} is not one of {list(SCANS)}")
 
     @property
-    def is_paimon(self) -> bool:
-        return self.table_format == "paimon"
-
-    @property
     def columns(self) -> list[str]:
-        """The indexed columns (one, or for Paimon tables possibly several)."""
+        """The indexed columns (one, or where the table kind allows, several)."""
         return self.index_column.split(",")
 
     @classmethod
@@ -175,25 +168,6 @@ class JobSpec:
     def public_dict(self) -> dict[str, Any]:
         """`to_dict()` without credentials: what a job record keeps."""
         return {k: v for k, v in self.to_dict().items() if k not in _SECRETS}
-
-    def check_table(self, table: Table) -> None:
-        """The checks that need the table's definition: the column holds data, the partitions exist.
-
-        Raises:
-            InvalidOptionError: a partition column is indexed (its value lives in the directory names),
-                or `partitions` names keys the table is not partitioned by.
-        """
-        if table.format == "paimon":  # the Paimon adapter validates columns and partitions (build job, API)
-            if not self.is_paimon:
-                raise InvalidOptionError(f"table {table.name!r} is a Paimon table but the job spec says "
-                                         f"table_format {self.table_format!r}")
-            return
-        if self.is_paimon:
-            raise InvalidOptionError(f"table {table.name!r} is not a Paimon table")
-        if self.index_column in table.partition_columns:
-            raise InvalidOptionError(f"column {self.index_column!r} is a partition column of {table.name!r}; "
-                                     "its value lives in the directory names, not in the data files")
-        select_files([], table, self.partitions)
 
 
 def index_options_of(recorded: Mapping[str, Any], column: str) -> IndexOptions:
@@ -242,21 +216,3 @@ def check_options_match(current: IndexOptions, wanted: IndexOptions, column: str
         raise option_error(diffs[0][0], f"the index on column {column!r} was built with other options ({listed}); "
                                         "an incremental build cannot change them: pass rebuild=true to rebuild "
                                         "the index with the new options, or leave them out to keep the index's")
-
-
-def check_partitions_match(storage: Storage, table: Table, partitions: list[dict[str, str]]) -> None:
-    """Refuse a partition selection with a spec that matches no data file now (a typo, or a partition not
-    written yet): the build would succeed having built nothing. Lists the location; reads no file.
-
-    Raises:
-        InvalidOptionError: naming the specs that match nothing.
-    """
-    if not partitions or table.format == "paimon":
-        return
-    found = []
-    for path in list_data_files(storage, table.location, table.format):
-        try:
-            found.append(parse_partition(relative_dir(table.location, path), table.partition_columns))
-        except Exception:  # noqa: BLE001 - outside the partition layout: the build skips it too
-            continue
-    check_matches(partitions, found, table.name)

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from index_format.errors import InvalidOptionError
 from index_format.options import shown
-from service.catalog.errors import DataFileError
+from service.catalog.catalog_errors import DataFileError
 from service.catalog.model import DataFile, Table, UnreadableFile
 
 

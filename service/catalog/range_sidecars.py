@@ -23,7 +23,7 @@ from index_format.sidecar import SIDECAR_SUFFIX
 from index_format.sidecar.derive import MAX_ROWS, derive_sidecar
 from index_format.storage import Storage
 from index_format.types import KeyType
-from service.catalog import layout
+from service.catalog import warehouse_layout
 
 log = logging.getLogger("bgix.sidecars")
 
@@ -101,7 +101,7 @@ class Sidecars:
         with self._lock:
             if key in self._pending or key in self._failed:
                 return None
-        target = layout.derived_sidecar(*key)
+        target = warehouse_layout.derived_sidecar(*key)
         try:
             size = self.storage.size(target)
         except FileNotFoundError:

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 from index_format.storage import Storage
-from service.catalog.errors import DataFileError, RowIdError
+from service.catalog.catalog_errors import DataFileError, RowIdError
 from service.catalog.model import DataFile, Table, UnreadableFile, now
 from service.catalog.scan import count_rows, file_stat, list_data_files, parse_partition, relative_dir
 

@@ -21,7 +21,7 @@ import pyarrow as pa
 from index_format.errors import IndexFormatError, PathNotAllowedError, StorageUnavailableError
 from index_format.storage import Storage
 from index_format.storage.paths import LOCAL, protocol_of
-from service.catalog.errors import DataFileError, RowIdError
+from service.catalog.catalog_errors import DataFileError, RowIdError
 
 # File name suffixes per format; files starting with '_' or '.' (_SUCCESS, .crc, temp files) are skipped
 # like Spark and Hive do.

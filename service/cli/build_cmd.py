@@ -14,6 +14,7 @@ from index_format.errors import BgixError
 from index_format.storage import Storage, is_absolute_location
 from service.catalog.catalog import Catalog
 from service.catalog.model import FORMATS, Table
+from service.tables import open_source, register_table
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -63,10 +64,10 @@ def run(args: argparse.Namespace) -> int:
         catalog = Catalog(Storage(args.warehouse, roots, options))
         if args.location:
             parts = [c.strip() for c in args.partition_columns.split(",") if c.strip()]
-            catalog.put_table(Table(args.table, args.location, args.format, parts, args.row_id_column))
+            register_table(catalog, Table(args.table, args.location, args.format, parts, args.row_id_column))
         table = catalog.get_table(args.table)
         if args.drop:
-            catalog.drop_index(table.name, args.column)
+            open_source(catalog, table).drop_index(args.column)
             print(json.dumps({"dropped": f"{table.name}.{args.column}"}))
             return 0
         if table.location not in roots:

@@ -127,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _paimon_sample(warehouse: Path, rows: int, commits: int) -> tuple[Path, bool]:
-    from service.catalog.paimon.sample import PARTITION_KEY, is_current_sample, write_sample_table
+    from service.demo.paimon_events import PARTITION_KEY, is_current_sample, write_sample_table
 
     location = warehouse / "paimon" / f"{PAIMON_DATABASE}.db" / TABLE
     regenerated = not is_current_sample(location, rows, commits)
@@ -138,7 +138,7 @@ def _paimon_sample(warehouse: Path, rows: int, commits: int) -> tuple[Path, bool
 
 
 def _parquet_sample(warehouse: Path, rows: int, files: int) -> tuple[Path, bool]:
-    from service.sample_data import is_current, write_events
+    from service.demo.events import is_current, write_events
 
     source = warehouse / "source" / TABLE
     regenerated = not is_current(source, rows, files)
@@ -220,7 +220,7 @@ def _run_query(http: httpx.Client, title: str, where: str) -> None:
 def _pypaimon_reads_our_index(url: str, headers: dict[str, str], location: Path, columns: list[str],
                               steps: int) -> None:
     """Paimon's own reader (pypaimon's DataEvolutionGlobalIndexScanner) answers from the files bgix committed."""
-    from service.catalog.paimon.sample import scanner_row_ids
+    from service.demo.paimon_events import scanner_row_ids
 
     print(f"[{steps}/{steps}] pypaimon's DataEvolutionGlobalIndexScanner over the index files bgix committed",
           flush=True)

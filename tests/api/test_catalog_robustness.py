@@ -14,7 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.api.app import create_app
-from service.catalog import layout
+from service.catalog import warehouse_layout
 from tests.api.helpers import TestClient, make_settings, wait_job, write_table
 from tests.factories import file_id_oracle
 
@@ -164,7 +164,7 @@ def test_corrupt_documents_fail_only_what_needs_them(tmp_path: Path) -> None:
             assert _build(client, "good", column)["state"] == "succeeded"
 
         # One column's current snapshot is corrupt: the other column still answers.
-        snaps = sorted((wh / layout.snapshots_dir("good", "age")).glob("*.json"))
+        snaps = sorted((wh / warehouse_layout.snapshots_dir("good", "age")).glob("*.json"))
         snaps[-1].write_text("{not json")
         assert _count(client, "good", "status = 'vip'") == int((df["status"] == "vip").sum())
         r = client.post("/v1/tables/good/query", json={"where": "age > 10", "result": "count"})
@@ -173,25 +173,25 @@ def test_corrupt_documents_fail_only_what_needs_them(tmp_path: Path) -> None:
         assert [i["column"] for i in listed["indexes"]] == ["status"]
 
         # A garbage table.json: the other table is still listed; the broken one is flagged and droppable.
-        (wh / layout.table_json("bad")).write_text("{not json")
+        (wh / warehouse_layout.table_json("bad")).write_text("{not json")
         body = client.get("/v1/tables").json()
         assert [t["name"] for t in body["tables"]] == ["good"] and body["count"] == 1
         [err] = body["errors"]
         assert err["name"] == "bad" and err["error"]["code"] == "corrupt_catalog_document"
-        assert str(wh / layout.table_json("bad")) in err["error"]["message"]
+        assert str(wh / warehouse_layout.table_json("bad")) in err["error"]["message"]
         r = client.get("/v1/tables/bad")
         assert r.status_code == 500
         assert r.json()["error"]["code"] == "corrupt_catalog_document", r.text
-        assert str(wh / layout.table_json("bad")) in r.json()["error"]["message"]
+        assert str(wh / warehouse_layout.table_json("bad")) in r.json()["error"]["message"]
         r = client.delete("/v1/tables/bad")
         assert r.status_code == 200, r.text
-        assert not (wh / layout.table_dir("bad")).exists()
+        assert not (wh / warehouse_layout.table_dir("bad")).exists()
         assert sorted(p.name for p in loc.iterdir()) == ["part-000.parquet", "part-001.parquet"]
         assert "errors" not in client.get("/v1/tables").json()
 
         # A corrupt job record: GET /v1/jobs lists the others, and new builds are not blocked.
         jobs_before = client.get("/v1/jobs").json()["jobs"]
-        (wh / layout.job_json("broken-job")).write_text("{not json")
+        (wh / warehouse_layout.job_json("broken-job")).write_text("{not json")
         r = client.get("/v1/jobs")
         assert r.status_code == 200, r.text
         assert [j["id"] for j in r.json()["jobs"]] == [j["id"] for j in jobs_before]
@@ -206,7 +206,7 @@ def test_corrupt_row_id_map_is_named(tmp_path: Path, content: str) -> None:
     with TestClient(create_app(settings)) as client:
         assert client.put("/v1/tables/t", json={"location": str(loc)}).status_code == 200
         assert client.get("/v1/tables/t/files").status_code == 200
-        doc = Path(settings.warehouse) / layout.files_json("t", 1)
+        doc = Path(settings.warehouse) / warehouse_layout.files_json("t", 1)
         doc.write_text(content)
         r = client.get("/v1/tables/t/files", params={"refresh": "true"})
         assert r.status_code == 500

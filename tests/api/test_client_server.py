@@ -14,7 +14,7 @@ import pytest
 from pyroaring import BitMap64
 
 from index_format.errors import BindError, ParseError, PathNotAllowedError, UnknownColumnError
-from service.catalog.errors import TableNotFoundError
+from service.catalog.catalog_errors import TableNotFoundError
 from service.client import Client, UnauthorizedError
 from tests.api.predicates import make_frame
 from tests.api.server import bgix_server

@@ -18,7 +18,7 @@ import pandas as pd
 import pyarrow.dataset as ds
 import pytest
 
-from service.sample_data import write_events
+from service.demo.events import write_events
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",

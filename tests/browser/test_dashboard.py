@@ -8,7 +8,7 @@ import pandas as pd
 import pyarrow.parquet as pq
 import pytest
 
-from service.sample_data import write_events
+from service.demo.events import write_events
 from tests.browser.conftest import wait_job
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

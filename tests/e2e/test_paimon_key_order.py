@@ -15,7 +15,7 @@ from pypaimon.globalindex.data_evolution_global_index_scanner import DataEvoluti
 
 from index_format import open_index, parse_type
 from service.api.app import create_app
-from service.catalog.paimon import list_bitmap_index_entries, open_paimon_table
+from service.tables.paimon import list_bitmap_index_entries, open_paimon_table
 from tests.api.helpers import TestClient, make_settings, wait_job
 from tests.unit.catalog.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
 

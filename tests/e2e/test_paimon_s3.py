@@ -5,7 +5,7 @@ local[2] (what the job process runs, without a second Spark start-up).
 
 pypaimon reaches S3 through its PyArrowFileIO (pyarrow's S3FileSystem, configured by the catalog options
 fs.s3.endpoint / fs.s3.accessKeyId / fs.s3.accessKeySecret / fs.s3.region / fs.s3.path-style-access); bgix
-derives those from its fsspec storage options (service.catalog.paimon.table.catalog_options_for).
+derives those from its fsspec storage options (service.tables.paimon.table.catalog_options_for).
 
 The judge is pypaimon, configured here with its own option names (never through bgix's mapping): it creates
 and writes the table on S3, reads `[column, _ROW_ID]` (the oracle) and scans the committed bitmap global
@@ -30,8 +30,8 @@ from index_format.storage import Storage
 from service.api.app import create_app
 from service.build_job.main import run_job
 from service.catalog import Catalog, Table
-from service.catalog.paimon.sample import append_arrow
-from service.catalog.paimon.table import catalog_options_for
+from service.demo.paimon_events import append_arrow
+from service.tables.paimon.table import catalog_options_for
 from tests.api.helpers import TestClient, make_settings, wait_job
 from tests.e2e.test_paimon_build import _predicates
 from tests.unit.catalog.paimon.paimon_tables import ARROW_SCHEMA, DB, FULL_OPTIONS, commit_update, make_rows

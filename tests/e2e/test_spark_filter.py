@@ -11,7 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyroaring import BitMap64
 
-from service.sample_data import write_events
+from service.demo.events import write_events
 from service.spark_filter import MAX_RANGE_PREDICATES, ROW_ID_COLUMN, filter_by_row_ids, select_files, spark_filter
 from tests.api.server import bgix_server
 from tests.factories import make_parquet_table
@@ -188,7 +188,7 @@ def test_non_parquet_tables_use_their_format_and_need_a_row_id_column(spark, tmp
     and without one the helper says why instead of failing inside Spark."""
     import pyarrow.orc as orc
 
-    from service.catalog.errors import RowIdError
+    from service.catalog.catalog_errors import RowIdError
 
     pdf = pd.DataFrame({"s": ["a", "b", None, "a", "c", "a"], "rid": [40, 10, 50, 20, 30, 60]})
     files = []

@@ -10,6 +10,7 @@ from index_format.errors import InvalidOptionError
 from index_format.options import OPTION_TABLE, IndexOptions, parse_options, shown
 from service.catalog.jobspec import JobSpec, resolve_options
 from service.catalog.partitions import MAX_PARTITION_SPECS, check_matches, parse_partitions
+from service.tables import check_spec
 
 BOUNDED = [s for s in OPTION_TABLE if s.kind in ("int", "size")]
 BASE = {"job_id": "j1", "warehouse": "/wh", "table": "t", "index_column": "c"}
@@ -82,10 +83,11 @@ def test_check_matches_names_only_the_specs_that_match_nothing() -> None:
 
 def test_jobspec_refuses_bad_input_types_and_paimon_rebuild() -> None:
     for bad in ({"options": ["x"]}, {"partitions": 7}, {"index_column": "  "},
-                {"index_column": ",".join(f"c{i}" for i in range(65)), "table_format": "paimon"},
-                {"options": {"rebuild": "true"}, "table_format": "paimon"}):
+                {"index_column": ",".join(f"c{i}" for i in range(65)), "table_format": "paimon"}):
         with pytest.raises(InvalidOptionError):
             JobSpec.from_dict({**BASE, **bad})
+    with pytest.raises(InvalidOptionError):  # a rule of the table kind (service.tables.check_spec)
+        check_spec(JobSpec.from_dict({**BASE, "options": {"rebuild": "true"}, "table_format": "paimon"}))
 
 
 INDEX = IndexOptions(dictionary_block_size=256, compression="zstd", compression_level=3).to_dict()
@@ -132,7 +134,7 @@ def test_an_index_built_with_options_now_out_of_range_needs_rebuild() -> None:
 
 def test_a_plan_with_too_many_ranges_is_refused_before_writing(tmp_path: Any, monkeypatch: Any) -> None:
     from index_format.storage import Storage
-    from service.build_job import plan as plan_module
+    from service.tables.files import plan as plan_module
     from service.catalog.catalog import Catalog
     from service.catalog.model import Table
     from tests.factories import make_parquet_table

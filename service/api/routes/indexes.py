@@ -14,7 +14,6 @@ from service.api.presenters import iso
 from service.api.query_service import ColumnView
 from service.api.results import ValuesCursor
 from service.api.routes.tables import ERRORS, TableName
-from service.catalog.view_source import drop_index
 
 router = APIRouter(tags=["indexes"])
 ColumnName = Annotated[str, Path(min_length=1, max_length=256, description="Indexed column")]
@@ -38,10 +37,10 @@ def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> 
     """Remove an index (all snapshots and files of the column); the source data is untouched.
     Paimon tables: one new Paimon snapshot takes the column's bitmap global index files out of the table
     (index deletes, as Paimon's drop_global_index); the files stay for older snapshots."""
-    services.catalog.get_table(body.table)
+    source = services.query_service.sources.open(body.table)
     # A running build would commit into the dropped index and bring it back.
     services.catalog.check_no_active_build(body.table, body.index_column)
-    drop_index(services.catalog, body.table, body.index_column)
+    source.drop_index(body.index_column)
     services.query_service.forget_table(body.table)
     return schemas.Dropped(table=body.table, index_column=body.index_column)
 
@@ -65,18 +64,18 @@ def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPubli
             distinct_values=stats["distinct_values"], null_rows=stats["null_rows"],
             built_at=iso(snap.created_at), stale=bool(snap.stale or changed),
             options={str(k): str(v) for k, v in snap.options.items()},
-            key_order=_key_order(cv, view.paimon is not None)))
+            key_order=_key_order(cv, view.records_key_order)))
     errors = [schemas.IndexErrorPublic(column=column, error=schemas.ErrorBody(**describe(exc)))
               for column, exc in sorted(view.broken_columns.items())]
     return schemas.IndexesPublic(table=name, indexes=out, errors=errors)
 
 
-def _key_order(cv: ColumnView, paimon: bool) -> str | None:
-    """bgix tables record the order with the build's options; a Paimon table's writers record none, so its
-    files tell (their readers are cached; index_stats opened them already)."""
+def _key_order(cv: ColumnView, recorded: bool) -> str | None:
+    """bgix builds record the order with their options; where other writers' files make up the index (a
+    Paimon table's) none is recorded, so the files tell (their readers are cached; index_stats opened them)."""
     if cv.kt.byte_order_is_logical:  # strings, booleans: both orders are the same
         return None
-    if not paimon:
+    if recorded:
         return cv.snapshot.options.get("bgix.key-order")
     orders = {ref.open().key_order for ref in cv.index.files}
     return orders.pop() if len(orders) == 1 else "mixed"

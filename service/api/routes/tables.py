@@ -10,7 +10,6 @@ from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAu
 from service.api.error_table import describe
 from service.api.presenters import data_file_public, file_error_public, table_public
 from service.catalog.model import Table
-from service.catalog.view_source import is_paimon, refresh_source
 
 router = APIRouter(prefix="/v1/tables", tags=["tables"])
 TableName = Annotated[str, Path(pattern=schemas.TABLE_NAME_PATTERN, description="Table name")]
@@ -31,14 +30,16 @@ def register_table(name: TableName, body: schemas.TableCreate, services: Service
     """
     table = Table(name=name, location=body.location, format=body.format,
                   partition_columns=list(body.partition_columns), row_id_column=body.row_id_column)
-    stored = services.catalog.put_table(table)
+    stored = services.query_service.sources.register(table)
     services.query_service.invalidate(name)
     return _shown(services, stored)
 
 
 def _shown(services: Services, t: Table) -> schemas.TablePublic:
-    """A table's definition; a Paimon table's also shows the snapshot served (fields, indexes)."""
-    return table_public(t, services.query_service.view(t.name).paimon if is_paimon(t) else None)
+    """A table's definition, with the summary its source shows of the version served when it has one (a
+    Paimon table's snapshot: fields, indexes)."""
+    shows = services.query_service.sources.open(t).shows_summary
+    return table_public(t, services.query_service.view(t.name).summary if shows else None)
 
 
 @router.get("", response_model=schemas.TablesPublic, dependencies=[ReadAuth], responses=ERRORS,
@@ -85,11 +86,11 @@ def list_files(name: TableName, services: ServicesDep, credentials: BearerDep,
     if refresh:
         # A rescan persists a new row-id map version: a mutation, so it needs the token like PUT.
         check_token(services, credentials)
-        refresh_source(services.catalog, services.catalog.get_table(name))
+        services.query_service.sources.open(name).refresh()
         services.query_service.invalidate(name)
     view = services.query_service.view(name)
     files = sorted(view.data_files, key=lambda f: f.first_row_id)
     total = max((f.first_row_id + f.row_count for f in files), default=0)
-    errors = [] if is_paimon(view.table) else services.catalog.unreadable_files(name)
+    errors = services.query_service.sources.open(view.table).unreadable_files()
     return schemas.FilesPublic(table=name, files=[data_file_public(f) for f in files], total_rows=total,
                                errors=[file_error_public(u) for u in errors])

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from service.build_job import engines, paimon_job
+from service.build_job import engines
 from service.build_job.engines import class_data_sharing_options
 
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
@@ -127,9 +127,9 @@ def test_nothing_when_the_dir_cannot_be_made(java: Path, tmp_path: Path) -> None
 def test_spark_conf_uses_a_per_user_dir_under_tmp(java: Path, tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    opts = paimon_job.spark_conf()["spark.driver.extraJavaOptions"]
-    assert opts.startswith(paimon_job._JVM_OPTIONS + " ")
-    part = _archive(opts[len(paimon_job._JVM_OPTIONS) + 1:], "ArchiveClassesAtExit")
+    opts = engines.light_driver_conf()["spark.driver.extraJavaOptions"]
+    assert opts.startswith(engines._JVM_OPTIONS + " ")
+    part = _archive(opts[len(engines._JVM_OPTIONS) + 1:], "ArchiveClassesAtExit")
     assert part.parent == tmp_path / f"bgix-spark-cds-{os.getuid()}"
 
 
@@ -137,6 +137,6 @@ def test_spark_conf_without_cds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
-    conf = paimon_job.spark_conf()
-    assert conf["spark.driver.extraJavaOptions"] == paimon_job._JVM_OPTIONS
+    conf = engines.light_driver_conf()
+    assert conf["spark.driver.extraJavaOptions"] == engines._JVM_OPTIONS
     assert not any(tmp_path.iterdir())

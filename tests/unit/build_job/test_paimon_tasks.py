@@ -1,4 +1,4 @@
-"""Paimon build tasks cut for a parallel engine: cut_tasks (build_plan) and balance_tasks (paimon_job).
+"""Paimon build tasks cut for a parallel engine: cut_tasks (build_plan) and balance_tasks (service.tables.paimon.source).
 
 The tables are pypaimon's own; the plans are plan_build's. The properties are the documented ones: every row id
 of every column in exactly one task, cuts only between groups of files whose row ranges overlap (a data file
@@ -14,10 +14,10 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from service.build_job import paimon_job
-from service.build_job.paimon_job import balance_tasks
-from service.catalog.paimon import PaimonTable, open_paimon_table
-from service.catalog.paimon.build_plan import PaimonBuildPlan, PaimonBuildTask, cut_tasks, plan_build
+from service.tables.paimon import source as paimon_source
+from service.tables.paimon.source import balance_tasks
+from service.tables.paimon import PaimonTable, open_paimon_table
+from service.tables.paimon.build_plan import PaimonBuildPlan, PaimonBuildTask, cut_tasks, plan_build
 from tests.unit.catalog.paimon.paimon_tables import DAYS, append, create_table, make_rows, update_rows
 
 COLUMNS = ["status", "flag"]
@@ -146,7 +146,7 @@ def test_balance_does_not_cut_below_the_minimum(one_split: PaimonTable) -> None:
     """A plan smaller than _MIN_TASK_ROWS stays as it is, whatever the parallelism (also when records-per-range
     is smaller: the floor wins, and each range still keeps to records-per-range)."""
     plan = plan_build(one_split, COLUMNS, records_per_range=170)
-    assert TOTAL < paimon_job._MIN_TASK_ROWS
+    assert TOTAL < paimon_source._MIN_TASK_ROWS
     for parallelism in (1, 4, 64):
         assert balance_tasks(plan, parallelism, 170).tasks == plan.tasks
 
@@ -155,9 +155,9 @@ def test_balance_does_not_cut_below_the_minimum(one_split: PaimonTable) -> None:
 @pytest.mark.parametrize("floor", [1, 400])
 def test_balance_about_two_tasks_per_slot(one_split: PaimonTable, monkeypatch: pytest.MonkeyPatch,
                                           parallelism: int, floor: int) -> None:
-    monkeypatch.setattr(paimon_job, "_MIN_TASK_ROWS", floor)
+    monkeypatch.setattr(paimon_source, "_MIN_TASK_ROWS", floor)
     plan = plan_build(one_split, COLUMNS, records_per_range=10_000)
-    slots = max(1, parallelism) * paimon_job._TASKS_PER_SLOT
+    slots = max(1, parallelism) * paimon_source._TASKS_PER_SLOT
     limit = max(floor, -(-TOTAL // slots))
     balanced = balance_tasks(plan, parallelism, 10_000)
     assert_cut(plan, balanced, limit, 10_000)
@@ -170,7 +170,7 @@ def test_balance_about_two_tasks_per_slot(one_split: PaimonTable, monkeypatch: p
 def test_balance_keeps_tasks_within_records_per_range(one_split: PaimonTable, monkeypatch: pytest.MonkeyPatch,
                                                       max_rows: int) -> None:
     """One slot would take everything in two tasks; max_rows (records-per-range) bounds them first."""
-    monkeypatch.setattr(paimon_job, "_MIN_TASK_ROWS", 1)
+    monkeypatch.setattr(paimon_source, "_MIN_TASK_ROWS", 1)
     plan = plan_build(one_split, COLUMNS, records_per_range=max_rows)
     balanced = balance_tasks(plan, 1, max_rows)
     assert_cut(plan, balanced, max_rows, max_rows)

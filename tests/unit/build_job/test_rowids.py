@@ -5,8 +5,8 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from service.build_job.rowids import (
-    RowRange, check_row_id_column, normalize_path, parse_partitions, position_ids, ranges_of_ids,
+from service.tables.files.rowids import (
+    RowRange, check_row_id_column, normalize_path, parse_partitions, ranges_of_ids,
     select_files, uncovered_ranges,
 )
 from index_format.errors import InvalidOptionError
@@ -63,12 +63,7 @@ def test_row_id_column_checks() -> None:
         ranges_of_ids(ids, [[5, 7]], 2, "rid")
 
 
-def test_position_ids_and_spark_spellings() -> None:
+def test_spark_spellings() -> None:
     assert normalize_path("file:/tmp/a%20b/x.parquet") == "/tmp/a b/x.parquet"
     assert normalize_path("file:///tmp/x.parquet") == "/tmp/x.parquet"
     assert normalize_path("s3a://bucket/k.parquet") == "s3://bucket/k.parquet"
-    files = pa.array(["file:/d/b.parquet", "file:/d/a.parquet", "file:/d/b.parquet"])
-    got = position_ids(files, pa.array([0, 7, 1]), {"/d/a.parquet": 100, "/d/b.parquet": 500})
-    assert got.tolist() == [500, 107, 501]
-    with pytest.raises(RowIdError, match="unexpected data file"):
-        position_ids(pa.array(["file:/elsewhere.parquet"]), pa.array([0]), {"/d/a.parquet": 0})

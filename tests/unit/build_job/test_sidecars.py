@@ -27,9 +27,11 @@ from index_format.sidecar.derive import derive_sidecar
 from index_format.storage import BytesSource, Storage
 from index_format.types import parse_type
 from service.build_job.main import run_job
-from service.build_job.worker import RESULT_SCHEMA, InjectedFailure, WorkerContext, build_batches
+from service.build_job.worker import InjectedFailure, build_batches, build_tasks
 from service.catalog import Catalog, Table
+from service.catalog.jobspec import JobSpec
 from service.catalog.model import JobRecord
+from service.tables.build import RESULT_SCHEMA, ROW_ID, BuildPlan, BuildRange, FileNames
 from tests.factories import append_file, assert_index_matches, make_parquet_table, oracle_table
 
 R = {"sorted-index.records-per-range": "1000"}
@@ -147,12 +149,13 @@ def test_rotation_gives_each_file_its_own_sidecar(tmp_path: Path) -> None:
     wh = tmp_path / "wh"
     storage = Storage(str(wh), [str(tmp_path)])
     opts = IndexOptions(records_per_range=100)
-    ctx = WorkerContext(storage_config=storage.to_config(), key_type="string", options=opts.to_dict(),
-                        out_dir=storage.resolve("out"), range_starts=[start], range_ends=[end], range_rows=[700])
+    plan = BuildPlan(columns={"k": "string"}, ranges=(BuildRange("k", start, end, 700),), task_rows=(),
+                     reader=None, names=FileNames(storage.resolve("out")), options=opts.to_dict(),
+                     storage_config=storage.to_config())
     perm = rng.permutation(700)   # rows arrive in any order, in several batches
-    batches = [pa.RecordBatch.from_arrays([keys.take(pa.array(p)), pa.array(ids[p])], names=["key", "rid"])
+    batches = [pa.RecordBatch.from_arrays([keys.take(pa.array(p)), pa.array(ids[p])], names=["k", ROW_ID])
                for p in np.array_split(perm, 4)]
-    result = pa.Table.from_batches(list(build_batches(batches, ctx)), schema=RESULT_SCHEMA)
+    result = pa.Table.from_batches(list(build_batches(batches, plan)), schema=RESULT_SCHEMA)
     rows = result.to_pylist()
     assert len(rows) == 6   # 700 records, 120 per file
     kt = parse_type("string")
@@ -288,20 +291,15 @@ def test_failed_build_leaves_the_previous_index_and_its_sidecars(tmp_path: Path)
 
 def test_paimon_build_tasks_write_no_sidecar_into_the_table(tmp_path: Path) -> None:
     """Paimon tables get their sidecars derived lazily into bgix's warehouse, never written by the build."""
-    from service.build_job.paimon_job import PaimonWorkerContext, run_task
-    from service.catalog.paimon import open_paimon_table, table_storage
-    from service.catalog.paimon.build_plan import plan_build
-    from service.catalog.paimon.commit import index_dir
+    from service.tables.paimon.source import PaimonSource
     from tests.unit.catalog.paimon.paimon_tables import create_table
 
     location = create_table(tmp_path / "pwh", "events", commits=2, rows=300)
-    pt = open_paimon_table(str(location))
-    plan = plan_build(pt, ["status", "code"], records_per_range=250)
-    storage = table_storage(pt)
-    ctx = PaimonWorkerContext(plan=plan, options=IndexOptions(records_per_range=250).to_dict(),
-                              out_dir=index_dir(pt)[0], storage_config=storage.to_config())
-    built = [f for i in range(len(plan.tasks)) for f in run_task(ctx, i)]
-    assert len(built) >= 4 and all(f.path.endswith(".index") for f in built)
+    spec = JobSpec(job_id="p", warehouse=str(tmp_path / "wh"), table="events", index_column="status,code",
+                   table_format="paimon", options=IndexOptions(records_per_range=250))
+    plan = PaimonSource(None, Table("events", str(location), "paimon")).plan_build(spec)  # type: ignore[arg-type]
+    built = pa.Table.from_batches(list(build_tasks(range(plan.tasks), plan)), schema=RESULT_SCHEMA).to_pylist()
+    assert len(built) >= 4 and all(f["path"].endswith(".index") for f in built)
     assert not list(location.rglob(f"*{SIDECAR_SUFFIX}"))
 
 

@@ -216,7 +216,7 @@ def test_active_build_check_names_the_job_per_index_or_per_table(catalog: Catalo
 
 def test_table_location_rules(catalog: Catalog, tmp_path: Path) -> None:
     from index_format.errors import PathNotAllowedError
-    from service.catalog.errors import LocationNotAllowedError
+    from service.catalog.catalog_errors import LocationNotAllowedError
     with pytest.raises(PathNotAllowedError, match="absolute path") as rel:
         catalog.put_table(Table("t", "data/t"))
     assert not isinstance(rel.value, LocationNotAllowedError)  # relative: a bad argument, not a refusal

@@ -9,6 +9,8 @@ from index_format.errors import InvalidOptionError
 from index_format.options import IndexOptions
 from service.catalog.jobspec import JobSpec
 from service.catalog.model import Table
+from service.tables import check_spec
+from service.tables.files.source import FileSource
 
 BASE = {"job_id": "j1", "warehouse": "/wh", "table": "t", "index_column": "s"}
 
@@ -33,7 +35,6 @@ def test_nulls_take_defaults_and_unknown_keys_are_ignored() -> None:
 @pytest.mark.parametrize(("change", "match"), [
     ({"table": None}, "lacks"),
     ({"index_type": "btree"}, "bitmap"),
-    ({"index_column": "a,b"}, "exactly one column"),
     ({"index_column": "../x"}, "invalid column name"),
     ({"options": {"no-such-option": "1"}}, "no-such-option"),
     ({"options": "bitmap-index.compression=lzo"}, "lzo"),
@@ -47,12 +48,21 @@ def test_invalid_specs_are_refused_on_construction(change: dict[str, object], ma
         JobSpec.from_dict({**BASE, **change})
 
 
+def test_the_table_kind_rules_of_a_spec() -> None:
+    with pytest.raises(InvalidOptionError, match="exactly one column"):
+        check_spec(JobSpec.from_dict({**BASE, "index_column": "a,b"}))
+    several = JobSpec.from_dict({**BASE, "index_column": "a, b", "table_format": "paimon"})
+    assert check_spec(several).columns == ["a", "b"]
+    with pytest.raises(InvalidOptionError, match="rebuild"):
+        check_spec(JobSpec.from_dict({**BASE, "table_format": "paimon", "options": {"rebuild": "true"}}))
+
+
 def test_checks_against_the_table() -> None:
     parted = Table("t", "/x", partition_columns=["dt"])
-    JobSpec.from_dict({**BASE, "partitions": "dt=1"}).check_table(parted)
+    FileSource(None, parted).check_table(JobSpec.from_dict({**BASE, "partitions": "dt=1"}))
     with pytest.raises(InvalidOptionError, match="partition column"):
-        JobSpec.from_dict({**BASE, "index_column": "dt"}).check_table(parted)
+        FileSource(None, parted).check_table(JobSpec.from_dict({**BASE, "index_column": "dt"}))
     with pytest.raises(InvalidOptionError, match="not partition columns"):
-        JobSpec.from_dict({**BASE, "partitions": "hh=1"}).check_table(parted)
+        FileSource(None, parted).check_table(JobSpec.from_dict({**BASE, "partitions": "hh=1"}))
     with pytest.raises(InvalidOptionError, match="not partitioned"):
-        JobSpec.from_dict({**BASE, "partitions": "dt=1"}).check_table(Table("t", "/x"))
+        FileSource(None, Table("t", "/x")).check_table(JobSpec.from_dict({**BASE, "partitions": "dt=1"}))

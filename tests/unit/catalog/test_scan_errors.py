@@ -17,10 +17,10 @@ import pytest
 from index_format.errors import InvalidOptionError
 from index_format.storage import Storage
 from service.catalog import Catalog, JobRecord, Snapshot, Table, TableNotFoundError
-from service.catalog import layout
-from service.catalog.errors import CorruptDocumentError, DataFileError, LocationNotAllowedError
+from service.catalog import warehouse_layout
+from service.catalog.catalog_errors import CorruptDocumentError, DataFileError, LocationNotAllowedError
 from service.catalog.scan import count_rows, read_columns, read_schema, read_slice
-from service.catalog.view_source import load_view_source
+from service.tables import open_source, register_table
 from tests.factories import file_id_oracle, make_parquet_table, make_rows
 
 
@@ -130,12 +130,12 @@ def test_scan_maps_readable_files_and_reports_broken_ones(catalog: Catalog, tmp_
     assert set(bad) == set(broken)
     for path, needle in broken.items():
         assert needle in bad[path] and bad[path]
-    assert catalog.source_columns("t") == pq.read_schema(good[0]).names
+    assert open_source(catalog, "t").source_columns() == pq.read_schema(good[0]).names
 
     # Nothing changed: no new row-id map version is written.
-    versions = catalog.storage.list(layout.files_dir("t"))
+    versions = catalog.storage.list(warehouse_layout.files_dir("t"))
     catalog.refresh_data_files("t")
-    assert catalog.storage.list(layout.files_dir("t")) == versions
+    assert catalog.storage.list(warehouse_layout.files_dir("t")) == versions
 
     # The junk file becomes a valid file: it gets ids after the current maximum, the others keep theirs.
     fixed = loc / "b-junk.parquet"
@@ -176,7 +176,7 @@ def test_source_columns_skips_a_junk_first_file(catalog: Catalog, tmp_path: Path
     (loc / "a.parquet").write_bytes(b"junk")
     pq.write_table(make_rows(5, 1), loc / "b.parquet")
     catalog.put_table(Table("t", str(loc)))
-    assert catalog.source_columns("t") == pq.read_schema(loc / "b.parquet").names
+    assert open_source(catalog, "t").source_columns() == pq.read_schema(loc / "b.parquet").names
 
 
 # -- registration ------------------------------------------------------------------------------------
@@ -195,18 +195,18 @@ def test_partition_columns_must_match_the_hive_levels(catalog: Catalog, tmp_path
                              partitions=[{"dt": "1", "hh": "0"}, {"dt": "2", "hh": "1"}])
     loc = str(gen.location)
     with pytest.raises(InvalidOptionError, match="given twice"):
-        catalog.put_table(Table("t", loc, partition_columns=["dt", "dt"]))
+        register_table(catalog, Table("t", loc, partition_columns=["dt", "dt"]))
     with pytest.raises(InvalidOptionError, match="'zz'"):
-        catalog.put_table(Table("t", loc, partition_columns=["dt", "zz"]))
+        register_table(catalog, Table("t", loc, partition_columns=["dt", "zz"]))
     with pytest.raises(InvalidOptionError, match="order"):
-        catalog.put_table(Table("t", loc, partition_columns=["hh", "dt"]))
+        register_table(catalog, Table("t", loc, partition_columns=["hh", "dt"]))
     assert catalog.list_tables() == []
-    catalog.put_table(Table("t", loc, partition_columns=["dt", "hh"]))
-    catalog.put_table(Table("u", loc, partition_columns=["hh"]))  # a subset of the levels is fine
+    register_table(catalog, Table("t", loc, partition_columns=["dt", "hh"]))
+    register_table(catalog, Table("u", loc, partition_columns=["hh"]))  # a subset of the levels is fine
     assert [f.partition for f in catalog.data_files("t")] == [{"dt": "1", "hh": "0"}, {"dt": "2", "hh": "1"}]
     # An empty location cannot be checked against files: plain names are enough.
     (tmp_path / "data" / "empty").mkdir()
-    catalog.put_table(Table("e", str(tmp_path / "data" / "empty"), partition_columns=["dt"]))
+    register_table(catalog, Table("e", str(tmp_path / "data" / "empty"), partition_columns=["dt"]))
 
 
 def test_warehouse_root_and_its_parents_are_refused(tmp_path: Path) -> None:
@@ -237,7 +237,7 @@ def test_corrupt_table_document(catalog: Catalog, tmp_path: Path, content: bytes
     gen = make_parquet_table(tmp_path / "data", rows_per_file=(10,))
     catalog.put_table(Table("good", str(gen.location)))
     catalog.put_table(Table("bad", str(gen.location)))
-    doc = _write(catalog, layout.table_json("bad"), content)
+    doc = _write(catalog, warehouse_layout.table_json("bad"), content)
     with pytest.raises(CorruptDocumentError) as info:
         catalog.get_table("bad")
     assert info.value.path == doc and doc in str(info.value)
@@ -245,7 +245,7 @@ def test_corrupt_table_document(catalog: Catalog, tmp_path: Path, content: bytes
     assert [t.name for t in good] == ["good"] and list(broken) == ["bad"]
     assert [t.name for t in catalog.list_tables()] == ["good"]
     catalog.drop_table("bad")  # cleanup works without parsing the document
-    assert not Path(catalog.storage.resolve(layout.table_dir("bad"))).exists()
+    assert not Path(catalog.storage.resolve(warehouse_layout.table_dir("bad"))).exists()
     assert gen.files[0].exists()
     with pytest.raises(TableNotFoundError):
         catalog.drop_table("bad")
@@ -260,23 +260,23 @@ def test_corrupt_snapshot_fails_only_its_column(catalog: Catalog, tmp_path: Path
     catalog.put_table(Table("t", str(gen.location)))
     catalog.commit("t", "s", None, _snapshot("s"))
     catalog.commit("t", "n", None, _snapshot("n"))
-    doc = _write(catalog, layout.snapshot_json("t", "s", 1), b"{not json")
+    doc = _write(catalog, warehouse_layout.snapshot_json("t", "s", 1), b"{not json")
     with pytest.raises(CorruptDocumentError) as info:
         catalog.current_snapshot("t", "s")
     assert info.value.path == doc
     assert [s.column for s in catalog.list_indexes("t")] == ["n"]
-    src = load_view_source(catalog, "t")
+    src = open_source(catalog, "t").view()
     assert list(src.columns) == ["n"]
     assert list(src.broken_columns) == ["s"] and src.broken_columns["s"].path == doc
     catalog.drop_index("t", "s")  # an operator can drop the broken index
-    assert load_view_source(catalog, "t").broken_columns == {}
+    assert open_source(catalog, "t").view().broken_columns == {}
 
 
 def test_corrupt_row_id_map_names_the_document(catalog: Catalog, tmp_path: Path) -> None:
     gen = make_parquet_table(tmp_path / "data", rows_per_file=(10,))
     catalog.put_table(Table("t", str(gen.location)))
     catalog.data_files("t")
-    doc = _write(catalog, layout.files_json("t", 1), json.dumps({"files": "nope"}).encode())
+    doc = _write(catalog, warehouse_layout.files_json("t", 1), json.dumps({"files": "nope"}).encode())
     for fn in (catalog.data_files, catalog.refresh_data_files):
         with pytest.raises(CorruptDocumentError) as info:
             fn("t")
@@ -286,8 +286,8 @@ def test_corrupt_row_id_map_names_the_document(catalog: Catalog, tmp_path: Path)
 def test_corrupt_job_record_is_skipped(catalog: Catalog) -> None:
     catalog.put_job(JobRecord(id="j1", table="t", column="s", state="succeeded"))
     catalog.put_job(JobRecord(id="j2", table="t", column="n", state="running"))
-    doc = _write(catalog, layout.job_json("j0"), b"{not json")
-    _write(catalog, layout.job_json("j3"), b'{"id": "j3", "table": "t", "column": "s", "created_at": "x"}')
+    doc = _write(catalog, warehouse_layout.job_json("j0"), b"{not json")
+    _write(catalog, warehouse_layout.job_json("j3"), b'{"id": "j3", "table": "t", "column": "s", "created_at": "x"}')
     assert [j.id for j in catalog.list_jobs()] == ["j1", "j2"]
     jobs, broken = catalog.scan_jobs()
     assert sorted(broken) == ["j0", "j3"] and broken["j0"].path == doc

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
 
-from service.catalog.paimon.sample import append_arrow
+from service.demo.paimon_events import append_arrow
 
 DB = "db"
 ROWS_PER_COMMIT = 2000

@@ -10,7 +10,7 @@ from pathlib import Path
 from pypaimon.globalindex.create_global_index import create_global_index
 
 from index_format.storage import Storage
-from service.catalog.paimon import deleted_row_ids, list_deletion_vectors, open_paimon_table
+from service.tables.paimon import deleted_row_ids, list_deletion_vectors, open_paimon_table
 from tests.unit.catalog.paimon.paimon_tables import delete_rows, pypaimon_read, pypaimon_table, update_rows
 
 

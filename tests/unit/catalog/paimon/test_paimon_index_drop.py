@@ -13,8 +13,8 @@ import pytest
 from pypaimon.globalindex.create_global_index import create_global_index
 from pypaimon.globalindex.drop_global_index import GlobalIndexDropper, drop_global_index
 
-from service.catalog.errors import IndexNotFoundError
-from service.catalog.paimon import drop_bitmap_index, list_bitmap_index_entries, open_paimon_table
+from service.catalog.catalog_errors import IndexNotFoundError
+from service.tables.paimon import drop_bitmap_index, list_bitmap_index_entries, open_paimon_table
 from tests.unit.catalog.paimon.paimon_tables import append, make_rows, pypaimon_read, pypaimon_table
 
 

@@ -16,7 +16,7 @@ from pyroaring import BitMap64
 
 from index_format.global_index.filemeta import parse_meta
 from index_format.global_index.reader import open_index
-from service.catalog.paimon import (
+from service.tables.paimon import (
     BitmapIndexEntry,
     describe_table,
     list_bitmap_index_entries,

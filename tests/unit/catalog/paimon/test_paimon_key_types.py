@@ -6,7 +6,7 @@ from pypaimon.globalindex.key_serializer import create_serializer
 from pypaimon.schema.data_types import DataTypeParser
 
 from index_format.types import KeyType
-from service.catalog.paimon import key_type_of_spelling
+from service.tables.paimon import key_type_of_spelling
 
 EXPECTED = {
     "STRING": KeyType("string"), "VARCHAR(20)": KeyType("string"), "CHAR(3)": KeyType("string"),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from service.catalog.paimon import latest_snapshot_id
+from service.tables.paimon import latest_snapshot_id
 from tests.unit.catalog.paimon.paimon_tables import DB, append, catalog, create_table, make_rows
 
 

@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from service.catalog.errors import TableNotFoundError
-from service.catalog.paimon import NotAPaimonTableError, PaimonLocation, parse_location, to_storage_path
+from service.catalog.catalog_errors import TableNotFoundError
+from service.tables.paimon import NotAPaimonTableError, PaimonLocation, parse_location, to_storage_path
 
 
 @pytest.mark.parametrize("text,expected", [

@@ -9,19 +9,23 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
+import pyarrow as pa
+
 from pypaimon.globalindex.create_global_index import create_global_index
 from pypaimon.index.index_file_handler import IndexFileHandler
 
 from index_format.storage import Storage
 from service.api.presenters import paimon_public
 from service.build_job.main import run_job
-from service.build_job.paimon_job import PaimonWorkerContext, run_task
+from service.build_job.worker import build_tasks
 from service.catalog import Catalog, Table
-from service.catalog.paimon import load_paimon_view, open_paimon_table, table_storage
-from service.catalog.paimon.build_plan import plan_build
-from service.catalog.paimon.commit import commit_index_files, index_dir
-from service.catalog.paimon.index_entries import list_bitmap_index_entries
-from service.catalog.paimon.origins import file_origins
+from service.catalog.jobspec import JobSpec
+from service.tables.paimon import load_paimon_view, open_paimon_table, table_storage
+from service.tables.build import RESULT_SCHEMA
+from service.tables.paimon.commit import commit_index_files
+from service.tables.paimon.index_entries import list_bitmap_index_entries
+from service.tables.paimon.origins import file_origins
+from service.tables.paimon.source import PaimonSource, built_files
 from tests.unit.catalog.paimon.paimon_tables import append, create_table, make_rows, pypaimon_table
 
 JOB = "job-origins-1"
@@ -48,12 +52,12 @@ def _bgix_build(location: Path, wh: Path, data: Path, column: str) -> None:
 def _deix_writer_without_property(location: Path, column: str) -> None:
     """bgix's file writer and commit, but no `bgix.job-id` property: what a Paimon Java commit looks like."""
     pt = open_paimon_table(str(location))
-    plan = plan_build(pt, [column], records_per_range=10_000)
-    storage = table_storage(pt)
-    ctx = PaimonWorkerContext(plan=plan, options={}, out_dir=index_dir(pt)[0], storage_config=storage.to_config())
-    written = [f for i in range(len(plan.tasks)) for f in run_task(ctx, i)]
-    assert written
-    commit_index_files(pt, written, storage)
+    spec = JobSpec(job_id="deix", warehouse=str(location), table="events", index_column=column,
+                   table_format="paimon", options={"sorted-index.records-per-range": "10000"})
+    plan = PaimonSource(None, Table("events", str(location), "paimon")).plan_build(spec)  # type: ignore[arg-type]
+    written = pa.Table.from_batches(list(build_tasks(range(plan.tasks), plan)), schema=RESULT_SCHEMA)
+    assert written.num_rows
+    commit_index_files(pt, built_files(plan, written), table_storage(pt))
 
 
 def test_origins_of_pypaimon_bgix_and_deix_writers(tmp_path: Path) -> None:

@@ -9,7 +9,7 @@ import pyarrow as pa
 import pytest
 
 from index_format.errors import UnknownColumnError
-from service.catalog.paimon import (
+from service.tables.paimon import (
     ROW_ID,
     PaimonColumnNotFoundError,
     describe_table,

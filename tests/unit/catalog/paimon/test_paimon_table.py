@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from index_format.storage import Storage
-from service.catalog.errors import CatalogError, RowIdError, TableNotFoundError
-from service.catalog.paimon import (
+from service.catalog.catalog_errors import CatalogError, RowIdError, TableNotFoundError
+from service.tables.paimon import (
     NotAPaimonTableError,
     PaimonSnapshotNotFoundError,
     RowTrackingDisabledError,

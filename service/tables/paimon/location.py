@@ -10,7 +10,7 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from service.catalog.paimon.errors import NotAPaimonTableError
+from service.tables.paimon.paimon_errors import NotAPaimonTableError
 
 __all__ = ["PaimonLocation", "parse_location", "scheme_of", "to_storage_path"]
 

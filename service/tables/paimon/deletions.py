@@ -17,9 +17,9 @@ from pyroaring import BitMap64
 from index_format.bitmaps import union
 from index_format.deletion_vectors import read_deletion_vectors
 from index_format.storage import Storage
-from service.catalog.paimon.location import to_storage_path
-from service.catalog.paimon.rows import plan_splits
-from service.catalog.paimon.table import PaimonTable, table_storage
+from service.tables.paimon.location import to_storage_path
+from service.tables.paimon.rows import plan_splits
+from service.tables.paimon.table import PaimonTable, table_storage
 
 __all__ = ["DELETION_VECTORS_INDEX_TYPE", "DeletionVectorRef", "deleted_row_ids", "list_deletion_vectors"]
 

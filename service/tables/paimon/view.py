@@ -14,12 +14,12 @@ from pyroaring import BitMap64
 from index_format import ranges
 from index_format.storage import Storage
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, now
-from service.catalog.paimon.deletions import deleted_row_ids
-from service.catalog.paimon.description import PaimonTableDescription, describe_table
-from service.catalog.paimon.index_entries import BitmapIndexEntry, list_bitmap_index_entries
-from service.catalog.paimon.origins import IndexOrigin, file_origins
-from service.catalog.paimon.location import parse_location, to_storage_path
-from service.catalog.paimon.table import open_paimon_table
+from service.tables.paimon.deletions import deleted_row_ids
+from service.tables.paimon.description import PaimonTableDescription, describe_table
+from service.tables.paimon.index_entries import BitmapIndexEntry, list_bitmap_index_entries
+from service.tables.paimon.origins import IndexOrigin, OriginsCache, file_origins
+from service.tables.paimon.location import parse_location, to_storage_path
+from service.tables.paimon.table import open_paimon_table
 
 __all__ = ["PaimonIndexSummary", "PaimonOriginSummary", "PaimonView", "latest_snapshot_id", "load_paimon_view"]
 
@@ -85,9 +85,10 @@ def latest_snapshot_id(location: str, storage_options: Mapping[str, object] | No
     return sid
 
 
-def load_paimon_view(name: str, location: str, storage: Storage) -> PaimonView:
+def load_paimon_view(name: str, location: str, storage: Storage,
+                     origins_cache: OriginsCache | None = None) -> PaimonView:
     """Describe the table at its latest snapshot; index and deletion-vector files are read through
-    `storage`, so they must lie under its roots.
+    `storage`, so they must lie under its roots. `origins_cache` keeps who wrote which file across views.
 
     Raises:
         NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
@@ -98,7 +99,7 @@ def load_paimon_view(name: str, location: str, storage: Storage) -> PaimonView:
     sid = table.snapshot_id
     created = None if table.snapshot is None else float(table.snapshot.time_millis) / 1000.0
     entries = list_bitmap_index_entries(table) if table.snapshot is not None else {}
-    origins = file_origins(table, entries)
+    origins = file_origins(table, entries, origins_cache)
     columns = {}
     for column, items in entries.items():
         readable = [e for e in items if e.key_type is not None and e.index_meta is not None]

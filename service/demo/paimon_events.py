@@ -17,7 +17,7 @@ from pypaimon import CatalogFactory, Schema
 from pypaimon.common.predicate_builder import PredicateBuilder
 from pypaimon.globalindex.data_evolution_global_index_scanner import DataEvolutionGlobalIndexScanner
 
-from service.sample_data import COUNTRIES, SCHEMA, events_batch
+from service.demo.events import COUNTRIES, SCHEMA, events_batch
 
 __all__ = [
     "PARTITION_KEY", "REGIONS", "append_arrow", "is_current_sample", "scanner_row_ids", "write_sample_table",

@@ -1,4 +1,4 @@
-"""Errors of the Paimon read-side adapter, rooted in the catalog's own error classes (and, for an unknown
+"""Errors of the Paimon table source, rooted in the catalog's own error classes (and, for an unknown
 column, index_format's UnknownColumnError, which the API already maps to 400).
 
 Callers (the HTTP API, the build job) already map the catalog classes these derive from, so a Paimon
@@ -7,7 +7,7 @@ problem surfaces like any other catalog problem. Imports only the errors modules
 from __future__ import annotations
 
 from index_format.errors import UnknownColumnError
-from service.catalog.errors import InvalidTableError, RowIdError, TableNotFoundError
+from service.catalog.catalog_errors import InvalidTableError, RowIdError, TableNotFoundError
 
 __all__ = ["NotAPaimonTableError", "PaimonColumnNotFoundError", "PaimonSnapshotNotFoundError",
            "RowTrackingDisabledError"]

@@ -22,11 +22,11 @@ from pypaimon.utils.range_helper import RangeHelper
 
 from index_format import ranges
 from index_format.errors import InvalidOptionError
-from service.catalog.paimon.errors import PaimonColumnNotFoundError
-from service.catalog.paimon.index_entries import list_bitmap_index_entries
-from service.catalog.paimon.key_types import key_type_of_spelling
-from service.catalog.paimon.rows import ROW_ID, plan_splits, read_rows
-from service.catalog.paimon.table import PaimonTable
+from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
+from service.tables.paimon.index_entries import list_bitmap_index_entries
+from service.tables.paimon.key_types import key_type_of_spelling
+from service.tables.paimon.rows import ROW_ID, plan_splits, read_rows
+from service.tables.paimon.table import PaimonTable
 
 if TYPE_CHECKING:
     from pypaimon.read.split import Split

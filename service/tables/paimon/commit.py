@@ -25,10 +25,10 @@ from pypaimon.write.commit_message import CommitMessage
 
 from index_format import ranges
 from index_format.storage import Storage
-from service.catalog.errors import CommitConflictError
-from service.catalog.paimon.index_entries import BITMAP_INDEX_TYPE, list_bitmap_index_entries
-from service.catalog.paimon.location import PaimonLocation, to_storage_path
-from service.catalog.paimon.table import PaimonTable, reopen
+from service.catalog.catalog_errors import CommitConflictError
+from service.tables.paimon.index_entries import BITMAP_INDEX_TYPE, list_bitmap_index_entries
+from service.tables.paimon.location import PaimonLocation, to_storage_path
+from service.tables.paimon.table import PaimonTable, reopen
 
 __all__ = ["BuiltIndexFile", "DEIX_MAGIC", "commit_index_files", "commit_messages", "deix_source_meta", "index_dir",
            "new_index_file_name", "writable_table"]

@@ -1,36 +1,35 @@
-"""Read-side adapter for Paimon tables (pypaimon is imported only inside this package); re-exports only.
+"""Paimon tables behind the table-source seam (pypaimon is imported only inside this package); re-exports only.
 
-errors · location (`<warehouse>/<db>.db/<table>`) · table (open, pin a snapshot, Storage) · key_types ·
+paimon_errors · location (`<warehouse>/<db>.db/<table>`) · table (open, pin a snapshot, Storage) · key_types ·
 description (fields, options, data files) · index_entries (bitmap global index files) · origins (who wrote
 each index file: bgix, pypaimon, a DEIX writer such as Paimon Java) ·
 deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads) · view (what the query side serves) ·
 build_plan (unindexed ranges to build, per split) · commit (index files → one new Paimon snapshot) ·
-drop (a column's bitmap index files → index deletes in one new Paimon snapshot) · sample (the demo's table,
-written by pypaimon, and pypaimon's own index scan of it).
+drop (a column's bitmap index files → index deletes in one new Paimon snapshot) · source (the TableSource).
 """
 from __future__ import annotations
 
-from service.catalog.paimon.deletions import DeletionVectorRef, deleted_row_ids, list_deletion_vectors
-from service.catalog.paimon.description import (
+from service.tables.paimon.deletions import DeletionVectorRef, deleted_row_ids, list_deletion_vectors
+from service.tables.paimon.description import (
     PaimonDataFile,
     PaimonField,
     PaimonTableDescription,
     RowRangeGroup,
     describe_table,
 )
-from service.catalog.paimon.drop import drop_bitmap_index
-from service.catalog.paimon.errors import (
+from service.tables.paimon.drop import drop_bitmap_index
+from service.tables.paimon.paimon_errors import (
     NotAPaimonTableError,
     PaimonColumnNotFoundError,
     PaimonSnapshotNotFoundError,
     RowTrackingDisabledError,
 )
-from service.catalog.paimon.index_entries import BitmapIndexEntry, list_bitmap_index_entries
-from service.catalog.paimon.key_types import key_type_of_spelling
-from service.catalog.paimon.location import PaimonLocation, parse_location, to_storage_path
-from service.catalog.paimon.rows import ROW_ID, plan_splits, read_rows
-from service.catalog.paimon.table import PaimonTable, open_paimon_table, table_storage
-from service.catalog.paimon.view import PaimonIndexSummary, PaimonView, latest_snapshot_id, load_paimon_view
+from service.tables.paimon.index_entries import BitmapIndexEntry, list_bitmap_index_entries
+from service.tables.paimon.key_types import key_type_of_spelling
+from service.tables.paimon.location import PaimonLocation, parse_location, to_storage_path
+from service.tables.paimon.rows import ROW_ID, plan_splits, read_rows
+from service.tables.paimon.table import PaimonTable, open_paimon_table, table_storage
+from service.tables.paimon.view import PaimonIndexSummary, PaimonView, latest_snapshot_id, load_paimon_view
 
 __all__ = [
     "ROW_ID", "BitmapIndexEntry", "DeletionVectorRef", "NotAPaimonTableError", "PaimonColumnNotFoundError",

@@ -11,9 +11,9 @@ from dataclasses import dataclass
 from pypaimon.index.index_file_handler import IndexFileHandler
 
 from index_format.types import KeyType
-from service.catalog.paimon.key_types import key_type_of_spelling
-from service.catalog.paimon.location import to_storage_path
-from service.catalog.paimon.table import PaimonTable
+from service.tables.paimon.key_types import key_type_of_spelling
+from service.tables.paimon.location import to_storage_path
+from service.tables.paimon.table import PaimonTable
 
 __all__ = ["BITMAP_INDEX_TYPE", "BitmapIndexEntry", "bitmap_file_names", "list_bitmap_index_entries"]
 

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 from pypaimon.schema.data_types import AtomicType
 
 from index_format.types import KeyType
-from service.catalog.errors import RowIdError
-from service.catalog.paimon.key_types import key_type_of_spelling
-from service.catalog.paimon.location import PaimonLocation
-from service.catalog.paimon.rows import plan_splits
-from service.catalog.paimon.table import PaimonTable
+from service.catalog.catalog_errors import RowIdError
+from service.tables.paimon.key_types import key_type_of_spelling
+from service.tables.paimon.location import PaimonLocation
+from service.tables.paimon.rows import plan_splits
+from service.tables.paimon.table import PaimonTable
 
 if TYPE_CHECKING:
     from pypaimon.schema.data_types import DataField

@@ -1,11 +1,14 @@
-"""Plan one build: which files to read, which row ranges to build, and the snapshot that results.
+"""A plain table's build: which files to read, which row ranges to build, and the snapshot that results.
 
-Imports index_format and service.catalog; never pyspark (engines turn a plan into tasks).
+plan_build turns the catalog's row-id map into a BuildPlan (one task per range, or per file with a
+row_id_column); commit_build commits the written files as the column's next catalog snapshot (or, with
+nothing to build, records staleness). Imports index_format, service.catalog and service.tables.
 """
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -14,24 +17,26 @@ import pyarrow as pa
 from index_format import ranges as row_ranges
 from index_format.options import IndexOptions, option_error
 from index_format.storage import Storage
-from service.build_job.rowids import (
-    RowRange, check_row_id_column, ranges_of_ids, select_files, uncovered_ranges,
-)
-from service.build_job.worker import FileSlice, WorkerContext
+from index_format.types import from_arrow
 from service.catalog.catalog import Catalog
-from service.catalog.errors import RowIdError
-from service.catalog.jobspec import check_options_match, index_options_of
+from service.catalog.catalog_errors import RowIdError
+from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec, check_options_match, index_options_of
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, SourceFile, Table
 from service.catalog.partitions import check_matches, check_readable
-from service.catalog.scan import read_columns
+from service.catalog.scan import read_columns, read_schema
+from service.tables.build import BuildOutcome, BuildPlan, BuildRange, FileNames, SparkScan
+from service.tables.files.reader import FileSlice, FileTaskReader
+from service.tables.files.rowids import RowRange, check_row_id_column, ranges_of_ids, select_files, uncovered_ranges
+
+log = logging.getLogger("bgix.tables.files.plan")
 
 
 MAX_RANGES = 100_000  # row ranges (index files) one build may write
 
 
 @dataclass
-class BuildPlan:
-    """The work of one job. `files` are read whole; every row of them lies in exactly one of `ranges`."""
+class FilePlan:
+    """The work of one job (BuildPlan.state). `files` are read whole; every row of them lies in exactly one of `ranges`."""
 
     table: Table
     column: str
@@ -47,29 +52,18 @@ class BuildPlan:
     def rows(self) -> int:
         return sum(self.range_rows)
 
-    def tasks(self) -> list[list[FileSlice]]:
+    def tasks(self) -> list[tuple[FileSlice, ...]]:
         """Units of work for workers that read the data themselves: one per range (the slices of the files
         its rows live in), or with a row_id_column one per file (ids are values, not positions)."""
         if self.table.row_id_column:
-            return [[FileSlice(f.path, f.size, f.first_row_id, 0, f.row_count)] for f in self.files]
+            return [(FileSlice(f.path, f.size, f.first_row_id, 0, f.row_count),) for f in self.files]
         out = []
         for r in self.ranges:
-            out.append([FileSlice(f.path, f.size, f.first_row_id, max(r.start, f.first_row_id) - f.first_row_id,
-                                  min(r.end + 1, f.end_row_id) - f.first_row_id)
-                        for f in self.files if f.first_row_id <= r.end and f.end_row_id > r.start])
+            out.append(tuple(FileSlice(f.path, f.size, f.first_row_id,
+                                       max(r.start, f.first_row_id) - f.first_row_id,
+                                       min(r.end + 1, f.end_row_id) - f.first_row_id)
+                             for f in self.files if f.first_row_id <= r.end and f.end_row_id > r.start))
         return out
-
-    def worker_context(self, storage: Storage, key_type: str, out_dir: str,
-                       test_hooks: dict[str, Any] | None = None, *, ids_in_rows: bool = False) -> WorkerContext:
-        """`ids_in_rows`: batches carry a `rid` column (row_id_column, or ids computed by Spark) instead
-        of (`file`, `pos`)."""
-        return WorkerContext(
-            storage_config=storage.to_config(), key_type=key_type, options=self.options.to_dict(),
-            out_dir=out_dir, range_starts=[r.start for r in self.ranges], range_ends=[r.end for r in self.ranges],
-            range_rows=list(self.range_rows),
-            first_row_ids=None if self.table.row_id_column or ids_in_rows else {f.path: f.first_row_id for f in self.files},
-            test_hooks=dict(test_hooks or {}), table_format=self.table.format, column=self.column,
-            row_id_column=self.table.row_id_column, tasks=[] if ids_in_rows else self.tasks())
 
 
 def stale_files_of(previous: Snapshot | None, live: Sequence[DataFile]) -> list[dict[str, Any]]:
@@ -88,7 +82,7 @@ def stale_files_of(previous: Snapshot | None, live: Sequence[DataFile]) -> list[
 
 
 def make_plan(catalog: Catalog, table: Table, column: str, options: IndexOptions,
-              partitions: list[dict[str, str]]) -> BuildPlan:
+              partitions: list[dict[str, str]]) -> FilePlan:
     """Refresh the row-id map and work out the ranges this job builds (incremental unless rebuild).
 
     Raises:
@@ -120,8 +114,7 @@ def make_plan(catalog: Catalog, table: Table, column: str, options: IndexOptions
                            f"this build would write {len(ranges)} row ranges (index files, {sum(rows)} rows at "
                            f"sorted-index.records-per-range={options.records_per_range}); at most {MAX_RANGES} "
                            "per build: raise the option, or select fewer partitions per build")
-    return BuildPlan(table, column, options, previous, live, todo, ranges, rows,
-                     stale_files_of(base, live))
+    return FilePlan(table, column, options, previous, live, todo, ranges, rows, stale_files_of(base, live))
 
 
 def _ranges_from_column(storage: Storage, table: Table, files: list[DataFile], covered: list[row_ranges.Range],
@@ -141,7 +134,7 @@ def _ranges_from_column(storage: Storage, table: Table, files: list[DataFile], c
     return ranges, rows
 
 
-def next_snapshot(plan: BuildPlan, key_type: str, written: pa.Table, storage: Storage,
+def next_snapshot(plan: FilePlan, key_type: str, written: pa.Table, storage: Storage,
                   job_id: str, index_type: str = "bitmap") -> Snapshot:
     """The snapshot to commit: the previous entries (unless rebuild) plus this job's files."""
     base = None if plan.options.rebuild else plan.previous
@@ -171,3 +164,79 @@ def next_snapshot(plan: BuildPlan, key_type: str, written: pa.Table, storage: St
         files=entries, options=plan.options.to_dict(), covered_ranges=covered, source_files=source_list,
         stale=bool(stale), stale_files=stale, job_id=job_id,
         row_count=sum(s.row_count for s in source_list))
+
+
+def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
+    """Collect the column's garbage, plan (make_plan) and describe the work for the shared worker: one task
+    per range (or per file with a row_id_column), files in the job's directory with range sidecars.
+
+    Raises: as make_plan.
+    """
+    column = spec.index_column
+    removed = catalog.collect_garbage(table.name, column, keep_job=spec.job_id)
+    if removed:
+        log.info("removed %d unreferenced index file(s)", len(removed))
+    plan = make_plan(catalog, table, column, spec.options, spec.partitions)
+    log.info("job %s: %d file(s) to read, %d range(s), %d row(s)", spec.job_id, len(plan.files),
+             len(plan.ranges), plan.rows)
+    storage = catalog.storage
+    tasks = tuple(plan.tasks())
+    f0 = plan.files[0] if plan.files else None
+    # Key type from the first data file's Arrow schema (Parquet/ORC: footer only); the Spark scan
+    # variant takes Spark's own.
+    kt = from_arrow(read_schema(storage, f0.path, table.format, f0.size).field(column).type) if f0 else None
+    nothing = not plan.ranges and not spec.options.rebuild
+    return BuildPlan(
+        columns={column: kt.spelling if kt else "string"},
+        ranges=tuple(BuildRange(column, r.start, r.end, n)
+                     for r, n in zip(plan.ranges, plan.range_rows, strict=True)),
+        task_rows=tuple(sum(s.stop - s.start for s in t) for t in tasks),
+        reader=FileTaskReader(storage.to_config(), table.format, column, table.row_id_column, tasks),
+        names=FileNames(catalog.job_index_dir(table.name, column, spec.job_id)),
+        options=spec.options.to_dict(), storage_config=storage.to_config(), test_hooks=dict(spec.test_hooks),
+        spark_scan=SparkScan(table.format, column, tuple((f.path, f.first_row_id) for f in plan.files),
+                             table.row_id_column, sum(f.size for f in plan.files)),
+        message=NOTHING_TO_BUILD if nothing else None, state=plan)
+
+
+def commit_build(catalog: Catalog, build: BuildPlan, written: pa.Table, spec: JobSpec) -> BuildOutcome:
+    """The next snapshot of the column (the previous entries unless rebuild, plus the written files),
+    committed if the current snapshot is still the one planned against; with nothing to build, only a
+    changed staleness verdict or scan budget is committed.
+
+    Raises:
+        CommitConflictError: another commit happened since the plan; RowIdError: the column changed type.
+    """
+    plan: FilePlan = build.state
+    if build.message is not None:
+        snap, message = _commit_staleness(catalog, plan, bool(spec.partitions))
+        return BuildOutcome(snap, message)
+    key_type = build.columns[plan.column] if plan.files else plan.previous.key_type if plan.previous else "string"
+    snap = next_snapshot(plan, key_type, written, catalog.storage, spec.job_id, spec.index_type)
+    return BuildOutcome(catalog.commit(plan.table.name, plan.column, plan.previous.id if plan.previous else None,
+                                       snap))
+
+
+_BUDGET_KEY = "bitmap-index.fallback-scan-max-size"
+
+
+def _commit_staleness(catalog: Catalog, plan: FilePlan, selected: bool) -> tuple[Snapshot | None, str]:
+    """Nothing new to index: commit only if the staleness verdict or the scan budget (a query-time option,
+    the one option an existing index takes without a rebuild) changed. Returns the snapshot and what the
+    job did, for its record."""
+    prev = plan.previous
+    if prev is None:
+        return None, "nothing to build: no rows to index" + (" in the selected partitions" if selected else "")
+    notes = []
+    changes: dict[str, object] = {}
+    if prev.stale != bool(plan.stale_files) or prev.stale_files != plan.stale_files:
+        changes.update(stale=bool(plan.stale_files), stale_files=plan.stale_files)
+        notes.append(f"staleness recorded ({len(plan.stale_files)} data file(s) rewritten or removed)")
+    budget = plan.options.to_dict()[_BUDGET_KEY]
+    if prev.options.get(_BUDGET_KEY) != budget:
+        changes["options"] = {**prev.options, _BUDGET_KEY: budget}
+        notes.append(f"{_BUDGET_KEY} set to {budget}")
+    message = NOTHING_TO_BUILD + "".join(f"; {n}" for n in notes)
+    if not changes:
+        return prev, message
+    return catalog.commit(prev.table, prev.column, prev.id, replace(prev, **changes)), message

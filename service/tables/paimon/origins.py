@@ -13,7 +13,8 @@ The rule, first match wins:
 The work is bounded: bgix always writes the DEIX marker, and it commits after the snapshot the marker names
 as scanned, so only snapshots in (scanned, scanned + WINDOW] are looked at, only for DEIX files, and an
 index manifest is diffed only for snapshots carrying `bgix.job-id`. Snapshots are immutable, so what each
-one added is cached per (table directory, snapshot id).
+one added is cached per (table directory, snapshot id) in an OriginsCache its owner keeps (the Paimon
+source shared by a service's views; a fresh one per call otherwise).
 """
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from service.catalog.paimon.commit import DEIX_MAGIC
-from service.catalog.paimon.index_entries import BitmapIndexEntry, bitmap_file_names
-from service.catalog.paimon.table import PaimonTable
+from service.tables.paimon.commit import DEIX_MAGIC
+from service.tables.paimon.index_entries import BitmapIndexEntry, bitmap_file_names
+from service.tables.paimon.table import PaimonTable
 
-__all__ = ["BGIX_JOB_PROPERTY", "ORIGINS", "WINDOW", "IndexOrigin", "deix_scan_snapshot", "file_origins"]
+__all__ = ["BGIX_JOB_PROPERTY", "ORIGINS", "WINDOW", "IndexOrigin", "OriginsCache", "deix_scan_snapshot",
+           "file_origins"]
 
 log = logging.getLogger("bgix.paimon.origins")
 BGIX_JOB_PROPERTY = "bgix.job-id"
@@ -55,8 +57,37 @@ class _Commit:
     added: frozenset[str]
 
 
-_lock = threading.Lock()
-_commits: OrderedDict[tuple[str, int], _Commit] = OrderedDict()
+class OriginsCache:
+    """What each snapshot committed, per (table directory, snapshot id), bounded; thread-safe."""
+
+    def __init__(self, size: int = _CACHE_SIZE) -> None:
+        self.size = size
+        self._lock = threading.Lock()
+        self._commits: OrderedDict[tuple[str, int], _Commit] = OrderedDict()
+
+    def get(self, key: tuple[str, int]) -> _Commit | None:
+        with self._lock:
+            hit = self._commits.get(key)
+            if hit is not None:
+                self._commits.move_to_end(key)
+            return hit
+
+    def put(self, key: tuple[str, int], commit: _Commit) -> None:
+        with self._lock:
+            self._commits[key] = commit
+            while len(self._commits) > self.size:
+                self._commits.popitem(last=False)
+
+    def forget_if_recreated(self, table: PaimonTable) -> None:
+        """A table dropped and created again at the same directory reuses snapshot ids: when the pinned
+        snapshot's commit time differs from the cached one, that directory's cached snapshots are stale."""
+        sid, snap = table.snapshot_id, table.snapshot
+        assert sid is not None and snap is not None
+        with self._lock:
+            hit = self._commits.get((table.table_path, sid))
+            if hit is not None and hit.time_millis != int(snap.time_millis):
+                for key in [k for k in self._commits if k[0] == table.table_path]:
+                    del self._commits[key]
 
 
 def deix_scan_snapshot(source_meta: bytes | None) -> int | None:
@@ -67,14 +98,17 @@ def deix_scan_snapshot(source_meta: bytes | None) -> int | None:
     return int(sid) if magic == DEIX_MAGIC else None
 
 
-def file_origins(table: PaimonTable, entries: Mapping[str, Sequence[BitmapIndexEntry]]) -> dict[str, IndexOrigin]:
-    """file name → IndexOrigin for every entry (index files of `table`'s pinned snapshot)."""
+def file_origins(table: PaimonTable, entries: Mapping[str, Sequence[BitmapIndexEntry]],
+                 cache: OriginsCache | None = None) -> dict[str, IndexOrigin]:
+    """file name → IndexOrigin for every entry (index files of `table`'s pinned snapshot); `cache` keeps
+    what snapshots committed across calls (None: a fresh one)."""
+    cache = OriginsCache() if cache is None else cache
     files = [e for group in entries.values() for e in group]
     scans = {s for s in (deix_scan_snapshot(e.source_meta) for e in files) if s is not None}
     by_bgix: dict[str, IndexOrigin] = {}
     if scans and table.snapshot is not None:
         try:
-            by_bgix = _bgix_additions(table, scans)
+            by_bgix = _bgix_additions(table, scans, cache)
         except Exception:  # origins only label files: an unreadable old snapshot must not hide the table
             log.warning("could not read the snapshots that added %s's index files; labelling them by their "
                         "source_meta", table.location.identifier, exc_info=True)
@@ -89,27 +123,25 @@ def file_origins(table: PaimonTable, entries: Mapping[str, Sequence[BitmapIndexE
     return out
 
 
-def _bgix_additions(table: PaimonTable, scans: set[int]) -> dict[str, IndexOrigin]:
+def _bgix_additions(table: PaimonTable, scans: set[int], cache: OriginsCache) -> dict[str, IndexOrigin]:
     current = table.snapshot_id
     assert current is not None
     candidates = sorted({sid for s in scans for sid in range(max(s + 1, 1), min(s + WINDOW, current) + 1)})
-    _forget_if_recreated(table)
+    cache.forget_if_recreated(table)
     out: dict[str, IndexOrigin] = {}
     for sid in candidates:
-        commit = _commit(table, sid)
+        commit = _commit(table, sid, cache)
         if commit is not None and commit.job_id is not None:
             for name in commit.added:
                 out[name] = IndexOrigin("bgix", commit.job_id, sid)
     return out
 
 
-def _commit(table: PaimonTable, sid: int) -> _Commit | None:
+def _commit(table: PaimonTable, sid: int, cache: OriginsCache) -> _Commit | None:
     key = (table.table_path, sid)
-    with _lock:
-        hit = _commits.get(key)
-        if hit is not None:
-            _commits.move_to_end(key)
-            return hit
+    hit = cache.get(key)
+    if hit is not None:
+        return hit
     manager = table.table.snapshot_manager()
     snap = table.snapshot if sid == table.snapshot_id else manager.get_snapshot_by_id(sid)
     if snap is None:          # expired: its files fall back to their source_meta
@@ -120,20 +152,6 @@ def _commit(table: PaimonTable, sid: int) -> _Commit | None:
         before = manager.get_snapshot_by_id(sid - 1) if sid > 1 else None
         added = bitmap_file_names(table, snap) - bitmap_file_names(table, before)
     commit = _Commit(int(snap.time_millis), None if job is None else str(job), added)
-    with _lock:
-        _commits[key] = commit
-        while len(_commits) > _CACHE_SIZE:
-            _commits.popitem(last=False)
+    cache.put(key, commit)
     return commit
 
-
-def _forget_if_recreated(table: PaimonTable) -> None:
-    """A table dropped and created again at the same directory reuses snapshot ids: when the pinned
-    snapshot's commit time differs from the cached one, that directory's cached snapshots are stale."""
-    sid, snap = table.snapshot_id, table.snapshot
-    assert sid is not None and snap is not None
-    with _lock:
-        hit = _commits.get((table.table_path, sid))
-        if hit is not None and hit.time_millis != int(snap.time_millis):
-            for key in [k for k in _commits if k[0] == table.table_path]:
-                del _commits[key]

@@ -19,10 +19,10 @@ from pypaimon.index.index_file_handler import IndexFileHandler
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.write.commit_message import CommitMessage
 
-from service.catalog.errors import IndexNotFoundError
-from service.catalog.paimon.commit import commit_messages, writable_table
-from service.catalog.paimon.index_entries import BITMAP_INDEX_TYPE
-from service.catalog.paimon.table import open_paimon_table
+from service.catalog.catalog_errors import IndexNotFoundError
+from service.tables.paimon.commit import commit_messages, writable_table
+from service.tables.paimon.index_entries import BITMAP_INDEX_TYPE
+from service.tables.paimon.table import open_paimon_table
 
 __all__ = ["drop_bitmap_index"]
 

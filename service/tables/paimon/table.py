@@ -14,13 +14,13 @@ from pypaimon.catalog.catalog_exception import CatalogException, TableNotExistEx
 
 from index_format.errors import StorageUnavailableError
 from index_format.storage import Storage
-from service.catalog.paimon.errors import (
+from service.tables.paimon.paimon_errors import (
     ROW_TRACKING_OPTION,
     NotAPaimonTableError,
     PaimonSnapshotNotFoundError,
     RowTrackingDisabledError,
 )
-from service.catalog.paimon.location import PaimonLocation, parse_location, scheme_of, to_storage_path
+from service.tables.paimon.location import PaimonLocation, parse_location, scheme_of, to_storage_path
 
 if TYPE_CHECKING:
     from pypaimon.snapshot.snapshot import Snapshot

@@ -13,8 +13,8 @@ import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.table.special_fields import SpecialFields
 
-from service.catalog.paimon.errors import PaimonColumnNotFoundError
-from service.catalog.paimon.table import PaimonTable
+from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
+from service.tables.paimon.table import PaimonTable
 
 if TYPE_CHECKING:
     from pypaimon.read.split import Split

@@ -12,15 +12,14 @@ from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from index_format import ranges
-from service.catalog.errors import RowIdError
+from service.catalog.catalog_errors import RowIdError
 from service.catalog.model import DataFile
 from service.catalog.partitions import parse_partitions, select_files
 
 __all__ = ["RowRange", "parse_partitions", "select_files", "uncovered_ranges", "check_row_id_column",
-           "ranges_of_ids", "normalize_path", "position_ids"]
+           "ranges_of_ids", "normalize_path"]
 
 
 @dataclass(frozen=True)
@@ -101,25 +100,3 @@ def normalize_path(path: str) -> str:
         if path.startswith(scheme):
             return "s3://" + path[len(scheme):]
     return path
-
-
-def position_ids(file_col: pa.Array | pa.ChunkedArray, pos: pa.Array | pa.ChunkedArray,
-                 first_row_ids: dict[str, int]) -> np.ndarray:
-    """Vectorized `first_row_id[file] + position` for a batch (files dictionary-encoded, no row loop).
-
-    Raises:
-        RowIdError: a row comes from a file the plan does not know.
-    """
-    if isinstance(file_col, pa.ChunkedArray):
-        file_col = file_col.combine_chunks()
-    enc = file_col if pa.types.is_dictionary(file_col.type) else pc.dictionary_encode(file_col)
-    if isinstance(enc, pa.ChunkedArray):
-        enc = enc.combine_chunks()
-    base = np.empty(len(enc.dictionary), dtype=np.int64)
-    for i, name in enumerate(enc.dictionary.to_pylist()):  # one entry per distinct file, not per row
-        key = normalize_path(name)
-        if key not in first_row_ids:
-            raise RowIdError(f"row from unexpected data file {name!r}")
-        base[i] = first_row_ids[key]
-    p = pos.to_numpy() if isinstance(pos, pa.Array) else pos.combine_chunks().to_numpy()
-    return base[enc.indices.to_numpy()] + p.astype(np.int64)

@@ -1,0 +1,78 @@
+"""The table-source seam: one TableSource per table kind, picked here and nowhere else.
+
+Sits above service.catalog (documents) and below service.api and service.build_job. `TableSources` opens a
+registered table's source (service.tables.files for plain tables, service.tables.paimon for Paimon tables;
+the Paimon adapter, and with it pypaimon, is imported on first use) and keeps what sources of one kind share
+across views (the Paimon index origins cache). source (the TableSource protocol, IndexViewSource) · build
+(the shapes of a build: BuildPlan, BuildRange, RESULT_SCHEMA) · files/ · paimon/.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from service.catalog.catalog import Catalog
+from service.catalog.jobspec import JobSpec
+from service.catalog.model import PAIMON, Table
+from service.tables.source import IndexViewSource, TableSource
+
+__all__ = ["IndexViewSource", "TableSource", "TableSources", "check_spec", "open_source", "register_table"]
+
+
+def _kind(table_format: str) -> Any:
+    """The TableSource class of a table format: the one place that tells the kinds apart."""
+    if table_format == PAIMON:
+        from service.tables.paimon.source import PaimonSource  # loads pypaimon only when needed
+        return PaimonSource
+    from service.tables.files.source import FileSource
+    return FileSource
+
+
+class TableSources:
+    """Opens table sources over one catalog; owns the state sources of a kind share (created when first
+    needed), so whoever keeps a TableSources (the query service) keeps their caches."""
+
+    def __init__(self, catalog: Catalog) -> None:
+        self.catalog = catalog
+        self._shared: dict[type, object] = {}
+        self._lock = threading.Lock()
+
+    def open(self, table: Table | str) -> TableSource:
+        """The source of `table` (a Table, or a name looked up in the catalog: TableNotFoundError)."""
+        t = self.catalog.get_table(table) if isinstance(table, str) else table
+        kind = _kind(t.format)
+        with self._lock:
+            if kind not in self._shared:
+                self._shared[kind] = kind.new_shared()
+            shared = self._shared[kind]
+        return kind(self.catalog, t, shared)  # type: ignore[no-any-return]
+
+    def register(self, table: Table) -> Table:
+        """Register `table`: the catalog's checks (name, format, location), then its source's (a Paimon
+        location must open as a row-tracking Paimon table; a plain table's partition columns must be the
+        directory levels of its files), then the catalog stores it.
+
+        Raises: as Catalog.put_table; InvalidOptionError, InvalidTableError from the source.
+        """
+        resolved = self.catalog.check_table(table)
+        self.open(resolved).check_registration()
+        return self.catalog.put_table(resolved)
+
+
+def open_source(catalog: Catalog, table: Table | str) -> TableSource:
+    """The source of `table` with nothing shared across calls (a build job, the CLI)."""
+    return TableSources(catalog).open(table)
+
+
+def register_table(catalog: Catalog, table: Table) -> Table:
+    return TableSources(catalog).register(table)
+
+
+def check_spec(spec: JobSpec) -> JobSpec:
+    """The rules of a job spec that depend on the table kind (`spec.table_format`), e.g. one column per build
+    on plain tables, no `rebuild` on Paimon tables.
+
+    Raises:
+        InvalidOptionError.
+    """
+    return _kind(spec.table_format).check_spec(spec)  # type: ignore[no-any-return]

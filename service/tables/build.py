@@ -1,0 +1,129 @@
+"""The shapes a build passes between a table source and the one build pipeline (service.build_job).
+
+A source plans a BuildPlan (picklable: a Spark task gets it whole), its TaskReader turns one task into
+Arrow batches (ROW_ID plus one column per indexed column), the shared worker writes each BuildRange's index
+files and returns RESULT_SCHEMA rows, and the source commits those rows. Imports service.catalog only.
+"""
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+
+__all__ = ["RESULT_DDL", "RESULT_SCHEMA", "ROW_ID", "BuildOutcome", "BuildPlan", "BuildRange", "FileNames",
+           "SparkScan", "TaskReader"]
+
+ROW_ID = "_bgix_row_id"   # the row-id column of every batch a TaskReader yields (int64)
+
+# What a task returns to the driver: one row per written index file (metadata only, never row data).
+# range: index into BuildPlan.ranges; sidecar_size: bytes of the range sidecar written beside the file
+# (path + SIDECAR_SUFFIX), null when none.
+RESULT_SCHEMA = pa.schema([
+    ("range", pa.int32()), ("range_start", pa.int64()), ("range_end", pa.int64()), ("path", pa.string()),
+    ("file_size", pa.int64()), ("row_count", pa.int64()), ("meta", pa.binary()),
+    ("sidecar_size", pa.int64()),
+])
+RESULT_DDL = ("range int, range_start long, range_end long, path string, file_size long, row_count long, "
+              "meta binary, sidecar_size long")
+
+
+@dataclass(frozen=True)
+class BuildRange:
+    """Inclusive row-id range of one column built as one unit (its index files carry this whole range).
+
+    `rows`: rows the range receives (progress; with BuildPlan.exact_rows the range is written as soon as
+    they all arrived, else when the task that holds it ends).
+    """
+
+    column: str
+    start: int
+    end: int
+    rows: int
+
+
+class TaskReader(Protocol):
+    """Reads one task's input in a worker (picklable: Spark ships it)."""
+
+    def read(self, task: int) -> Iterator[pa.RecordBatch]:
+        """Batches of ROW_ID (int64 row ids) plus one column per indexed column, named by the column."""
+
+
+@dataclass(frozen=True)
+class FileNames:
+    """Where a range's index files go: `<out_dir>/<prefix><start>-<end>-<uuid>-<n>.index` (bgix's
+    warehouse), or with `uuid_only` `<out_dir>/<prefix><uuid>.index` (Paimon's global index naming)."""
+
+    out_dir: str
+    prefix: str = ""
+    uuid_only: bool = False
+
+    def new_path(self, start: int, end: int) -> Any:
+        """A callable giving a fresh path per call, for write_index_files."""
+        base = self.out_dir.rstrip("/")
+        if self.uuid_only:
+            return lambda: f"{base}/{self.prefix}{uuid.uuid4()}.index"
+        stem = f"{base}/{self.prefix}{start:012d}-{end:012d}-{uuid.uuid4().hex[:12]}"
+        seq = iter(range(1 << 30))
+        return lambda: f"{stem}-{next(seq):04d}.index"
+
+
+@dataclass(frozen=True)
+class SparkScan:
+    """A plain table's files for the Spark-scan engine variant (`scan=spark`): Spark reads them and computes
+    row ids in the JVM. `files`: (path, first_row_id) in row-id order; `bytes`: their total size."""
+
+    format: str
+    column: str
+    files: tuple[tuple[str, int], ...]
+    row_id_column: str | None = None
+    bytes: int = 0
+
+
+@dataclass(frozen=True)
+class BuildPlan:
+    """One build's work, picklable.
+
+    `task_rows`: row ids each task indexes (ordering and balancing); `task_closes[i]`: ranges complete once
+    task i ended (written then, when not exact_rows). Progress counts units: the ranges (rows as written)
+    or, with `progress_by_task`, the tasks (task_rows as each ends). `message`: nothing to build, and why.
+    `light_driver`: the driver only schedules Python tasks and collects file records, so a session the
+    build starts itself may use a lean JVM. `state`: driver-side,
+    source-private (what commit_build needs).
+    """
+
+    columns: dict[str, str]                 # indexed column → KeyType spelling
+    ranges: tuple[BuildRange, ...]
+    task_rows: tuple[int, ...]
+    reader: TaskReader | None
+    names: FileNames
+    options: dict[str, str]                 # IndexOptions.to_dict()
+    storage_config: dict[str, Any]
+    task_closes: tuple[tuple[int, ...], ...] = ()
+    exact_rows: bool = True
+    progress_by_task: bool = False
+    sidecars: bool = True
+    test_hooks: dict[str, Any] = field(default_factory=dict)
+    spark_scan: SparkScan | None = None
+    light_driver: bool = False
+    message: str | None = None
+    state: Any = None
+
+    @property
+    def progress_rows(self) -> list[int]:
+        return list(self.task_rows) if self.progress_by_task else [r.rows for r in self.ranges]
+
+    @property
+    def tasks(self) -> int:
+        return len(self.task_rows)
+
+
+@dataclass(frozen=True)
+class BuildOutcome:
+    """What a commit made: `result` is what the job returns (a catalog Snapshot; for Paimon tables the new
+    Paimon snapshot), with `id` and `summary()`; `message` says what the job did when it built nothing."""
+
+    result: Any
+    message: str | None = None

@@ -1,0 +1,66 @@
+"""A plain table's build task read with pyarrow: its file slices as `rid` plus the indexed column.
+
+Runs in the build's workers (a Spark task gets the reader pickled). Imports index_format.storage and
+service.catalog only.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from index_format.storage import Storage
+from service.catalog.catalog_errors import DataFileError, RowIdError
+from service.catalog.scan import read_slice
+from service.tables.build import ROW_ID
+
+__all__ = ["FileSlice", "FileTaskReader"]
+
+
+@dataclass(frozen=True)
+class FileSlice:
+    """Rows [start, stop) (positions in the file) of one data file; row id = first_row_id + position (or,
+    with a row_id_column, its value). The plan cuts them (plan.FilePlan.tasks)."""
+
+    path: str
+    size: int
+    first_row_id: int
+    start: int
+    stop: int
+
+
+@dataclass(frozen=True)
+class FileTaskReader:
+    """Reads task i's file slices: the indexed `column` and the row id of every row."""
+
+    storage_config: dict[str, object]
+    table_format: str
+    column: str
+    row_id_column: str | None
+    tasks: tuple[tuple[FileSlice, ...], ...]
+
+    def read(self, task: int) -> Iterator[pa.RecordBatch]:
+        """Raises:
+            RowIdError: a file is shorter than the row-id map says (it changed after planning).
+            DataFileError: a file cannot be read (junk, corrupt column chunk, removed since planning); it
+                names the file, so the job record's error does.
+        """
+        storage = Storage.from_config(self.storage_config)
+        rid = self.row_id_column
+        cols = [self.column] + ([rid] if rid and rid != self.column else [])
+        for sl in self.tasks[task]:
+            try:
+                t = read_slice(storage, sl.path, self.table_format, cols, sl.start, sl.stop, sl.size)
+            except FileNotFoundError as exc:
+                raise DataFileError(sl.path, "removed since the build was planned") from exc
+            if t.num_rows != sl.stop - sl.start:
+                raise RowIdError(f"data file {sl.path!r} has fewer rows than the row-id map says; "
+                                 "it changed during the build")
+            key = t.column(self.column).combine_chunks()
+            if rid:
+                ids = t.column(rid).combine_chunks()
+            else:
+                ids = pa.array(np.arange(sl.first_row_id + sl.start, sl.first_row_id + sl.stop, dtype=np.int64))
+            yield pa.RecordBatch.from_arrays([ids, key], names=[ROW_ID, self.column])

@@ -1,0 +1,192 @@
+"""The TableSource of plain tables: the catalog's row-id map and snapshots, data files read with pyarrow.
+
+Imports service.catalog and service.tables; never pypaimon, pyspark or the web layer.
+"""
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import replace
+
+import pyarrow as pa
+
+from index_format import ranges
+from index_format.errors import InvalidOptionError
+from index_format.storage import Storage
+from service.catalog.catalog import Catalog
+from service.catalog.catalog_errors import DataFileError
+from service.catalog.jobspec import JobSpec, check_column_name, resolve_options
+from service.catalog.model import Table, UnreadableFile
+from service.catalog.partitions import check_matches, check_readable, select_files
+from service.catalog.scan import hive_keys, list_data_files, parse_partition, read_schema, relative_dir
+from service.tables.build import BuildOutcome, BuildPlan
+from service.tables.source import IndexViewSource
+
+__all__ = ["FileSource"]
+
+log = logging.getLogger("bgix.tables.files")
+Range = tuple[int, int]
+
+
+class FileSource:
+    """A plain table of the catalog (see TableSource for the methods' contracts)."""
+
+    shows_summary = False
+
+    def __init__(self, catalog: Catalog, table: Table, shared: object = None) -> None:
+        self.catalog = catalog
+        self.table = table
+
+    @staticmethod
+    def new_shared() -> None:
+        """Plain tables share nothing between views."""
+        return None
+
+    @staticmethod
+    def check_spec(spec: JobSpec) -> JobSpec:
+        """Spec rules of plain tables: one column per build (spec §7.2).
+
+        Raises:
+            InvalidOptionError: several columns.
+        """
+        check_column_name(spec.index_column)
+        return spec
+
+    # -- describe ----------------------------------------------------------------------------------
+    def source_columns(self) -> list[str] | None:
+        """Column names of the table's data files (schema of the first readable file, plus the partition
+        columns), or None while the location holds no data file. Reads one footer only."""
+        t = self.table
+        for path in list_data_files(self.catalog.storage, t.location, t.format):
+            try:
+                schema = read_schema(self.catalog.storage, path, t.format)
+            except (DataFileError, FileNotFoundError) as exc:  # a broken or vanished file: try the next
+                log.warning("table %r: skipping %s", t.name, exc)
+                continue
+            return [*schema.names, *(c for c in t.partition_columns if c not in schema.names)]
+        return None
+
+    def check_registration(self) -> None:
+        """Partition columns must be the hive levels (`col=value`) of the data files already there, in
+        order; otherwise every file would fail the scan. An empty location is not checked.
+
+        Raises:
+            InvalidOptionError: naming the column and a file whose path lacks it.
+        """
+        t = self.table
+        if not t.partition_columns:
+            return
+        for path in list_data_files(self.catalog.storage, t.location, t.format):
+            keys = [k for k in hive_keys(relative_dir(t.location, path)) if k in t.partition_columns]
+            if keys == t.partition_columns:
+                continue
+            missing = [c for c in t.partition_columns if c not in keys]
+            if missing:
+                raise InvalidOptionError(
+                    f"partition column {missing[0]!r} is not a directory level ({missing[0]}=value) of data file "
+                    f"{path!r} under the location")
+            raise InvalidOptionError(
+                f"partition columns {t.partition_columns} are not in the order of the directory levels {keys} "
+                f"of data file {path!r}")
+
+    # -- serve -------------------------------------------------------------------------------------
+    def version(self) -> int | None:
+        return None  # the row-id map has no cheap change token: reload after the TTL
+
+    def view(self) -> IndexViewSource:
+        """The catalog's current snapshots and row-id map (`gone` = retired files' ids).
+
+        Raises:
+            TableNotFoundError; CorruptDocumentError (the row-id map; a corrupt snapshot only lands in
+            `broken_columns`).
+        """
+        t, name = self.table, self.table.name
+        files = sorted(self.catalog.data_files(name), key=lambda f: f.first_row_id)
+        total = max((f.first_row_id + f.row_count for f in files), default=0)
+        # Ids from a table's own row-id column may have gaps: complements must not return them.
+        sparse = t.row_id_column is not None
+        gone: tuple[Range, ...] = ()
+        if not sparse:  # with a row_id_column, ids are values: a retired file frees no id range
+            gone = tuple(ranges.merge((f.first_row_id, f.end_row_id - 1) for f in self.catalog.retired_files(name)))
+        snapshots, broken = self.catalog.load_indexes(name)
+        return IndexViewSource(
+            table=t, columns={s.column: s for s in snapshots}, data_files=files, total_rows=total,
+            sparse=sparse, gone=ranges.to_bitmap(gone) if gone else None, retired_ranges=gone,
+            broken_columns=broken)
+
+    def refresh(self) -> None:
+        self.catalog.refresh_data_files(self.table.name)
+
+    def unreadable_files(self) -> list[UnreadableFile]:
+        return self.catalog.unreadable_files(self.table.name)
+
+    def drop_index(self, column: str) -> None:
+        """The catalog removes the index's snapshots and files. Raises IndexNotFoundError."""
+        self.catalog.drop_index(self.table.name, column)
+
+    # -- build -------------------------------------------------------------------------------------
+    def check_table(self, spec: JobSpec) -> None:
+        """The checks that need the table's definition: the column holds data, the partitions exist.
+
+        Raises:
+            InvalidOptionError: a partition column is indexed (its value lives in the directory names),
+                or `partitions` names keys the table is not partitioned by.
+        """
+        t = self.table
+        if spec.index_column in t.partition_columns:
+            raise InvalidOptionError(f"column {spec.index_column!r} is a partition column of {t.name!r}; "
+                                     "its value lives in the directory names, not in the data files")
+        select_files([], t, spec.partitions)
+
+    def check_build(self, spec: JobSpec, requested: object = None) -> JobSpec:
+        """Partitions that match no data file or hold unreadable ones; options that differ from the existing
+        index's without rebuild (an incremental build keeps the index's options)."""
+        self.check_table(spec)
+        check_partitions_match(self.catalog.storage, self.table, spec.partitions)
+        # The map as last scanned; the job rescans and checks again (plan.make_plan).
+        check_readable(self.catalog.unreadable_files(self.table.name), self.table, spec.partitions)
+        previous = self.catalog.current_snapshot(self.table.name, spec.index_column)
+        return replace(spec, options=resolve_options(requested, previous.options if previous else None,
+                                                     spec.index_column))
+
+    def plan_build(self, spec: JobSpec) -> BuildPlan:
+        from service.tables.files.plan import plan_build
+        return plan_build(self.catalog, self.table, spec)
+
+    def fit_plan(self, plan: BuildPlan, parallelism: int) -> BuildPlan:
+        return plan  # one task per range already (spec §7.2)
+
+    def read_task(self, plan: BuildPlan, task: int) -> Iterator[pa.RecordBatch]:
+        assert plan.reader is not None
+        return plan.reader.read(task)
+
+    def commit_build(self, plan: BuildPlan, written: pa.Table, spec: JobSpec) -> BuildOutcome:
+        from service.tables.files.plan import commit_build
+        return commit_build(self.catalog, plan, written, spec)
+
+    def abort_build(self, plan: BuildPlan | None, written: pa.Table | None, spec: JobSpec) -> None:
+        """The job's directory goes; if this process dies instead, the next build's garbage collection
+        takes it."""
+        try:
+            self.catalog.storage.delete(
+                self.catalog.job_index_dir(spec.table, spec.index_column, spec.job_id), recursive=True)
+        except Exception:
+            log.warning("could not remove partial files of job %s", spec.job_id, exc_info=True)
+
+
+def check_partitions_match(storage: Storage, table: Table, partitions: list[dict[str, str]]) -> None:
+    """Refuse a partition selection with a spec that matches no data file now (a typo, or a partition not
+    written yet): the build would succeed having built nothing. Lists the location; reads no file.
+
+    Raises:
+        InvalidOptionError: naming the specs that match nothing.
+    """
+    if not partitions:
+        return
+    found = []
+    for path in list_data_files(storage, table.location, table.format):
+        try:
+            found.append(parse_partition(relative_dir(table.location, path), table.partition_columns))
+        except Exception:  # noqa: BLE001 - outside the partition layout: the build skips it too
+            continue
+    check_matches(partitions, found, table.name)

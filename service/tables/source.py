@@ -1,0 +1,114 @@
+"""The table-source seam: what the query side and the build job may ask of a table, whatever its kind.
+
+`TableSource` is implemented once per table kind (service.tables.files: Parquet/ORC/CSV/JSON files managed in
+the bgix warehouse; service.tables.paimon: a Paimon table's own snapshots). service.tables.open_source picks
+the implementation; nothing else branches on the table format. Imports service.catalog only.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import pyarrow as pa
+from pyroaring import BitMap64
+
+from service.catalog.catalog_errors import CorruptDocumentError
+from service.catalog.jobspec import JobSpec
+from service.catalog.model import DataFile, Snapshot, Table, UnreadableFile
+from service.tables.build import BuildOutcome, BuildPlan
+
+__all__ = ["IndexViewSource", "TableSource"]
+
+Range = tuple[int, int]
+
+
+@dataclass(frozen=True)
+class IndexViewSource:
+    """A table's indexes, data files and row-id space at one version, in the catalog's shapes.
+
+    `gone`: ids that name no live row (retired data files, Paimon deletion vectors), None when none.
+    `retired_ranges`: the retired ids as ranges (bgix tables only; they count as covered).
+    `live_ranges`: inclusive ranges of ids that hold rows; None means every id below total_rows.
+    `version`: a cheap change token (the Paimon snapshot id) or None when there is none to compare.
+    `summary`: the source's own description of the version served, shown with the table when present
+    (Paimon: its PaimonView, with fields, index summaries and their origins); None for plain tables.
+    `records_key_order`: the index snapshots record their key order in their options (bgix builds do);
+    False when other writers' files must be opened to tell.
+    `broken_columns`: indexed columns left out of `columns` because their current snapshot document is
+    corrupt; a query naming one must raise its error, queries on other columns go on.
+    """
+
+    table: Table
+    columns: dict[str, Snapshot]
+    data_files: list[DataFile]
+    total_rows: int
+    sparse: bool
+    gone: BitMap64 | None
+    retired_ranges: tuple[Range, ...] = ()
+    live_ranges: tuple[Range, ...] | None = None
+    version: int | None = None
+    summary: Any = None
+    records_key_order: bool = True
+    broken_columns: dict[str, CorruptDocumentError] = field(default_factory=dict)
+
+
+class TableSource(Protocol):
+    """One registered table seen through its kind's adapter.
+
+    Describe, serve and drop (the service):
+      source_columns, check_registration, version, view, refresh, unreadable_files, drop_index.
+    Build (the service validates with check_build; the build job checks with check_table, then runs
+    plan_build (fit_plan for a parallel engine) → read_task per task in the shared worker (through the
+    plan's picklable TaskReader) → commit_build, or abort_build on any failure):
+      check_table, check_build, plan_build, fit_plan, read_task, commit_build, abort_build.
+    """
+
+    table: Table
+    # What the index summary the source shows with the table needs the view for (False: nothing to show).
+    shows_summary: bool
+
+    def source_columns(self) -> list[str] | None:
+        """Column names of the table's data (None while there is none to read a schema from)."""
+
+    def check_registration(self) -> None:
+        """What registering the table must refuse (InvalidOptionError, InvalidTableError)."""
+
+    def version(self) -> int | None:
+        """The version a fresh view would have, when telling is cheap; None: cannot tell, reload."""
+
+    def view(self) -> IndexViewSource:
+        """The table's current indexes, data files and row-id space."""
+
+    def refresh(self) -> None:
+        """Rescan what the source does not version itself (a plain table's row-id map)."""
+
+    def unreadable_files(self) -> list[UnreadableFile]:
+        """Data files the last scan could not read ([] when the source has no scan of its own)."""
+
+    def drop_index(self, column: str) -> None:
+        """Drop the column's index; the source data is untouched. Raises IndexNotFoundError."""
+
+    def check_table(self, spec: JobSpec) -> None:
+        """The spec's checks against the table's definition (the build job repeats them; InvalidOptionError)."""
+
+    def check_build(self, spec: JobSpec, requested: object = None) -> JobSpec:
+        """Everything a build of `spec` could only fail on later, refused now (the service's 400s); returns
+        the spec to run (e.g. the `requested` options, as the request gave them, resolved against the
+        existing index's)."""
+
+    def plan_build(self, spec: JobSpec) -> BuildPlan:
+        """The build's tasks and ranges (picklable); `plan.message` set when there is nothing to build."""
+
+    def fit_plan(self, plan: BuildPlan, parallelism: int) -> BuildPlan:
+        """`plan` cut for an engine with `parallelism` task slots."""
+
+    def read_task(self, plan: BuildPlan, task: int) -> Iterator[pa.RecordBatch]:
+        """Task `task`'s input: batches of build.ROW_ID (int64 row ids) plus one column per indexed column
+        (what plan.reader.read yields in a worker)."""
+
+    def commit_build(self, plan: BuildPlan, written: pa.Table, spec: JobSpec) -> BuildOutcome:
+        """Make the written index files (build.RESULT_SCHEMA rows) part of the table's index, atomically."""
+
+    def abort_build(self, plan: BuildPlan | None, written: pa.Table | None, spec: JobSpec) -> None:
+        """Remove index files of this build that no commit references (best effort)."""
