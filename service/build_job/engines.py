@@ -24,7 +24,7 @@ from index_format.types import KeyType, from_arrow
 from service.build_job.progress import Progress
 from service.build_job.worker import build_batches, build_tasks
 from service.catalog.catalog_errors import RowIdError
-from service.tables.build import RESULT_DDL, RESULT_SCHEMA, ROW_ID, BuildPlan, SparkScan
+from service.tables.build_tasks import RESULT_DDL, RESULT_SCHEMA, ROW_ID, BuildPlan, SparkScan
 from service.tables.files.rowids import normalize_path
 
 if TYPE_CHECKING:

@@ -36,7 +36,7 @@ from service.catalog.jobspec import JobSpec
 from service.catalog.liveness import process_start
 from service.catalog.model import JobRecord, Table, now
 from service.tables import TableSource, check_spec, open_source
-from service.tables.build import RESULT_SCHEMA, BuildPlan
+from service.tables.build_tasks import RESULT_SCHEMA, BuildPlan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -21,7 +21,7 @@ from index_format.sidecar.build import build_sidecar, sidecar_possible
 from index_format.storage import Storage
 from index_format.types import KeyType, parse_type
 from service.catalog.catalog_errors import RowIdError
-from service.tables.build import RESULT_SCHEMA, ROW_ID, BuildPlan
+from service.tables.build_tasks import RESULT_SCHEMA, ROW_ID, BuildPlan
 
 log = logging.getLogger("bgix.build_job.worker")
 

@@ -14,7 +14,7 @@ from typing import Any
 from service.catalog.catalog import Catalog
 from service.catalog.jobspec import JobSpec
 from service.catalog.model import PAIMON, Table
-from service.tables.source import IndexViewSource, TableSource
+from service.tables.table_source import IndexViewSource, TableSource
 
 __all__ = ["IndexViewSource", "TableSource", "TableSources", "check_spec", "open_source", "register_table"]
 
@@ -22,9 +22,9 @@ __all__ = ["IndexViewSource", "TableSource", "TableSources", "check_spec", "open
 def _kind(table_format: str) -> Any:
     """The TableSource class of a table format: the one place that tells the kinds apart."""
     if table_format == PAIMON:
-        from service.tables.paimon.source import PaimonSource  # loads pypaimon only when needed
+        from service.tables.paimon.paimon_source import PaimonSource  # loads pypaimon only when needed
         return PaimonSource
-    from service.tables.files.source import FileSource
+    from service.tables.files.files_source import FileSource
     return FileSource
 
 

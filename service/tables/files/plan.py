@@ -24,8 +24,8 @@ from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec, check_options_mat
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, SourceFile, Table
 from service.catalog.partitions import check_matches, check_readable
 from service.catalog.scan import read_columns, read_schema
-from service.tables.build import BuildOutcome, BuildPlan, BuildRange, FileNames, SparkScan
-from service.tables.files.reader import FileSlice, FileTaskReader
+from service.tables.build_tasks import BuildOutcome, BuildPlan, BuildRange, FileNames, SparkScan
+from service.tables.files.slice_reader import FileSlice, FileTaskReader
 from service.tables.files.rowids import RowRange, check_row_id_column, ranges_of_ids, select_files, uncovered_ranges
 
 log = logging.getLogger("bgix.tables.files.plan")

@@ -1,4 +1,4 @@
-"""Paimon build tasks cut for a parallel engine: cut_tasks (build_plan) and balance_tasks (service.tables.paimon.source).
+"""Paimon build tasks cut for a parallel engine: cut_tasks (build_plan) and balance_tasks (service.tables.paimon.paimon_source).
 
 The tables are pypaimon's own; the plans are plan_build's. The properties are the documented ones: every row id
 of every column in exactly one task, cuts only between groups of files whose row ranges overlap (a data file
@@ -14,8 +14,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from service.tables.paimon import source as paimon_source
-from service.tables.paimon.source import balance_tasks
+from service.tables.paimon import paimon_source
+from service.tables.paimon.paimon_source import balance_tasks
 from service.tables.paimon import PaimonTable, open_paimon_table
 from service.tables.paimon.build_plan import PaimonBuildPlan, PaimonBuildTask, cut_tasks, plan_build
 from tests.unit.catalog.paimon.paimon_tables import DAYS, append, create_table, make_rows, update_rows

@@ -31,7 +31,7 @@ from service.build_job.worker import InjectedFailure, build_batches, build_tasks
 from service.catalog import Catalog, Table
 from service.catalog.jobspec import JobSpec
 from service.catalog.model import JobRecord
-from service.tables.build import RESULT_SCHEMA, ROW_ID, BuildPlan, BuildRange, FileNames
+from service.tables.build_tasks import RESULT_SCHEMA, ROW_ID, BuildPlan, BuildRange, FileNames
 from tests.factories import append_file, assert_index_matches, make_parquet_table, oracle_table
 
 R = {"sorted-index.records-per-range": "1000"}
@@ -291,7 +291,7 @@ def test_failed_build_leaves_the_previous_index_and_its_sidecars(tmp_path: Path)
 
 def test_paimon_build_tasks_write_no_sidecar_into_the_table(tmp_path: Path) -> None:
     """Paimon tables get their sidecars derived lazily into bgix's warehouse, never written by the build."""
-    from service.tables.paimon.source import PaimonSource
+    from service.tables.paimon.paimon_source import PaimonSource
     from tests.unit.catalog.paimon.paimon_tables import create_table
 
     location = create_table(tmp_path / "pwh", "events", commits=2, rows=300)

@@ -10,7 +10,7 @@ from index_format.options import IndexOptions
 from service.catalog.jobspec import JobSpec
 from service.catalog.model import Table
 from service.tables import check_spec
-from service.tables.files.source import FileSource
+from service.tables.files.files_source import FileSource
 
 BASE = {"job_id": "j1", "warehouse": "/wh", "table": "t", "index_column": "s"}
 

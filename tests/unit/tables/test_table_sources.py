@@ -10,8 +10,8 @@ from index_format.storage import Storage
 from service.catalog import Catalog, Table
 from service.catalog.catalog_errors import InvalidTableError
 from service.tables import TableSources, open_source, register_table
-from service.tables.files.source import FileSource
-from service.tables.paimon.source import PaimonSource
+from service.tables.files.files_source import FileSource
+from service.tables.paimon.paimon_source import PaimonSource
 from tests.factories import make_parquet_table
 from tests.unit.catalog.paimon.paimon_tables import create_table
 

@@ -21,11 +21,11 @@ from service.build_job.worker import build_tasks
 from service.catalog import Catalog, Table
 from service.catalog.jobspec import JobSpec
 from service.tables.paimon import load_paimon_view, open_paimon_table, table_storage
-from service.tables.build import RESULT_SCHEMA
+from service.tables.build_tasks import RESULT_SCHEMA
 from service.tables.paimon.commit import commit_index_files
 from service.tables.paimon.index_entries import list_bitmap_index_entries
 from service.tables.paimon.origins import file_origins
-from service.tables.paimon.source import PaimonSource, built_files
+from service.tables.paimon.paimon_source import PaimonSource, built_files
 from tests.unit.catalog.paimon.paimon_tables import append, create_table, make_rows, pypaimon_table
 
 JOB = "job-origins-1"

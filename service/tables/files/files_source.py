@@ -19,8 +19,8 @@ from service.catalog.jobspec import JobSpec, check_column_name, resolve_options
 from service.catalog.model import Table, UnreadableFile
 from service.catalog.partitions import check_matches, check_readable, select_files
 from service.catalog.scan import hive_keys, list_data_files, parse_partition, read_schema, relative_dir
-from service.tables.build import BuildOutcome, BuildPlan
-from service.tables.source import IndexViewSource
+from service.tables.build_tasks import BuildOutcome, BuildPlan
+from service.tables.table_source import IndexViewSource
 
 __all__ = ["FileSource"]
 

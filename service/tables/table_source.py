@@ -16,7 +16,7 @@ from pyroaring import BitMap64
 from service.catalog.catalog_errors import CorruptDocumentError
 from service.catalog.jobspec import JobSpec
 from service.catalog.model import DataFile, Snapshot, Table, UnreadableFile
-from service.tables.build import BuildOutcome, BuildPlan
+from service.tables.build_tasks import BuildOutcome, BuildPlan
 
 __all__ = ["IndexViewSource", "TableSource"]
 

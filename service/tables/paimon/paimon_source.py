@@ -18,7 +18,7 @@ from service.catalog.catalog import Catalog
 from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec
 from service.catalog.model import Table, UnreadableFile
 from service.catalog.partitions import check_keys, check_matches
-from service.tables.build import ROW_ID, BuildOutcome, BuildPlan, BuildRange, FileNames
+from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan, BuildRange, FileNames
 from service.tables.paimon.build_plan import PaimonBuildPlan, check_build_columns, cut_tasks, plan_build, read_task
 from service.tables.paimon.commit import BuiltIndexFile, commit_index_files, index_dir
 from service.tables.paimon.drop import drop_bitmap_index
@@ -26,7 +26,7 @@ from service.tables.paimon.origins import BGIX_JOB_PROPERTY, OriginsCache
 from service.tables.paimon.rows import ROW_ID as PAIMON_ROW_ID
 from service.tables.paimon.table import PaimonTable, open_paimon_table, table_storage
 from service.tables.paimon.view import latest_snapshot_id, load_paimon_view
-from service.tables.source import IndexViewSource
+from service.tables.table_source import IndexViewSource
 
 __all__ = ["PaimonCommitted", "PaimonSource", "PaimonTaskReader", "balance_tasks", "built_files"]
 
