@@ -72,6 +72,8 @@ class ColumnIndex:
     # True when ids inside a row range may have gaps (a table with its own row-id column): the rows a
     # range holds are then the union of its files' null and non-null rows, not all of [start, end].
     sparse: bool = False
+    # The leaf operators its index family answers (index_format.families); None: every operator.
+    answers: frozenset[str] | None = None
     # Derived once per index (a view serves many queries): its merged row ranges and, for dense ids, their rows.
     _merged_ranges: list[ranges.Range] | None = field(default=None, init=False, repr=False, compare=False)
     _rows: FrozenBitMap64 | None = field(default=None, init=False, repr=False, compare=False)
@@ -128,8 +130,8 @@ _Value = _Result | Unsupported
 
 
 def answer_over_files(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool = False,
-             with_unknown: bool = True, deleted: BitMap64 | None = None,
-             deadline: float | None = None, count_only: bool = False) -> Answer:
+                      with_unknown: bool = True, deleted: BitMap64 | None = None,
+                      deadline: float | None = None, count_only: bool = False) -> Answer:
     """Evaluate a bound tree (bind.bind) over the indexed columns.
 
     NOT is pushed down first, so ANDs are never under a NOT and dropping an unsupported AND child
@@ -255,6 +257,9 @@ class _Run:
         if leaf.op == "always_unknown":
             return _Result(BitMap64(), BitMap64(self.all))
         ci = self.columns[leaf.column]
+        if ci.answers is not None and leaf.op not in ci.answers:
+            self.unsupported.append(f"the index of {leaf.column!r} does not answer {leaf.op}")
+            return UNSUPPORTED
         t, u = BitMap64(), BitMap64()
         detail: list[dict[str, object]] = []
         for (start, end), refs in _groups(ci.files):
@@ -314,7 +319,8 @@ class _Run:
             op = spec_of(leaf.op)
         except KeyError:      # always_true and friends: no file is read anyway
             return None
-        if ci.sparse or op.positive not in SIDECAR_OPS | KEY_COUNT_OPS:
+        if ci.sparse or op.positive not in SIDECAR_OPS | KEY_COUNT_OPS or (
+                ci.answers is not None and leaf.op not in ci.answers):
             return None
         groups = _groups(ci.files)
         if any(len(refs) > 1 for _, refs in groups):

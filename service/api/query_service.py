@@ -19,7 +19,8 @@ from pyroaring import BitMap64
 from index_format import errors as fmt
 from index_format import ranges
 from index_format.global_index.filemeta import parse_meta
-from index_format.global_index.reader import BitmapCache, BlockCache, IndexReader, open_index
+from index_format.families import family
+from index_format.global_index.reader import BitmapCache, BlockCache, IndexReader
 from index_format.lru import ByteLRU
 from index_format.options import parse_options
 from index_format.predicate.answer import Answer, ColumnIndex, IndexFileRef, answer_over_files
@@ -211,9 +212,10 @@ class QueryService:
             # the defaults.
             options = parse_options({})
         budget = options.fallback_scan_max_size
+        fam = family(snap.index_type)
         refs = []
         for e in snap.files:
-            opener = self._opener(e.path, e.file_size, kt)
+            opener = self._opener(e.path, e.file_size, kt, fam.open_reader)
             sidecar = self.sidecars.opener(
                 e.path, e.file_size, kt, e.range_end - e.range_start + 1, beside_size=e.sidecar_size,
                 chunk_size=options.range_sidecar_chunk_size, enabled=options.range_sidecar, open_index=opener)
@@ -224,9 +226,10 @@ class QueryService:
                 peek_sidecar=sidecar.peek if sidecar else None))
         return ColumnView(snapshot=snap, kt=kt,
                           index=ColumnIndex(column=snap.column, kt=kt, files=refs,
-                                            fallback_scan_max_size=budget, sparse=sparse))
+                                            fallback_scan_max_size=budget, sparse=sparse, answers=fam.answers))
 
-    def _opener(self, path: str, size: int, kt: KeyType) -> Callable[[], IndexReader]:
+    def _opener(self, path: str, size: int, kt: KeyType,
+                open_index: Callable[..., IndexReader]) -> Callable[[], IndexReader]:
         resolved: list[str] = []  # resolve (realpath, root checks) once per view, not per query
 
         def load() -> IndexReader:

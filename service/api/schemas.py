@@ -9,6 +9,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from index_format.families import BUILT_NAMES
+
 TABLE_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$"
 COLUMN_NAME_PATTERN = r"^[^/\\\x00]{1,256}$"
 ResultKind = Literal["count", "row_ids", "ranges", "roaring", "files"]
@@ -146,7 +148,7 @@ class FilesPublic(BaseModel):
 class CreateIndexRequest(_Model):
     table: str = Field(pattern=TABLE_NAME_PATTERN)
     index_column: str = Field(min_length=1, max_length=256)
-    index_type: Literal["bitmap"] = "bitmap"
+    index_type: Literal[BUILT_NAMES] = "bitmap"  # type: ignore[valid-type]  # the families bgix builds
     partitions: str | list[dict[str, str]] | None = Field(
         None, description="Paimon spec 'k=v,k=v;k=v' or a list of {column: value} objects.")
     options: dict[str, str | int | float | bool] | str | None = Field(

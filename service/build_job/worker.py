@@ -14,7 +14,8 @@ import numpy as np
 import pyarrow as pa
 
 from index_format.errors import BgixError
-from index_format.global_index.writer import WrittenFile, write_index_files
+from index_format.families import family
+from index_format.global_index.writer import WrittenFile
 from index_format.options import IndexOptions, parse_options
 from index_format.sidecar import SIDECAR_SUFFIX
 from index_format.sidecar.build import build_sidecar, sidecar_possible
@@ -41,6 +42,7 @@ class RangeBuilder:
         self.kts: dict[str, KeyType] = {c: parse_type(s) for c, s in plan.columns.items()}
         self.options: IndexOptions = parse_options(plan.options)
         self.storage = Storage.from_config(plan.storage_config)
+        self.write_files = family(plan.index_type).write_files
         # per column: its ranges sorted by start, as (starts, ends, range indexes)
         self.by_column: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for c in plan.columns:
@@ -108,7 +110,7 @@ class RangeBuilder:
         rows = self.counts.pop(r)
         start, end = rng.start, rng.end
         sidecars = self.plan.sidecars and self.options.range_sidecar and sidecar_possible(kt, end - start + 1)
-        written = write_index_files(keys, local, kt, self.options,
+        written = self.write_files(keys, local, kt, self.options,
                                     records_per_file=self.options.records_per_file,  # floor(1.2 R), spec §5.2
                                     new_path=self.plan.names.new_path(start, end), storage=self.storage,
                                     keep_rows=sidecars)

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from index_format.errors import InvalidOptionError
+from index_format.families import built_family
 from index_format.options import IndexOptions, given_options, option_error, parse_options
 from service.catalog import warehouse_layout
 from service.catalog.partitions import parse_partitions
 
 log = logging.getLogger("bgix.jobspec")
-INDEX_TYPES = ("bitmap",)
 ENGINES = ("spark", "local")
 SCANS = ("direct", "spark")
 _REQUIRED = ("job_id", "warehouse", "table", "index_column")
@@ -27,11 +27,8 @@ NOTHING_TO_BUILD = "index already up to date: nothing to build"
 
 
 def check_index_type(index_type: str) -> str:
-    """Lower-cased, trimmed index type (spec §7.2). Raises InvalidOptionError for anything but bitmap."""
-    t = (index_type or "").strip().lower()
-    if t not in INDEX_TYPES:
-        raise InvalidOptionError(f"index_type {index_type!r} is not supported; bgix builds only 'bitmap' indexes")
-    return t
+    """Lower-cased, trimmed index type (spec §7.2). Raises InvalidOptionError unless bgix builds that family."""
+    return built_family(index_type).name
 
 
 def check_column_names(column: str, *, several: bool) -> str:
@@ -72,7 +69,7 @@ class JobSpec:
     Fields as in the spec JSON:
       job_id, warehouse, table, index_column   required; the job's record is <warehouse>/jobs/<job_id>.json
                        (the job creates it when the service did not)
-      index_type       "bitmap" (anything else is refused)
+      index_type       an index family bgix builds (index_format.families; "bitmap")
       options          IndexOptions; given as a dict or Paimon's "k=v,k=v" (spec §7.1, plus `rebuild`)
       partitions       [{column: value}]; given as Paimon's "dt=1,hh=0;dt=2,hh=1" or a list of objects
       storage_options  fsspec options of the warehouse (credentials: kept out of job records)

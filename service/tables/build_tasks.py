@@ -13,6 +13,8 @@ from typing import Any, Protocol
 
 import pyarrow as pa
 
+from index_format.families import BITMAP
+
 __all__ = ["RESULT_DDL", "RESULT_SCHEMA", "ROW_ID", "BuildOutcome", "BuildPlan", "BuildRange", "FileNames",
            "SparkScan", "TaskReader"]
 
@@ -108,6 +110,7 @@ class BuildPlan:
     test_hooks: dict[str, Any] = field(default_factory=dict)
     spark_scan: SparkScan | None = None
     light_driver: bool = False
+    index_type: str = BITMAP.name           # the family the worker writes (index_format.families)
     message: str | None = None
     state: Any = None
 

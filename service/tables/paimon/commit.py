@@ -24,9 +24,10 @@ from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.commit_message import CommitMessage
 
 from index_format import ranges
+from index_format.families import BITMAP
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CommitConflictError
-from service.tables.paimon.index_entries import BITMAP_INDEX_TYPE, list_bitmap_index_entries
+from service.tables.paimon.index_entries import list_bitmap_index_entries
 from service.tables.paimon.location import PaimonLocation, to_storage_path
 from service.tables.paimon.table import PaimonTable, reopen
 
@@ -52,6 +53,7 @@ class BuiltIndexFile:
     file_size: int
     row_count: int
     index_meta: bytes
+    index_type: str = BITMAP.name  # the family (index_format.families) that wrote it
 
 
 def deix_source_meta(snapshot_id: int) -> bytes:
@@ -127,7 +129,7 @@ def _messages(writable: object, files: Sequence[BuiltIndexFile], scanned: int, *
     by_partition: dict[tuple[object, ...], list[IndexManifestEntry]] = {}
     for f in files:
         meta = IndexFileMeta(
-            index_type=BITMAP_INDEX_TYPE, file_name=f.file_name, file_size=f.file_size, row_count=f.row_count,
+            index_type=f.index_type, file_name=f.file_name, file_size=f.file_size, row_count=f.row_count,
             global_index_meta=GlobalIndexMeta(
                 row_range_start=f.row_range_start, row_range_end=f.row_range_end, index_field_id=f.field_id,
                 extra_field_ids=None, index_meta=f.index_meta, source_meta=source),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from pypaimon.index.index_file_handler import IndexFileHandler
 
+from index_format.families import BITMAP
 from index_format.types import KeyType
 from service.tables.paimon.key_types import key_type_of_spelling
 from service.tables.paimon.location import to_storage_path
@@ -17,7 +18,7 @@ from service.tables.paimon.table import PaimonTable
 
 __all__ = ["BITMAP_INDEX_TYPE", "BitmapIndexEntry", "bitmap_file_names", "list_bitmap_index_entries"]
 
-BITMAP_INDEX_TYPE = "bitmap"  # IndexFileMeta.index_type of bitmap global index files
+BITMAP_INDEX_TYPE = BITMAP.name  # IndexFileMeta.index_type of bitmap global index files
 _ADD = 0                      # IndexManifestEntry.kind
 
 

@@ -226,7 +226,7 @@ def built_files(plan: BuildPlan, written: pa.Table) -> list[BuiltIndexFile]:
             column=r.column, field_id=state.field_ids[r.column], partition_values=task.partition_values,
             row_range_start=r.start, row_range_end=r.end, path=row["path"],
             file_name=row["path"].rsplit("/", 1)[-1], file_size=row["file_size"], row_count=row["row_count"],
-            index_meta=bytes(row["meta"])))
+            index_meta=bytes(row["meta"]), index_type=plan.index_type))
     return out
 
 
@@ -252,7 +252,7 @@ def _as_build_plan(plan: PaimonBuildPlan, spec: JobSpec | None, names: FileNames
         return replace(like, **common)
     assert spec is not None
     return BuildPlan(options=spec.options.to_dict(), test_hooks=dict(spec.test_hooks), light_driver=True,
-                     **common)
+                     index_type=spec.index_type, **common)
 
 
 _MIN_TASK_ROWS = 262_144   # below this a task's fixed cost (scheduling, one more index file) is not worth it

@@ -1,0 +1,85 @@
+"""The global index families bgix serves and builds, one entry each: Paimon's `index_type` name, how a file of
+the family is opened and written, and which predicate leaves its files answer. A family plugs in here and
+nowhere else; the build job, the table sources and the query side look it up by name.
+
+Light to import (the API's request schemas and the client read the names): a family's reader and writer
+modules load on first use. Never imports the predicate package (capabilities are operator names).
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from index_format.errors import InvalidOptionError
+
+__all__ = ["BITMAP", "BUILT_NAMES", "FAMILIES", "IndexFamily", "built_family", "family"]
+
+
+@dataclass(frozen=True, slots=True)
+class IndexFamily:
+    """One index family.
+
+    `name`: Paimon's `IndexFileMeta.index_type` (the `index_type` of create_global_index).
+    `reader`, `writer`: "module:function" of `open_reader(source, kt, *, cache, bitmap_cache)` (a reader with
+    the global index reader's methods) and `write_files(keys, local_row_ids, kt, options, *, records_per_file,
+    new_path, storage, keep_rows)` (a list of WrittenFile).
+    `answers`: the leaf operators (predicate.operators names) its files answer; None means every operator
+    (a leaf the family cannot answer is UNSUPPORTED: the engine scans).
+    `builds`: bgix writes files of this family (False: served only).
+    """
+
+    name: str
+    reader: str
+    writer: str
+    answers: frozenset[str] | None = None
+    builds: bool = True
+
+    @property
+    def open_reader(self) -> Callable[..., Any]:
+        return _load(self.reader)
+
+    @property
+    def write_files(self) -> Callable[..., Any]:
+        return _load(self.writer)
+
+
+def _load(ref: str) -> Callable[..., Any]:
+    module, _, name = ref.partition(":")
+    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+
+
+BITMAP = IndexFamily(name="bitmap", reader="index_format.global_index.reader:open_index",
+                     writer="index_format.global_index.writer:write_index_files")
+
+FAMILIES: dict[str, IndexFamily] = {f.name: f for f in (BITMAP,)}
+BUILT_NAMES: tuple[str, ...] = tuple(n for n, f in FAMILIES.items() if f.builds)  # create_global_index's index_type
+
+
+def family(name: str) -> IndexFamily:
+    """The family named `name` (case and surrounding blanks ignored, as Paimon's option values).
+
+    Raises:
+        InvalidOptionError: no such family.
+    """
+    found = FAMILIES.get((name or "").strip().lower())
+    if found is None:
+        raise InvalidOptionError(f"index_type {name!r} is not supported; bgix knows {_names(FAMILIES)} indexes")
+    return found
+
+
+def built_family(name: str) -> IndexFamily:
+    """The family named `name`, which bgix must be able to build.
+
+    Raises:
+        InvalidOptionError: no such family, or one bgix only serves.
+    """
+    found = FAMILIES.get((name or "").strip().lower())
+    if found is None or not found.builds:
+        raise InvalidOptionError(f"index_type {name!r} is not supported; bgix builds only {_names(BUILT_NAMES)} indexes")
+    return found
+
+
+def _names(names: Iterable[str]) -> str:
+    return " or ".join(repr(n) for n in names)
