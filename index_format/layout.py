@@ -45,6 +45,7 @@ LE_I32_PAIR = struct.Struct("<ii")   # spec §2.4: compressed length, original l
 LE_U32_PAIR = struct.Struct("<II")
 
 # Records of Paimon's file-index formats (Java DataOutput).
+DEIX_SOURCE_META = struct.Struct(">iiq")        # Paimon Java's GlobalIndexMeta.source_meta: magic, version, snapshot
 FILE_INDEX_PREFIX = struct.Struct(">qii")         # container: magic, version, headLength
 BITMAP_INDEX_HEAD = struct.Struct(">BiiB")        # bitmap index: version, rowCount, nonNullBitmapNumber, hasNull
 BSI_INDEX_HEAD = struct.Struct(">bi")             # BSI index: version, rowCount

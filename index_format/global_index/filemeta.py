@@ -1,4 +1,5 @@
-"""Per-file manifest metadata `SortedIndexFileMeta` (spec §4): build and parse, with the legacy rules.
+"""Per-file manifest metadata `SortedIndexFileMeta` (spec §4): build and parse, with the legacy rules; and the
+DEIX marker Paimon Java puts in a global index file's `source_meta`.
 
 Imports only index_format.{keys,types,errors}.
 """
@@ -8,7 +9,7 @@ from dataclasses import dataclass
 
 from index_format.errors import CorruptFileError
 from index_format.keys import deserialize_key, serialize_key
-from index_format.layout import LE_I32
+from index_format.layout import DEIX_SOURCE_META, LE_I32
 from index_format.types import KeyType
 
 META_VERSION = 1
@@ -78,3 +79,20 @@ def parse_meta(kt: KeyType, data: bytes) -> FileMeta:
     fk = None if first is None else deserialize_key(kt, first)
     lk = None if last is None else deserialize_key(kt, last)
     return FileMeta(fk, lk, has_nulls, first is None and last is None)
+
+
+DEIX_MAGIC = 0x44454958   # "DEIX"
+_DEIX_VERSION = 1
+
+
+def deix_source_meta(snapshot_id: int) -> bytes:
+    """Paimon Java's marker of a data-evolution index: int magic, int version, long scanned snapshot id (BE)."""
+    return DEIX_SOURCE_META.pack(DEIX_MAGIC, _DEIX_VERSION, int(snapshot_id))
+
+
+def deix_scan_snapshot(source_meta: bytes | None) -> int | None:
+    """The scanned snapshot id a DEIX marker names; None when `source_meta` is no DEIX marker."""
+    if source_meta is None or len(source_meta) < DEIX_SOURCE_META.size:
+        return None
+    magic, _version, sid = DEIX_SOURCE_META.unpack_from(source_meta)
+    return int(sid) if magic == DEIX_MAGIC else None

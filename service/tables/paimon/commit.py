@@ -10,7 +10,6 @@ the written files are deleted unless a snapshot references them, so the table st
 from __future__ import annotations
 
 import logging
-import struct
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -25,18 +24,17 @@ from pypaimon.write.commit_message import CommitMessage
 
 from index_format import ranges
 from index_format.families import BITMAP
+from index_format.global_index.filemeta import deix_source_meta
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CommitConflictError
 from service.tables.paimon.index_entries import list_bitmap_index_entries
 from service.tables.paimon.location import PaimonLocation, to_storage_path
 from service.tables.paimon.table import PaimonTable, reopen
 
-__all__ = ["BuiltIndexFile", "DEIX_MAGIC", "commit_index_files", "commit_messages", "deix_source_meta", "index_dir",
-           "new_index_file_name", "writable_table"]
+__all__ = ["BuiltIndexFile", "commit_index_files", "commit_messages", "index_dir", "new_index_file_name",
+           "writable_table"]
 
 log = logging.getLogger("bgix.paimon.commit")
-DEIX_MAGIC = 0x44454958   # "DEIX"
-_DEIX_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -54,11 +52,6 @@ class BuiltIndexFile:
     row_count: int
     index_meta: bytes
     index_type: str = BITMAP.name  # the family (index_format.families) that wrote it
-
-
-def deix_source_meta(snapshot_id: int) -> bytes:
-    """Paimon Java's marker of a data-evolution index: int magic, int version, long scanned snapshot id (BE)."""
-    return struct.pack(">iiq", DEIX_MAGIC, _DEIX_VERSION, int(snapshot_id))
 
 
 def index_dir(table: PaimonTable) -> tuple[str, bool]:

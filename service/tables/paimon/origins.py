@@ -19,18 +19,16 @@ source shared by a service's views; a fresh one per call otherwise).
 from __future__ import annotations
 
 import logging
-import struct
 import threading
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from service.tables.paimon.commit import DEIX_MAGIC
+from index_format.global_index.filemeta import deix_scan_snapshot
 from service.tables.paimon.index_entries import BitmapIndexEntry, bitmap_file_names
 from service.tables.paimon.table import PaimonTable
 
-__all__ = ["BGIX_JOB_PROPERTY", "ORIGINS", "WINDOW", "IndexOrigin", "OriginsCache", "deix_scan_snapshot",
-           "file_origins"]
+__all__ = ["BGIX_JOB_PROPERTY", "ORIGINS", "WINDOW", "IndexOrigin", "OriginsCache", "file_origins"]
 
 log = logging.getLogger("bgix.paimon.origins")
 BGIX_JOB_PROPERTY = "bgix.job-id"
@@ -88,14 +86,6 @@ class OriginsCache:
             if hit is not None and hit.time_millis != int(snap.time_millis):
                 for key in [k for k in self._commits if k[0] == table.table_path]:
                     del self._commits[key]
-
-
-def deix_scan_snapshot(source_meta: bytes | None) -> int | None:
-    """The scanned snapshot id a DEIX marker names (int magic, int version, long id; big-endian); else None."""
-    if source_meta is None or len(source_meta) < 16:
-        return None
-    magic, _version, sid = struct.unpack(">iiq", source_meta[:16])
-    return int(sid) if magic == DEIX_MAGIC else None
 
 
 def file_origins(table: PaimonTable, entries: Mapping[str, Sequence[BitmapIndexEntry]],

@@ -48,3 +48,14 @@ def test_int_metadata_round_trip() -> None:
 def test_malformed_metadata(hexbytes: str) -> None:
     with pytest.raises(CorruptFileError):
         parse_meta(S, bytes.fromhex(hexbytes))
+
+
+def test_deix_marker_is_16_big_endian_bytes_and_only_it_names_a_snapshot() -> None:
+    from index_format.global_index.filemeta import deix_scan_snapshot, deix_source_meta
+
+    # Paimon Java's marker: int 0x44454958 ("DEIX"), int version 1, long scanned snapshot id, big-endian.
+    assert deix_source_meta(7) == b"DEIX" + (1).to_bytes(4, "big") + (7).to_bytes(8, "big")
+    assert deix_scan_snapshot(b"DEIX" + (1).to_bytes(4, "big") + (2**40).to_bytes(8, "big")) == 2**40
+    assert deix_scan_snapshot(None) is None
+    assert deix_scan_snapshot(b"DEIX\x00\x00\x00\x01") is None          # too short
+    assert deix_scan_snapshot(b"XIED" + bytes(12)) is None              # another magic
