@@ -25,33 +25,45 @@ GROUP_ORDER = ["spark", "browser"]
 # Modules with a test carrying one of these marks are handed out early, so the longest work does not
 # start last and finish alone.
 EXPENSIVE_MARKS = ("slow", "spark", "browser")
+# Within each of those ranks, the layers whose tests start processes (JVMs, servers) go first.
+HEAVY_LAYERS = ("tests/e2e/", "tests/browser/", "tests/api/")
 _GROUPS_DIR = pytest.StashKey[Path]()
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Give each module an xdist group when its tests share something: one of SHARED_SESSION_FIXTURES (the
-    group of that name), else a module- or class-scoped fixture they ask for (a group of its own, so the
-    fixture is built once and the module's tests run in order on one worker). Then put the modules holding
-    shared groups first and other modules with EXPENSIVE_MARKS next, keeping each module's tests together
-    (a module fixture is torn down when the next test comes from another module)."""
+    """Give tests that share something an xdist group: a test asking for one of SHARED_SESSION_FIXTURES joins
+    the group of that name; a test asking for a module- or class-scoped fixture joins its module's group (the
+    fixture is built once, and the module's tests run in file order on one worker) — or the module's shared
+    group when it has one. Then put the modules holding shared groups first (GROUP_ORDER), other modules
+    with EXPENSIVE_MARKS next and the rest last, each rank in HEAVY_LAYERS order, keeping each module's tests
+    together (a module fixture is torn down when the next test comes from another module)."""
     modules: dict[str, list[pytest.Item]] = {}
     for item in items:
         modules.setdefault(_module(item), []).append(item)
     rank: dict[str, tuple[int, int]] = {}
     for path, members in modules.items():
-        requested = [_requested_fixtures(item) for item in members]
-        shared = sorted({SHARED_SESSION_FIXTURES[name] for fixtures in requested for name, scope in fixtures.items()
-                         if scope == "session" and name in SHARED_SESSION_FIXTURES})
-        scoped = any(scope in ("module", "class", "package") for fixtures in requested for scope in fixtures.values())
-        group = shared[0] if shared else path if scoped else None
-        if group is not None:
-            for item in members:
-                if item.get_closest_marker("xdist_group") is None:
-                    item.add_marker(pytest.mark.xdist_group(group))
+        requested = {item.nodeid: _requested_fixtures(item) for item in members}
+        own = {nodeid: _shared_group(fixtures) for nodeid, fixtures in requested.items()}
+        shared = sorted({group for group in own.values() if group is not None}, key=GROUP_ORDER.index)
+        for item in members:
+            fixtures = requested[item.nodeid]
+            scoped = any(scope in ("module", "class", "package") for scope in fixtures.values())
+            group = own[item.nodeid]
+            if group is None and scoped:
+                group = shared[0] if shared else path
+            if group is not None and item.get_closest_marker("xdist_group") is None:
+                item.add_marker(pytest.mark.xdist_group(group))
         expensive = any(item.get_closest_marker(mark) for item in members for mark in EXPENSIVE_MARKS)
-        rank[path] = (0, GROUP_ORDER.index(group)) if shared else (1, 0) if expensive else (2, 0)
+        layer = next((i for i, top in enumerate(HEAVY_LAYERS) if path.startswith(top)), len(HEAVY_LAYERS))
+        rank[path] = (0, GROUP_ORDER.index(shared[0])) if shared else (1, layer) if expensive else (2, layer)
     items.sort(key=lambda item: rank[_module(item)])  # stable: the order within a rank stays
+
+
+def _shared_group(fixtures: dict[str, str]) -> str | None:
+    groups = [SHARED_SESSION_FIXTURES[name] for name, scope in fixtures.items()
+              if scope == "session" and name in SHARED_SESSION_FIXTURES]
+    return min(groups, key=GROUP_ORDER.index) if groups else None
 
 
 def _module(item: pytest.Item) -> str:
