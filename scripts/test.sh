@@ -1,11 +1,22 @@
 #!/usr/bin/env bash
-# The README's test command: set up everything from scratch (or reuse), then run the whole suite.
+# The README's test command: set up everything from scratch (or reuse), then run the whole suite on parallel
+# workers (pyproject.toml's pytest options; docs/testing.md). Arguments go on to pytest.
+# `--quick`: the unit layer only (no server, Spark or browser, nothing marked slow), for the inner loop.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh --with-browser
+quick=0
+args=()
+for arg in "$@"; do
+  if [ "$arg" = --quick ]; then quick=1; else args+=("$arg"); fi
+done
+if [ "$quick" = 1 ]; then bash scripts/setup.sh; else bash scripts/setup.sh --with-browser; fi
 export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"
 .venv/bin/lint-imports --config pyproject.toml
-exec .venv/bin/python -m pytest "$@"
+if [ "$quick" = 1 ]; then
+  exec .venv/bin/python -m pytest -m "not slow" --ignore=tests/api --ignore=tests/browser --ignore=tests/e2e \
+    ${args[@]+"${args[@]}"}
+fi
+exec .venv/bin/python -m pytest ${args[@]+"${args[@]}"}

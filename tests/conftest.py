@@ -1,4 +1,5 @@
-"""Shared test configuration: where the reference vectors live (inside the repo), Spark environment."""
+"""Shared test configuration: where the reference vectors live (inside the repo), Spark environment,
+Hypothesis profiles (docs/testing.md)."""
 from __future__ import annotations
 
 import os
@@ -6,15 +7,53 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, is_hypothesis_test, settings
 
 from tests.data import GLOBAL_INDEX
 from tests.self_contained import OUTSIDE_READS
 
 REPO = Path(__file__).resolve().parents[1]
+pytest_plugins = ["tests.scheduling"]  # how the tests are spread over parallel workers
 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+# Hypothesis profiles, chosen by BGIX_HYPOTHESIS_PROFILE. `ci` (the default, so CI=true and a bare clone
+# run the same cases): derandomized, each test's examples follow from the test itself, no example database.
+# `dev`: fresh random examples each run, failures kept in .hypothesis/ and replayed first. `nightly`: fresh
+# random examples, NIGHTLY_FACTOR times as many per test. No deadline anywhere and no timing health check:
+# on a shared machine with parallel workers, wall-clock limits would make the result depend on the load.
+NIGHTLY_FACTOR = 10
+_TIMING = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("ci", derandomize=True, database=None, print_blob=True, **_TIMING)
+settings.register_profile("dev", **_TIMING)
+settings.register_profile("nightly", database=None, print_blob=True, **_TIMING)
+HYPOTHESIS_PROFILE = os.environ.get("BGIX_HYPOTHESIS_PROFILE", "ci")
+settings.load_profile(HYPOTHESIS_PROFILE)
+if HYPOTHESIS_PROFILE == "nightly":
+    # The corrupt-file fuzzer draws inside each test, with its own knobs (tests/property/test_corrupt_files.py).
+    os.environ.setdefault("BGIX_FUZZ_EXAMPLES", str(30 * NIGHTLY_FACTOR))
+    os.environ.setdefault("BGIX_FUZZ_RANDOM", "1")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if HYPOTHESIS_PROFILE == "nightly":
+        _scale_hypothesis(items)
+
+
+def _scale_hypothesis(items: list[pytest.Item]) -> None:
+    """Under `nightly`, every @given test runs NIGHTLY_FACTOR times its own max_examples (a profile alone
+    cannot raise a count a test's @settings names)."""
+    done: set[int] = set()
+    for item in items:
+        obj = getattr(item, "obj", None)
+        test = getattr(obj, "__func__", obj)
+        if test is None or not is_hypothesis_test(test) or id(test) in done:
+            continue
+        done.add(id(test))
+        own = test._hypothesis_internal_use_settings  # set by @given / @settings on every Hypothesis test
+        test._hypothesis_internal_use_settings = settings(own, max_examples=own.max_examples * NIGHTLY_FACTOR)
 
 
 @pytest.fixture(scope="session")

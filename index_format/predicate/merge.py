@@ -14,6 +14,8 @@ from index_format.predicate.tree import And, BoundLeaf, Node, Not, Or, flatten
 
 _MERGEABLE = frozenset(("eq", "ne", "in", "not_in", "lt", "le", "gt", "ge", "between", "not_between",
                         "range_set"))
+# The mergeable operators answered by dictionary look-ups (no fallback scan, so no budget, spec §6).
+_LOOKUPS = frozenset(("eq", "ne", "in", "not_in"))
 
 
 def merge_ranges(node: Node) -> Node:
@@ -85,7 +87,13 @@ def _fold(kind: type[And] | type[Or], children: list[Node]) -> Node:
         kt = sets[0][1].kt
         combine = IntervalSet.intersect_all if kind is And else IntervalSet.union_all
         keys = combine(kt, [s for _, s in sets])
-        out[sets[0][0]] = leaf_of(flat[sets[0][0]], keys)  # type: ignore[arg-type]
+        merged = leaf_of(flat[sets[0][0]], keys)  # type: ignore[arg-type]
+        lookups = all(flat[i].op in _LOOKUPS for i, _ in sets)  # type: ignore[union-attr]
+        if merged.op == "range_set" and keys and lookups:
+            # Look-ups that cover every key (`a = 1 OR a <> 1`) would become a budgeted scan; the look-ups
+            # themselves answer without one, so they stay as they are.
+            continue
+        out[sets[0][0]] = merged
         for i, _ in sets[1:]:
             out[i] = None
     return kind(*(c for c in out if c is not None))

@@ -146,6 +146,7 @@ def test_in_list_and_literal_limits_name_the_setting(server: Server) -> None:
     assert err["details"]["errors"][0]["loc"] == ["body", "where"]  # type: ignore[index]
 
 
+@pytest.mark.slow
 def test_rss_stays_bounded_over_distinct_large_predicates(server: Server) -> None:
     df = server.df
     before = rss_bytes(server.proc)  # type: ignore[arg-type]

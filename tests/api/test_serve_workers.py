@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import numpy as np
 import pandas as pd
+import pytest
 
 from tests.api.helpers import write_table
 from tests.api.server import bgix_process
@@ -171,6 +172,7 @@ def _assert_unindexed(r: httpx.Response) -> None:
     assert r.status_code == 400 and r.json()["error"]["code"] == "unknown_column", r.text
 
 
+@pytest.mark.slow
 def test_workers_answer_build_once_cancel_anywhere_and_read_their_writes(tmp_path: Path) -> None:
     with _served(tmp_path, job_delay=4.0) as srv:
         w1, w2 = srv.workers()
@@ -243,6 +245,7 @@ def test_workers_answer_build_once_cancel_anywhere_and_read_their_writes(tmp_pat
         _wait(lambda: not any(_alive(p) for p in srv.job_pids()), 30, "every build process was reaped")
 
 
+@pytest.mark.slow
 def test_a_dead_job_runner_is_replaced_and_its_build_adopted(tmp_path: Path) -> None:
     with _served(tmp_path, job_delay=3.0) as srv:
         w1, w2 = srv.workers()

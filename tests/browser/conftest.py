@@ -143,7 +143,9 @@ def service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Service]:
         yield Service(url=url, token=TOKEN, source=source, df=df, http=http)
 
 
-@pytest.fixture(scope="session")
+# Module scope: while Playwright's sync API is open its event loop counts as running in the main thread, so a
+# later test on the same worker calling asyncio.run() would fail; each browser module starts its own.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[object]:
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} missing: install Debian's chromium (scripts/setup.sh --with-browser)")

@@ -93,6 +93,7 @@ def _spawn(tmp_path: Path, spec: dict[str, Any], name: str) -> subprocess.Popen[
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
 
 
+@pytest.mark.slow
 def test_sigkill_mid_job_leaves_old_snapshot_and_next_run_cleans_up(tmp_path: Path) -> None:
     gen = make_parquet_table(tmp_path, rows_per_file=(500, 700))
     cat, wh = _catalog(tmp_path)
@@ -124,6 +125,7 @@ def test_sigkill_mid_job_leaves_old_snapshot_and_next_run_cleans_up(tmp_path: Pa
     assert_index_matches(cat, again, oracle_table(gen.files, ["s"]), "s")
 
 
+@pytest.mark.slow
 def test_two_job_processes_exactly_one_commit_wins(tmp_path: Path) -> None:
     gen = make_parquet_table(tmp_path, rows_per_file=(300, 300, 300))
     cat, wh = _catalog(tmp_path)

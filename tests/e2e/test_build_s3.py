@@ -11,7 +11,7 @@ from service.build_job.main import run_job
 from service.catalog import Catalog, Table
 from tests.factories import append_file, assert_index_matches, make_parquet_table, oracle_table
 
-pytestmark = [pytest.mark.spark, pytest.mark.s3]
+pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.slow]
 
 
 def test_build_to_s3_warehouse(spark: Any, s3_server: dict[str, Any], s3_bucket: str, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from service.spark_filter import ROW_ID_COLUMN, spark_filter
 from tests.api.server import bgix_server
 from tests.unit.catalog.paimon.paimon_tables import create_table, delete_rows, pypaimon_read, update_rows
 
-pytestmark = pytest.mark.spark
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 COLUMNS = ["status", "flag", "code", "dt"]
 

@@ -358,6 +358,7 @@ def test_pristine_files_answer_every_operation(name: str) -> None:
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("name", ALL_CASES)
+@pytest.mark.slow
 def test_corrupted_files_raise_only_index_format_errors(name: str) -> None:
     case = _case(name)
 

@@ -13,7 +13,7 @@ import decimal
 import math
 from dataclasses import dataclass
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from pyroaring import BitMap64
 
@@ -312,8 +312,32 @@ def cases(draw: st.DrawFn) -> tuple[Table, Node]:
     return table, draw(predicates(table))
 
 
+def _fixed_table(types: dict[str, str], rows: list[dict[str, object]], budget: int) -> Table:
+    """One row range [0, len(rows) - 1], one index file per column, no range sidecars (for @example)."""
+    columns = {c: parse_type(t) for c, t in types.items()}
+    ids = list(range(len(rows)))
+    index = {}
+    for c, kt in columns.items():
+        data, written = write_index_bytes([r[c] for r in rows], ids, kt)
+        ref = IndexFileRef(f"{c}-0-0", 0, len(rows) - 1, parse_meta(kt, written.meta), len(data),
+                           lambda d=data, k=kt: open_index(BytesSource(d), k))
+        index[c] = ColumnIndex(c, kt, [ref], fallback_scan_max_size=budget)
+    return Table(columns, dict(enumerate(rows)), index, {c: set(ids) for c in columns})
+
+
+# Once drawn at random (issue 20): look-ups covering every key of c1 were merged into a budgeted range
+# and declined under budget 0, though each look-up answers without a scan.
+_EVERY_KEY = (
+    _fixed_table({"c0": "string", "c1": "int"},
+                 [{"c0": None, "c1": 0}, {"c0": "a", "c1": None}, {"c0": None, "c1": None}, {"c0": None, "c1": 5}],
+                 budget=0),
+    Or(Or(Leaf("is_not_null", "c0"), Leaf("eq", "c1", 0)), Not(Leaf("eq", "c1", 0))),
+)
+
+
 @settings(max_examples=250, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(cases())
+@example(_EVERY_KEY)
 def test_answers_match_sql_three_valued_logic(case: tuple[Table, Node]) -> None:
     table, tree = case
     # The wire form must carry the same predicate.

@@ -196,6 +196,7 @@ SMALL = [v for v in VECTORS if v.size <= 4096]
 
 
 @pytest.mark.parametrize("v", SMALL, ids=lambda v: v.id)
+@pytest.mark.slow
 def test_every_flip_and_truncation_is_typed(v: VectorEntry) -> None:
     data = v.file.read_bytes()
     kt = paimon_type(v.data_type)

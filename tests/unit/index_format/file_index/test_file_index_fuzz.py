@@ -21,6 +21,7 @@ from index_format.file_index.schema import key_type_of, parse_schema
 from index_format.file_index.values import paimon_type
 from tests.file_index_vectors import VectorEntry, load_rows, load_vectors
 
+pytestmark = pytest.mark.slow  # every byte of every reference file: out of the quick loop
 VECTORS = load_vectors()
 EXHAUSTIVE = 1024
 HEAD = 128
