@@ -186,7 +186,7 @@ def test_blank_index_column_is_400(client: TestClient, column: str) -> None:
 
 @pytest.fixture()
 def paimon(tmp_path: Path) -> Iterator[tuple[TestClient, Path]]:
-    from tests.unit.catalog.paimon.paimon_tables import create_table
+    from tests.unit.tables.paimon.paimon_tables import create_table
     location = create_table(tmp_path / "data" / "warehouse", "events", commits=1, rows=200)
     with TestClient(create_app(make_settings(tmp_path))) as c:
         assert c.put("/v1/tables/events", json={"format": "paimon", "location": str(location)}).status_code == 200
@@ -194,7 +194,7 @@ def paimon(tmp_path: Path) -> Iterator[tuple[TestClient, Path]]:
 
 
 def test_paimon_rebuild_and_bad_partitions_are_refused_up_front(paimon: tuple[TestClient, Path]) -> None:
-    from tests.unit.catalog.paimon.paimon_tables import pypaimon_table
+    from tests.unit.tables.paimon.paimon_tables import pypaimon_table
     client, location = paimon
     sid = pypaimon_table(location).snapshot_manager().get_latest_snapshot().id
     body = {"table": "events", "index_column": "status"}

@@ -22,7 +22,7 @@ from service.catalog import Catalog
 from service.catalog.model import JobRecord
 from tests.api.helpers import TestClient, make_settings
 from tests.api.predicates import expected_ids
-from tests.unit.catalog.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
+from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
 
 TOKEN = {"Authorization": "Bearer s3cret"}
 COLUMNS = ["status", "flag", "code"]

@@ -15,7 +15,7 @@ from service.api.app import create_app
 from service.catalog import Catalog
 from service.catalog.model import JobRecord
 from tests.api.helpers import TestClient, make_settings, wait_job
-from tests.unit.catalog.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
+from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
 
 TOKEN = {"Authorization": "Bearer s3cret"}
 

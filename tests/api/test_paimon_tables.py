@@ -19,7 +19,7 @@ from pypaimon.globalindex.create_global_index import create_global_index
 from service.api.app import create_app
 from tests.api.helpers import TestClient, make_settings, python_runs
 from tests.api.predicates import expected_ids, to_sql
-from tests.unit.catalog.paimon.paimon_tables import (
+from tests.unit.tables.paimon.paimon_tables import (
     STATUSES, append, create_table, delete_rows, make_rows, pypaimon_read, pypaimon_table,
 )
 

@@ -119,7 +119,7 @@ def test_paimon_build_on_standalone_cluster(standalone: tuple[str, int], tmp_pat
     """A pypaimon table (partitioned, row tracking, data evolution, 3 commits, nulls): two columns in one
     request on spark://, committed as one Paimon snapshot, judged by pypaimon's own index scanner."""
     from tests.e2e.test_paimon_build import assert_no_overlap, assert_pypaimon_agrees
-    from tests.unit.catalog.paimon.paimon_tables import create_table, pypaimon_table
+    from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_table
 
     master_url, webui = standalone
     apps_before = _build_apps(webui)

@@ -15,7 +15,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from service.cli.demo_cmd import EXAMPLE_QUERIES, SCANNER_QUERIES
-from tests.unit.catalog.paimon.paimon_tables import catalog
+from tests.unit.tables.paimon.paimon_tables import catalog
 
 # Independent oracle: each example WHERE evaluated by pandas on the source rows under SQL null rules
 # (a comparison with NULL is never TRUE; NOT of UNKNOWN stays UNKNOWN).

@@ -25,7 +25,7 @@ from service.build_job.main import run_job
 from service.catalog import Catalog, CommitConflictError, Table
 from service.tables.paimon import list_bitmap_index_entries, open_paimon_table
 from tests.api.helpers import TestClient, make_settings, wait_job
-from tests.unit.catalog.paimon.paimon_tables import (
+from tests.unit.tables.paimon.paimon_tables import (
     append, create_table, make_rows, pypaimon_read, pypaimon_table, update_rows,
 )
 

@@ -17,7 +17,7 @@ from index_format import open_index, parse_type
 from service.api.app import create_app
 from service.tables.paimon import list_bitmap_index_entries, open_paimon_table
 from tests.api.helpers import TestClient, make_settings, wait_job
-from tests.unit.catalog.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
+from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
 
 R = {"sorted-index.records-per-range": "700"}
 EQ = [-40, -17, -1, 0, 1, 7, 39, 40, 1000]     # make_rows draws code from -40..40 (and nulls); 1000 is absent

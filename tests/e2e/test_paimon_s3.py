@@ -34,7 +34,7 @@ from service.demo.paimon_events import append_arrow
 from service.tables.paimon.table import catalog_options_for
 from tests.api.helpers import TestClient, make_settings, wait_job
 from tests.e2e.test_paimon_build import _predicates
-from tests.unit.catalog.paimon.paimon_tables import ARROW_SCHEMA, DB, FULL_OPTIONS, commit_update, make_rows
+from tests.unit.tables.paimon.paimon_tables import ARROW_SCHEMA, DB, FULL_OPTIONS, commit_update, make_rows
 
 pytestmark = [pytest.mark.s3, pytest.mark.slow]
 R = {"sorted-index.records-per-range": "700"}

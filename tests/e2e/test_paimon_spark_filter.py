@@ -15,7 +15,7 @@ import pytest
 from service.client import Client
 from service.spark_filter import ROW_ID_COLUMN, spark_filter
 from tests.api.server import bgix_server
-from tests.unit.catalog.paimon.paimon_tables import create_table, delete_rows, pypaimon_read, update_rows
+from tests.unit.tables.paimon.paimon_tables import create_table, delete_rows, pypaimon_read, update_rows
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -18,7 +18,7 @@ from service.tables.paimon import paimon_source
 from service.tables.paimon.paimon_source import balance_tasks
 from service.tables.paimon import PaimonTable, open_paimon_table
 from service.tables.paimon.build_plan import PaimonBuildPlan, PaimonBuildTask, cut_tasks, plan_build
-from tests.unit.catalog.paimon.paimon_tables import DAYS, append, create_table, make_rows, update_rows
+from tests.unit.tables.paimon.paimon_tables import DAYS, append, create_table, make_rows, update_rows
 
 COLUMNS = ["status", "flag"]
 SIZES = (100, 150, 200, 250, 300, 350)  # rows per commit, one file each: row ids 0…1349 in one split

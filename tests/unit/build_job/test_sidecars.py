@@ -292,7 +292,7 @@ def test_failed_build_leaves_the_previous_index_and_its_sidecars(tmp_path: Path)
 def test_paimon_build_tasks_write_no_sidecar_into_the_table(tmp_path: Path) -> None:
     """Paimon tables get their sidecars derived lazily into bgix's warehouse, never written by the build."""
     from service.tables.paimon.paimon_source import PaimonSource
-    from tests.unit.catalog.paimon.paimon_tables import create_table
+    from tests.unit.tables.paimon.paimon_tables import create_table
 
     location = create_table(tmp_path / "pwh", "events", commits=2, rows=300)
     spec = JobSpec(job_id="p", warehouse=str(tmp_path / "wh"), table="events", index_column="status,code",

@@ -13,7 +13,7 @@ from service.tables import TableSources, open_source, register_table
 from service.tables.files.files_source import FileSource
 from service.tables.paimon.paimon_source import PaimonSource
 from tests.factories import make_parquet_table
-from tests.unit.catalog.paimon.paimon_tables import create_table
+from tests.unit.tables.paimon.paimon_tables import create_table
 
 
 def _catalog(tmp_path: Path) -> Catalog:

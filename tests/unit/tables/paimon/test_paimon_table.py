@@ -21,7 +21,7 @@ from service.tables.paimon import (
     table_storage,
 )
 
-from tests.unit.catalog.paimon.paimon_tables import FULL_OPTIONS, ROWS_PER_COMMIT, pypaimon_table
+from tests.unit.tables.paimon.paimon_tables import FULL_OPTIONS, ROWS_PER_COMMIT, pypaimon_table
 
 
 def test_a_directory_without_a_paimon_schema_is_not_a_table(tmp_path: Path) -> None:

@@ -11,7 +11,7 @@ from pypaimon.globalindex.create_global_index import create_global_index
 
 from index_format.storage import Storage
 from service.tables.paimon import deleted_row_ids, list_deletion_vectors, open_paimon_table
-from tests.unit.catalog.paimon.paimon_tables import delete_rows, pypaimon_read, pypaimon_table, update_rows
+from tests.unit.tables.paimon.paimon_tables import delete_rows, pypaimon_read, pypaimon_table, update_rows
 
 
 def _read_ids(location: Path) -> set[int]:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.catalog.paimon.paimon_tables import create_table
+from tests.unit.tables.paimon.paimon_tables import create_table
 
 
 @pytest.fixture

@@ -26,7 +26,7 @@ from service.tables.paimon.commit import commit_index_files
 from service.tables.paimon.index_entries import list_bitmap_index_entries
 from service.tables.paimon.origins import file_origins
 from service.tables.paimon.paimon_source import PaimonSource, built_files
-from tests.unit.catalog.paimon.paimon_tables import append, create_table, make_rows, pypaimon_table
+from tests.unit.tables.paimon.paimon_tables import append, create_table, make_rows, pypaimon_table
 
 JOB = "job-origins-1"
 

@@ -23,7 +23,7 @@ from service.tables.paimon import (
     open_paimon_table,
     table_storage,
 )
-from tests.unit.catalog.paimon.paimon_tables import FULL_OPTIONS, append, make_rows, pypaimon_read, pypaimon_table
+from tests.unit.tables.paimon.paimon_tables import FULL_OPTIONS, append, make_rows, pypaimon_read, pypaimon_table
 
 
 def _expected(location: Path, column: str) -> tuple[dict[object, set[int]], set[int]]:

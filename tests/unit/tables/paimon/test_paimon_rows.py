@@ -17,7 +17,7 @@ from service.tables.paimon import (
     plan_splits,
     read_rows,
 )
-from tests.unit.catalog.paimon.paimon_tables import pypaimon_read
+from tests.unit.tables.paimon.paimon_tables import pypaimon_read
 
 
 def test_reads_match_pypaimon_and_splits_partition_the_rows(table_factory: Callable[..., Path]) -> None:

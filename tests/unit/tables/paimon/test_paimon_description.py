@@ -7,7 +7,7 @@ from pathlib import Path
 from index_format.types import KeyType
 from service.tables.paimon import describe_table, open_paimon_table
 
-from tests.unit.catalog.paimon.paimon_tables import (
+from tests.unit.tables.paimon.paimon_tables import (
     COMMITS, ROWS_PER_COMMIT, pypaimon_read, pypaimon_table, update_rows,
 )
 

@@ -6,7 +6,7 @@ import random
 from pathlib import Path
 
 from service.tables.paimon import latest_snapshot_id
-from tests.unit.catalog.paimon.paimon_tables import DB, append, catalog, create_table, make_rows
+from tests.unit.tables.paimon.paimon_tables import DB, append, catalog, create_table, make_rows
 
 
 def _pypaimon_latest(warehouse: Path, name: str) -> int:

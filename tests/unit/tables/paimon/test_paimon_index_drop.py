@@ -15,7 +15,7 @@ from pypaimon.globalindex.drop_global_index import GlobalIndexDropper, drop_glob
 
 from service.catalog.catalog_errors import IndexNotFoundError
 from service.tables.paimon import drop_bitmap_index, list_bitmap_index_entries, open_paimon_table
-from tests.unit.catalog.paimon.paimon_tables import append, make_rows, pypaimon_read, pypaimon_table
+from tests.unit.tables.paimon.paimon_tables import append, make_rows, pypaimon_read, pypaimon_table
 
 
 def _listed(location: Path) -> dict[str, set[tuple[object, ...]]]:
