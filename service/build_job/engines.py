@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 
@@ -25,7 +26,6 @@ from service.build_job.progress import Progress
 from service.build_job.worker import build_batches, build_tasks
 from service.catalog.catalog_errors import RowIdError
 from service.tables.build_tasks import RESULT_DDL, RESULT_SCHEMA, ROW_ID, BuildPlan, SparkScan
-from service.tables.files.rowids import normalize_path
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -190,11 +190,11 @@ def spark_frame(spark: SparkSession, scan: SparkScan) -> DataFrame:
     bases = dict(scan.files)
     pairs: dict[str, int] = {}
     for spelled in df.inputFiles():
-        path = normalize_path(spelled)
+        path = from_spark_path(spelled)
         if path in bases:
             for variant in _spellings(spelled):
                 pairs[variant] = bases[path]
-    missing = sorted(set(bases) - {normalize_path(p) for p in pairs})
+    missing = sorted(set(bases) - {from_spark_path(p) for p in pairs})
     if missing:
         raise RowIdError(f"Spark did not list data file(s) {missing[:3]} of the plan")
     mapping = spark.createDataFrame(sorted(pairs.items()), "fp string, base long")
@@ -218,6 +218,17 @@ def _spark_path(path: str) -> str:
     if path.startswith("s3://"):
         return "s3a://" + path[len("s3://"):]
     return path if "://" in path else "file://" + path
+
+
+def from_spark_path(path: str) -> str:
+    """Spark spells files as URLs (`file:/a%20b/x.parquet`, `s3a://b/k`); the catalog uses resolved
+    paths (`/a b/x.parquet`, `s3://b/k`)."""
+    if path.startswith("file:"):
+        return unquote(urlsplit(path).path)
+    for scheme in ("s3a://", "s3n://"):
+        if path.startswith(scheme):
+            return "s3://" + path[len(scheme):]
+    return path
 
 
 def spark_key_type(df: DataFrame, column: str) -> KeyType:

@@ -48,10 +48,10 @@ def test_spark_row_index_is_the_pyarrow_position(spark: Any, tmp_path: Path) -> 
     # Several row groups per file, a space in the path: Spark's (file_path, row_index) must name the same
     # row pyarrow reads at that position.
     gen = make_parquet_table(tmp_path / "a dir", rows_per_file=(900, 333), row_group_size=250)
-    from service.tables.files.rowids import normalize_path
+    from service.build_job.engines import from_spark_path
     rows = spark.read.parquet(*[f"file://{f}" for f in gen.files]) \
         .select("b", "_metadata.file_path", "_metadata.row_index").collect()
-    seen = {(normalize_path(r.file_path), r.row_index): r.b for r in rows}
+    seen = {(from_spark_path(r.file_path), r.row_index): r.b for r in rows}
     expected = {}
     for f in gen.files:
         for i, b in enumerate(pq.read_table(f, columns=["b"]).column("b").to_pylist()):

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlsplit
 
 import numpy as np
 import pyarrow as pa
@@ -19,7 +18,7 @@ from service.catalog.model import DataFile
 from service.catalog.partitions import parse_partitions, select_files
 
 __all__ = ["RowRange", "parse_partitions", "select_files", "uncovered_ranges", "check_row_id_column",
-           "ranges_of_ids", "normalize_path"]
+           "ranges_of_ids"]
 
 
 @dataclass(frozen=True)
@@ -89,14 +88,3 @@ def ranges_of_ids(sorted_ids: np.ndarray, covered: Sequence[Sequence[int]], reco
         chunk = sorted_ids[i:i + records_per_range]
         out.append(RowRange(int(chunk[0]), int(chunk[-1])))
     return out
-
-
-def normalize_path(path: str) -> str:
-    """Spark spells files as URLs (`file:/a%20b/x.parquet`, `s3a://b/k`); the catalog uses resolved
-    paths (`/a b/x.parquet`, `s3://b/k`)."""
-    if path.startswith("file:"):
-        return unquote(urlsplit(path).path)
-    for scheme in ("s3a://", "s3n://"):
-        if path.startswith(scheme):
-            return "s3://" + path[len(scheme):]
-    return path

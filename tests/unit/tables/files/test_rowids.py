@@ -1,4 +1,4 @@
-"""Row ids and range planning: partition specs, uncovered ranges, row_id_column checks, path spelling."""
+"""Row ids and range planning: partition specs, uncovered ranges, row_id_column checks."""
 from __future__ import annotations
 
 import numpy as np
@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from service.tables.files.rowids import (
-    RowRange, check_row_id_column, normalize_path, parse_partitions, ranges_of_ids,
+    RowRange, check_row_id_column, parse_partitions, ranges_of_ids,
     select_files, uncovered_ranges,
 )
 from index_format.errors import InvalidOptionError
@@ -61,9 +61,3 @@ def test_row_id_column_checks() -> None:
     assert [(r.start, r.end) for r in ranges_of_ids(ids, [], 2, "rid")] == [(2, 4), (6, 8), (10, 10)]
     with pytest.raises(RowIdError, match="rebuild"):
         ranges_of_ids(ids, [[5, 7]], 2, "rid")
-
-
-def test_spark_spellings() -> None:
-    assert normalize_path("file:/tmp/a%20b/x.parquet") == "/tmp/a b/x.parquet"
-    assert normalize_path("file:///tmp/x.parquet") == "/tmp/x.parquet"
-    assert normalize_path("s3a://bucket/k.parquet") == "s3://bucket/k.parquet"
