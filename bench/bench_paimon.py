@@ -60,7 +60,7 @@ DB, NAME = "db", "events"
 KINDS = 10
 CODES = 1000
 TARGETS = {"build_ratio": 10.0, "three_vs_one": 1.5, "p50_ms": 3.0}
-_PHASES = re.compile(r"committed \d+ index file\(s\) as Paimon snapshot \d+ \((.*)\)")
+_PHASES = re.compile(r"job \w+: committed \((.*)\)")  # the build job's last log line (service.build_job.main)
 
 
 # ---- the table -------------------------------------------------------------------------------------
@@ -281,7 +281,7 @@ def phase_seconds(phases: str) -> dict[str, float]:
 
 
 def task_count(log: str) -> str:
-    found = re.search(r"(\d+) task\(s\), (\d+) row id", log)
+    found = re.search(r"(\d+) task\(s\), \d+ range\(s\), (\d+) row id", log)
     return f"{found.group(1)} task(s)" if found else "? task(s)"
 
 

@@ -12,7 +12,7 @@ import re
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -254,24 +254,28 @@ def run_spark_scan(spark: SparkSession, plan: BuildPlan, df: DataFrame, progress
 
     conf = {"spark.sql.files.maxPartitionBytes": str(_split_bytes(plan, plan.spark_scan)),
             "spark.sql.execution.arrow.maxRecordsPerBatch": str(BATCH_ROWS)}
-    return _collect(spark, df, task, conf, acc, progress, job_group, what)
+    return _collect(spark, lambda: df.mapInArrow(task, RESULT_DDL).toArrow(), conf, acc, progress, job_group,
+                    what)
 
 
 def run_spark_direct(spark: SparkSession, plan: BuildPlan, progress: Progress, job_group: str,
                      what: str) -> pa.Table:
     """Scan "direct": Spark schedules one task per plan task (capped by max-parallelism, spec §7.2), biggest
     first so the last to finish is a small one; the Python worker reads its input through the plan's
-    TaskReader, so only task ids go in via mapInArrow and only file records come back."""
+    TaskReader, so only task ids go in and only file records come back. A plain RDD of task ids, not
+    mapInArrow: the SQL Arrow runner cost ~2 s more per 10M-row Paimon build on 2 cores (measured)."""
     acc = _range_accumulator(spark)
     order = sorted(range(plan.tasks), key=lambda i: -plan.task_rows[i])
     slices = max(1, min(plan.tasks, parse_options(plan.options).max_parallelism))
-    ids = spark.createDataFrame(spark.sparkContext.parallelize([(i,) for i in order], slices), "task int")
+    ids = spark.sparkContext.parallelize(order, slices)
 
-    def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        tids = [t for b in batches for t in b.column(0).to_pylist()]  # a handful of task ids, not rows
-        yield from build_tasks(tids, plan, lambda r, n: acc.add({r: n}))
+    def task(tids: Iterator[int]) -> Iterator[pa.RecordBatch]:
+        yield from build_tasks(list(tids), plan, lambda r, n: acc.add({r: n}))
 
-    return _collect(spark, ids, task, {}, acc, progress, job_group, what)
+    def run() -> pa.Table:
+        return pa.Table.from_batches(ids.mapPartitions(task).collect(), schema=RESULT_SCHEMA)
+
+    return _collect(spark, run, {}, acc, progress, job_group, what)
 
 
 def _range_accumulator(spark: SparkSession) -> Any:
@@ -289,9 +293,10 @@ def _range_accumulator(spark: SparkSession) -> Any:
     return spark.sparkContext.accumulator({}, _DictSum())
 
 
-def _collect(spark: SparkSession, df: DataFrame, task: Any, conf: dict[str, str], acc: Any, progress: Progress,
+def _collect(spark: SparkSession, run: Callable[[], pa.Table], conf: dict[str, str], acc: Any, progress: Progress,
              job_group: str, what: str) -> pa.Table:
-    """Run `df.mapInArrow(task)` under a job group with a progress poller; only file records come back."""
+    """`run()` (a Spark job yielding the written files' records) under a job group, with `conf` set for its
+    length and a progress poller."""
     sc = spark.sparkContext
     saved = {k: spark.conf.get(k, None) for k in conf}
     for k, v in conf.items():
@@ -301,7 +306,7 @@ def _collect(spark: SparkSession, df: DataFrame, task: Any, conf: dict[str, str]
     poller = threading.Thread(target=_poll, args=(sc, job_group, acc, progress, stop), daemon=True)
     poller.start()
     try:
-        written = df.mapInArrow(task, RESULT_DDL).toArrow()
+        written = run()
     except BaseException as exc:
         sc.cancelJobGroup(job_group)  # e.g. SIGTERM while the driver waited: stop the tasks too
         _wait_for_tasks(sc, job_group, timeout=30.0)  # so the caller's cleanup does not race a writer
