@@ -3,8 +3,8 @@
 Sits above service.catalog (documents) and below service.api and service.build_job. `TableSources` opens a
 registered table's source (service.tables.files for plain tables, service.tables.paimon for Paimon tables;
 the Paimon adapter, and with it pypaimon, is imported on first use) and keeps what sources of one kind share
-across views (the Paimon index origins cache). source (the TableSource protocol, IndexViewSource) · build
-(the shapes of a build: BuildPlan, BuildRange, RESULT_SCHEMA) · files/ · paimon/.
+across views (the Paimon index origins cache). table_source (the TableSource protocol, IndexViewSource) ·
+build_tasks (the shapes of a build: BuildPlan, BuildRange, RESULT_SCHEMA) · files/ · paimon/.
 """
 from __future__ import annotations
 

@@ -5,7 +5,8 @@ description (fields, options, data files) · index_entries (bitmap global index 
 each index file: bgix, pypaimon, a DEIX writer such as Paimon Java) ·
 deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads) · view (what the query side serves) ·
 build_plan (unindexed ranges to build, per split) · commit (index files → one new Paimon snapshot) ·
-drop (a column's bitmap index files → index deletes in one new Paimon snapshot) · source (the TableSource).
+drop (a column's bitmap index files → index deletes in one new Paimon snapshot) · paimon_source (the
+TableSource).
 """
 from __future__ import annotations
 
