@@ -1,7 +1,7 @@
 """What runs in a build's Python worker, for every table kind: Arrow batches (ROW_ID + the indexed columns,
 from the table source's TaskReader or a Spark scan) → index files on Storage → small RESULT_SCHEMA records.
 
-Top-level, picklable code shared by the Spark engine (inside mapInArrow) and the local engine. Imports
+Top-level, picklable code shared by the Spark engine (inside its tasks) and the local engine. Imports
 index_format, service.catalog and service.tables; never pyspark and never service.api.
 """
 from __future__ import annotations
