@@ -6,7 +6,6 @@ the implementation; nothing else branches on the table format. Imports service.c
 """
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -59,9 +58,9 @@ class TableSource(Protocol):
     Describe, serve and drop (the service):
       source_columns, check_registration, version, view, refresh, unreadable_files, drop_index.
     Build (the service validates with check_build; the build job checks with check_table, then runs
-    plan_build (fit_plan for a parallel engine) → read_task per task in the shared worker (through the
-    plan's picklable TaskReader) → commit_build, or abort_build on any failure):
-      check_table, check_build, plan_build, fit_plan, read_task, commit_build, abort_build.
+    plan_build (fit_plan for a parallel engine) → each task read in the shared worker through the plan's
+    picklable TaskReader (no catalog needed there) → commit_build, or abort_build on any failure):
+      check_table, check_build, plan_build, fit_plan, commit_build, abort_build.
     """
 
     table: Table
@@ -103,12 +102,8 @@ class TableSource(Protocol):
     def fit_plan(self, plan: BuildPlan, parallelism: int) -> BuildPlan:
         """`plan` cut for an engine with `parallelism` task slots."""
 
-    def read_task(self, plan: BuildPlan, task: int) -> Iterator[pa.RecordBatch]:
-        """Task `task`'s input: batches of build.ROW_ID (int64 row ids) plus one column per indexed column
-        (what plan.reader.read yields in a worker)."""
-
     def commit_build(self, plan: BuildPlan, written: pa.Table, spec: JobSpec) -> BuildOutcome:
-        """Make the written index files (build.RESULT_SCHEMA rows) part of the table's index, atomically."""
+        """Make the written index files (build_tasks.RESULT_SCHEMA rows) part of the table's index, atomically."""
 
     def abort_build(self, plan: BuildPlan | None, written: pa.Table | None, spec: JobSpec) -> None:
         """Remove index files of this build that no commit references (best effort)."""

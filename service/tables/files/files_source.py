@@ -5,7 +5,6 @@ Imports service.catalog and service.tables; never pypaimon, pyspark or the web l
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from dataclasses import replace
 
 import pyarrow as pa
@@ -20,6 +19,7 @@ from service.catalog.model import Table, UnreadableFile
 from service.catalog.partitions import check_matches, check_readable, select_files
 from service.catalog.scan import hive_keys, list_data_files, parse_partition, read_schema, relative_dir
 from service.tables.build_tasks import BuildOutcome, BuildPlan
+from service.tables.files.plan import commit_build, plan_build
 from service.tables.table_source import IndexViewSource
 
 __all__ = ["FileSource"]
@@ -150,18 +150,12 @@ class FileSource:
                                                      spec.index_column))
 
     def plan_build(self, spec: JobSpec) -> BuildPlan:
-        from service.tables.files.plan import plan_build
         return plan_build(self.catalog, self.table, spec)
 
     def fit_plan(self, plan: BuildPlan, parallelism: int) -> BuildPlan:
         return plan  # one task per range already (spec §7.2)
 
-    def read_task(self, plan: BuildPlan, task: int) -> Iterator[pa.RecordBatch]:
-        assert plan.reader is not None
-        return plan.reader.read(task)
-
     def commit_build(self, plan: BuildPlan, written: pa.Table, spec: JobSpec) -> BuildOutcome:
-        from service.tables.files.plan import commit_build
         return commit_build(self.catalog, plan, written, spec)
 
     def abort_build(self, plan: BuildPlan | None, written: pa.Table | None, spec: JobSpec) -> None:

@@ -54,8 +54,7 @@ class PaimonTaskReader:
     def read(self, task: int) -> Iterator[pa.RecordBatch]:
         data = read_task(self.plan.table, self.plan.tasks[task])
         names = [ROW_ID if n == PAIMON_ROW_ID else n for n in data.column_names]
-        for batch in data.rename_columns(names).combine_chunks().to_batches():
-            yield batch
+        yield from data.rename_columns(names).to_batches()  # per chunk: the builder concatenates per range
 
 
 class PaimonSource:
@@ -67,6 +66,7 @@ class PaimonSource:
         self.catalog = catalog
         self.table = table
         self.origins = shared if shared is not None else OriginsCache()
+        self._pinned: PaimonTable | None = None
 
     @staticmethod
     def new_shared() -> OriginsCache:
@@ -86,7 +86,12 @@ class PaimonSource:
         return spec
 
     def _open(self) -> PaimonTable:
-        return open_paimon_table(self.table.location, storage_options=self.catalog.storage.storage_options)
+        """The table pinned at its latest snapshot, opened once per source (a request asks several questions
+        of one snapshot: its columns, then what a build would fail on)."""
+        if self._pinned is None:
+            self._pinned = open_paimon_table(self.table.location,
+                                             storage_options=self.catalog.storage.storage_options)
+        return self._pinned
 
     # -- describe ----------------------------------------------------------------------------------
     def source_columns(self) -> list[str] | None:
@@ -179,10 +184,6 @@ class PaimonSource:
         records = parse_options(plan.options).records_per_range
         return _as_build_plan(balance_tasks(state, parallelism, records), None, plan.names, plan.storage_config,
                               like=plan)
-
-    def read_task(self, plan: BuildPlan, task: int) -> Iterator[pa.RecordBatch]:
-        assert plan.reader is not None
-        return plan.reader.read(task)
 
     def commit_build(self, plan: BuildPlan, written: pa.Table, spec: JobSpec) -> BuildOutcome:
         """The written files as ONE new Paimon snapshot (DEIX source_meta, `bgix.job-id` property); with
