@@ -77,7 +77,8 @@ def built_family(name: str) -> IndexFamily:
     """
     found = FAMILIES.get((name or "").strip().lower())
     if found is None or not found.builds:
-        raise InvalidOptionError(f"index_type {name!r} is not supported; bgix builds only {_names(BUILT_NAMES)} indexes")
+        raise InvalidOptionError(
+            f"index_type {name!r} is not supported; bgix builds only {_names(BUILT_NAMES)} indexes")
     return found
 
 
