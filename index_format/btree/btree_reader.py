@@ -218,10 +218,14 @@ class BTreeIndexReader:
             return BitMap64()
         idx = self.index()
         reps = sorted(targets.values())   # type: ignore[type-var]
-        where = lower_bounds(idx.reps, reps)
+        where = lower_bounds(idx.reps, reps)   # ascending: the targets of one block are consecutive
+        blocks, firsts = np.unique(where, return_index=True)
+        bounds = np.append(firsts, len(reps)).tolist()
         parts: list[np.ndarray] = []
-        for b in np.unique(where[where < len(idx)]).tolist():
-            mine = [t for t, w in zip(reps, where.tolist()) if w == b]
+        for g, b in enumerate(blocks.tolist()):
+            if b >= len(idx):
+                break
+            mine = reps[bounds[g]:bounds[g + 1]]
             blk = self._block(b)
             brep = blk.extra["reps"]
             js = lower_bounds(brep, mine)
