@@ -190,7 +190,7 @@ class BTreeIndexReader:
         """Every row with a key: the rows of every entry (the file keeps no bitmap of them, so the first call
         reads every data block)."""
         if self._non_null is None:
-            self._non_null = self._rows_between(0, 0, None, None)
+            self._non_null = self._rows_between(None, True, None, True)
         return self._non_null.copy()
 
     def eq(self, value: object) -> BitMap64:
