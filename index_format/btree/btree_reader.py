@@ -39,7 +39,7 @@ __all__ = ["BTreeIndexReader", "BTreeReadStats", "open_btree_index"]
 
 DEFAULT_BLOCK_BUDGET = 16 << 20   # decoded data blocks one reader keeps (bytes)
 _RUN_BYTES = 8 << 20              # a scan reads consecutive uncached blocks this many bytes at a time
-_KEEP_BLOCKS = 8                  # a walk over at most this many blocks keeps them in the LRU; longer walks don't
+_KEEP_BLOCKS = 32                 # a walk over at most this many blocks keeps them in the LRU; longer walks don't
 
 
 @dataclass
@@ -202,8 +202,8 @@ class BTreeIndexReader:
         loc = self._locate(rep_of(self.kt, kb))
         if loc is None:
             return BitMap64()
-        b, j = loc
-        return _bitmap(self._rows(b, self._block(b), np.array([j], dtype=np.int64))[0])
+        b, blk, j = loc
+        return _bitmap(self._rows(b, blk, np.array([j], dtype=np.int64))[0])
 
     def isin(self, values: Iterable[object]) -> BitMap64:
         kt = self.kt
@@ -428,8 +428,8 @@ class BTreeIndexReader:
         self.stats.bytes_read += length
         return data
 
-    def _locate(self, t: object) -> tuple[int, int] | None:
-        """(block, entry) of the key whose search form is `t`, or None."""
+    def _locate(self, t: object) -> tuple[int, SstBlock, int] | None:
+        """(block number, the block, entry) of the key whose search form is `t`, or None."""
         idx = self.index()
         b = lower_bound(idx.reps, t)
         if b == len(idx):
@@ -437,7 +437,7 @@ class BTreeIndexReader:
         blk = self._block(b)
         reps = blk.extra["reps"]
         j = lower_bound(reps, t)
-        return (b, j) if j < len(blk) and reps[j] == t else None
+        return (b, blk, j) if j < len(blk) and reps[j] == t else None
 
     def _rows(self, b: int, blk: SstBlock, entries: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         ids, counts = gather_rows(blk, entries, self.footer.version, path=self.path,
