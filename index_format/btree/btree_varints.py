@@ -9,17 +9,40 @@ import numpy as np
 
 from index_format.errors import CorruptFileError
 
-__all__ = ["INT_BYTES", "LONG_BYTES", "put_varints", "read_varints_at", "varint_sizes", "varint_stream"]
+__all__ = ["INT_BYTES", "LONG_BYTES", "put_varints", "read_varints_at", "varint_sizes", "varint_stream",
+           "varint_words"]
 
 INT_BYTES = 5    # a Java int (≤ 2^31 - 1) takes at most 5 bytes
 LONG_BYTES = 9   # a non-negative Java long (< 2^63) takes at most 9 bytes
 _STEPS = np.array([1 << (7 * j) for j in range(1, 10)], dtype=np.uint64)
 _INT_MAX = (1 << 31) - 1
+# The continuation bits of a varint of n bytes (n = 0..8), as a little-endian uint64.
+_CONTINUATION = np.array([sum(0x80 << (8 * j) for j in range(n - 1)) for n in range(9)], dtype=np.uint64)
 
 
-def varint_sizes(v: np.ndarray) -> np.ndarray:
-    """Encoded size of each non-negative value (int64 result)."""
-    return 1 + np.searchsorted(_STEPS, v.astype(np.uint64, copy=False), side="right").astype(np.int64)
+def varint_sizes(v: np.ndarray, dtype: type = np.int64) -> np.ndarray:
+    """Encoded size of each non-negative value (int64, or `dtype`)."""
+    out = np.ones(len(v), dtype=dtype)
+    if not len(v):
+        return out
+    u = v.astype(np.uint64, copy=False)
+    top = int(u.max())
+    for step in _STEPS.tolist():   # one comparison per byte the largest value needs
+        if top < step:
+            break
+        out += u >= np.uint64(step)
+    return out
+
+
+def varint_words(v: np.ndarray, sizes: np.ndarray | int) -> np.ndarray:
+    """Each value's varint bytes (sizes ≤ 8; one int: all the same) packed little-endian into a uint64; bytes
+    past its size are 0."""
+    u = v.astype(np.uint64, copy=False)
+    word = u & np.uint64(0x7F)
+    top = sizes if isinstance(sizes, int) else (int(sizes.max()) if len(sizes) else 0)
+    for j in range(1, top):   # a value's 7-bit groups past its size are 0 already
+        word |= ((u >> np.uint64(7 * j)) & np.uint64(0x7F)) << np.uint64(8 * j)
+    return word | _CONTINUATION[sizes]
 
 
 def put_varints(out: np.ndarray, pos: np.ndarray, v: np.ndarray, sizes: np.ndarray) -> None:

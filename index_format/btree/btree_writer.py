@@ -23,12 +23,11 @@ from index_format import codecs
 from index_format.bitmaps import serialize_sorted
 from index_format.btree.btree_bloom import build_bloom
 from index_format.btree.btree_footer import BTreeFooter
-from index_format.btree.btree_varints import put_varints, varint_sizes
-from index_format.btree.sst_blocks import EMPTY_BLOCK_TAIL, block_tail, encode_handle
-from index_format.heap import reuse_freed_pages
+from index_format.btree.btree_varints import put_varints, varint_sizes, varint_words
+from index_format.btree.sst_blocks import ALIGNED, EMPTY_BLOCK_TAIL, UNALIGNED, block_tail, encode_handle
 from index_format.key_arrays import EncodedKeys, encode_arrow_keys
 from index_format.keys import deserialize_key
-from index_format.layout import TRAILER_CRC, TRAILER_SIZE, varint
+from index_format.layout import BTREE_BLOCK_TAIL, TRAILER_CRC, TRAILER_SIZE, varint
 from index_format.murmur_hash import binary_string_hashes_of
 from index_format.row_order import is_sorted, key_starts, stable_order
 from index_format.types import KeyType, parse_type
@@ -84,72 +83,271 @@ def _sort(enc: EncodedKeys, rid: np.ndarray) -> _Sorted:
         if not rid_sorted:
             null_rid = np.sort(null_rid)
     if rid_sorted:
-        order = stable_order(rep)
+        order = _key_order(rep)
     else:
         # row ids into order first, so one stable key sort gives (key, row id) order
         pre = np.argsort(r, kind="stable")
-        order = pre[stable_order(rep[pre])]
+        order = pre[_key_order(rep[pre])]
     return _Sorted(null_rid, order if idx is None else idx[order], rep[order], r[order])
 
 
-def _entries(enc: EncodedKeys, rows: np.ndarray, rep: np.ndarray, rid: np.ndarray
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(entries back to back as uint8, size of each entry, key bytes, key offsets) of sorted non-null rows:
-    per distinct key: varint key length, key, varint value length, value = varint count, varlong row ids."""
-    starts = key_starts(rep)
-    nk = len(starts)
-    counts = np.diff(np.append(starts, len(rows)))
-    kdata, koffs = enc.buffer(rows[starts])
-    klen = np.diff(koffs)
-    kvl = varint_sizes(klen)
-    rvl = varint_sizes(rid)
-    vlen = varint_sizes(counts) + np.add.reduceat(rvl, starts)
-    vvl = varint_sizes(vlen)
-    e = kvl + klen + vvl + vlen
+def _key_order(rep: np.ndarray) -> np.ndarray:
+    """Stable argsort of `rep`. Keys spanning < 2^32 values (most columns) are packed with their position
+    into one uint64 and sorted by value, several times faster than an argsort; wider ones take numpy's fast
+    unstable argsort, then equal keys are put back in position order by one more packed sort."""
+    n = len(rep)
+    if n < 2 or n >= 1 << 32 or rep.dtype.kind not in "iu":
+        return stable_order(rep)
+    lo, hi = int(rep.min()), int(rep.max())
+    if hi - lo < 1 << 32:
+        packed = ((rep - lo).astype(np.uint64) << np.uint64(32)) | np.arange(n, dtype=np.uint64)
+    else:
+        order = np.argsort(rep)
+        ranked = rep[order]
+        group = np.zeros(n, dtype=np.uint64)   # the rank of each key among the distinct keys
+        np.cumsum(ranked[1:] != ranked[:-1], out=group[1:])
+        del ranked
+        packed = (group << np.uint64(32)) | order.astype(np.uint64)
+    packed.sort()
+    return (packed & np.uint64(0xFFFFFFFF)).astype(np.int64)
+
+
+# Entries are laid out a part of about this many rows at a time (whole blocks): the temporaries stay small and
+# warm in cache, and a 10M-row file never touches gigabytes of fresh memory.
+_PART_ROWS = 1 << 19
+
+
+Sizes = np.ndarray | int   # per key or per row, or one value for all
+
+
+@dataclass(slots=True)
+class _Layout:
+    """Sizes of every entry's parts: per distinct key (k) and per row (r), sorted. A value is `count` then
+    the row ids; `counts` is None when every key has one row. Sizes shared by every key are plain ints."""
+
+    kdata: np.ndarray       # distinct keys' bytes back to back
+    koffs: np.ndarray       # their nk + 1 offsets
+    starts: np.ndarray      # first row of each key
+    counts: np.ndarray | None
+    rid: np.ndarray         # row ids (r)
+    rvl: np.ndarray         # varint size of each row id (r, uint8)
+    klen: Sizes             # key lengths (k)
+    kvl: Sizes              # their varint sizes
+    vlen: np.ndarray        # value lengths (k)
+    vvl: Sizes              # their varint sizes
+    cvl: Sizes              # varint sizes of the counts
+    e: np.ndarray           # entry sizes (k, int32)
+    width: int              # the keys' common width, 0 when they differ
+
+
+def _one(sizes: np.ndarray) -> Sizes:
+    """`sizes`, or its single value when all are equal."""
+    first = int(sizes[0])
+    return first if bool((sizes == first).all()) else sizes
+
+
+def _at(x: Sizes, a: int, b: int) -> Sizes:
+    return x[a:b] if isinstance(x, np.ndarray) else x
+
+
+def _top(x: Sizes) -> int:
+    return int(x.max()) if isinstance(x, np.ndarray) else x
+
+
+def _layout(kdata: np.ndarray, koffs: np.ndarray, starts: np.ndarray, rid: np.ndarray) -> _Layout:
+    n, nk = len(rid), len(starts)
+    counts = None if nk == n else np.diff(np.append(starts, n))
+    rvl = varint_sizes(rid, np.uint8)
+    rsum = rvl.astype(np.int32) if counts is None else np.add.reduceat(rvl, starts, dtype=np.int64)
+    cvl = 1 if counts is None else _one(varint_sizes(counts, np.uint8))
+    klen = _one(np.diff(koffs))
+    width = klen if isinstance(klen, int) else 0
+    kvl = varint_sizes(np.array([klen]))[0].item() if isinstance(klen, int) else _one(varint_sizes(klen, np.uint8))
+    vlen = rsum + cvl
+    vvl = _one(varint_sizes(vlen, np.uint8))
+    e = (vlen + (kvl + vvl) + klen).astype(np.int32)
+    return _Layout(kdata, koffs, starts, counts, rid, rvl, klen, kvl, vlen, vvl, cvl, e, width)
+
+
+def _write_entries(lay: _Layout, opts: _Opts, chunks: list[bytes | memoryview]) -> tuple[int, list[bytes]]:
+    """Append every data block (stored body, trailer) to `chunks`, laying entries out a part of whole blocks at
+    a time; returns (bytes written, index block entries)."""
+    n, nk = len(lay.rid), len(lay.e)
+    cuts = _block_ends(lay.e, opts.block_size)
+    records = (0 < lay.width <= 8 and 4 * nk >= n and _top(lay.vvl) <= 8
+               and 1 + lay.width + _top(lay.vvl) + _top(lay.cvl) + int(lay.rvl.max()) <= 32)
+    index: list[bytes] = []
+    pos = 0
+    first_block = 0
+    while first_block < len(cuts):
+        k0 = cuts[first_block - 1][0] if first_block else 0
+        r0 = int(lay.starts[k0])
+        last_block = first_block
+        while last_block + 1 < len(cuts) and _row_of(lay, cuts[last_block][0]) - r0 < _PART_ROWS:
+            last_block += 1
+        k1 = cuts[last_block][0]
+        part = _records(lay, k0, k1) if records else _scattered(lay, k0, k1)
+        pos = _emit_blocks(lay, part, k0, cuts[first_block:last_block + 1], opts, chunks, pos, index)
+        first_block = last_block + 1
+    return pos, index
+
+
+def _row_of(lay: _Layout, k: int) -> int:
+    """First row of key k (n for k = nk)."""
+    return int(lay.starts[k]) if k < len(lay.starts) else len(lay.rid)
+
+
+def _scattered(lay: _Layout, k0: int, k1: int) -> np.ndarray:
+    """Entries of keys k0..k1-1 written field by field at computed positions (any key widths)."""
+    r0, r1 = _row_of(lay, k0), _row_of(lay, k1)
+    e = lay.e[k0:k1]
+    nk = k1 - k0
     pos = np.zeros(nk + 1, dtype=np.int64)
     np.cumsum(e, out=pos[1:])
     out = np.empty(int(pos[-1]), dtype=np.uint8)
+    klen = np.broadcast_to(_at(lay.klen, k0, k1), (nk,)).astype(np.int64)
+    kvl = np.broadcast_to(_at(lay.kvl, k0, k1), (nk,)).astype(np.int64)
+    vvl = np.broadcast_to(_at(lay.vvl, k0, k1), (nk,)).astype(np.int64)
+    cvl = np.broadcast_to(_at(lay.cvl, k0, k1), (nk,)).astype(np.int64)
     at = pos[:-1]
     put_varints(out, at, klen, kvl)
     at = at + kvl
-    width = int(klen[0])
-    if bool((klen == width).all()):
-        out[at[:, None] + np.arange(width)] = kdata.reshape(nk, width)
+    kb0, kb1 = int(lay.koffs[k0]), int(lay.koffs[k1])
+    kdata = lay.kdata[kb0:kb1]
+    if lay.width:
+        out[at[:, None] + np.arange(lay.width)] = kdata.reshape(nk, lay.width)
     else:
-        out[np.arange(len(kdata), dtype=np.int64) + np.repeat(at - koffs[:-1], klen)] = kdata
+        out[np.arange(len(kdata), dtype=np.int64) + np.repeat(at - (lay.koffs[k0:k1] - kb0), klen)] = kdata
     at += klen
-    put_varints(out, at, vlen, vvl)
+    put_varints(out, at, lay.vlen[k0:k1], vvl)
     at += vvl
-    cvl = varint_sizes(counts)
+    counts = np.ones(nk, dtype=np.int64) if lay.counts is None else lay.counts[k0:k1]
     put_varints(out, at, counts, cvl)
     at += cvl
-    del vvl, vlen, kvl
     # row r of key k sits at (k's first id position) + (sizes of k's earlier ids)
-    before = np.zeros(len(rid), dtype=np.int64)
+    rvl = lay.rvl[r0:r1].astype(np.int64)
+    before = np.zeros(r1 - r0, dtype=np.int64)
     np.cumsum(rvl[:-1], out=before[1:])
-    before += np.repeat(at - before[starts], counts)
-    put_varints(out, before, rid, rvl)
-    return out, e, kdata, koffs
+    first = lay.starts[k0:k1] - r0
+    before += np.repeat(at - before[first], counts)
+    put_varints(out, before, lay.rid[r0:r1], rvl)
+    return out
 
 
-def _block_ends(e: np.ndarray, block_size: int) -> list[int]:
-    """End (exclusive) of each data block over entries of sizes `e`, as Paimon's SstFileWriter closes them: after
-    the first entry that takes the block's memory (entries + 5, + 4 per entry once sizes differ) past block_size."""
+# A byte pattern of n ones (0x01 per byte) for n = 0..8: the valid bytes of a field, viewed as numpy bools.
+_ONES = np.array([sum(1 << (8 * j) for j in range(n)) for n in range(9)], dtype=np.uint64)
+_Field = tuple[np.ndarray | int, np.ndarray | int, int]   # (value bytes as a LE uint64, valid bytes, slot width)
+
+
+def _records(lay: _Layout, k0: int, k1: int) -> np.ndarray:
+    """Entries of keys k0..k1-1 (one width ≤ 8 bytes, mostly few rows per key) without scattered writes: one
+    fixed-size record per row — key length, key, value length and count on a key's first row, then the row
+    id's varint — assembled in uint64 words, then squeezed to each field's valid bytes in row order, which is
+    exactly the entries' layout."""
+    r0, r1 = _row_of(lay, k0), _row_of(lay, k1)
+    n, nk, width = r1 - r0, k1 - k0, lay.width
+    rvl = lay.rvl[r0:r1]
+    vvl, cvl = _at(lay.vvl, k0, k1), _at(lay.cvl, k0, k1)
+    vvl_top, cvl_top, rvl_top = _top(vvl), _top(cvl), int(rvl.max())
+    slots = [1, width, vvl_top, cvl_top, rvl_top]
+    kwords = np.zeros((nk, 8), dtype=np.uint8)
+    kwords[:, :width] = lay.kdata[k0 * width:k1 * width].reshape(nk, width)
+    counts = 1 if lay.counts is None else lay.counts[k0:k1]
+    fields: list[_Field] = [
+        (width, 1, 1),                                              # key length (< 128: one byte)
+        (kwords.view("<u8").ravel(), width, width),                 # key
+        (varint_words(lay.vlen[k0:k1], vvl), vvl, vvl_top),
+        (1, 1, 1) if lay.counts is None else (varint_words(counts, cvl), cvl, cvl_top),   # type: ignore[arg-type]
+    ]
+    del kwords
+    if lay.counts is not None:   # header fields live on each key's first row only
+        first = lay.starts[k0:k1] - r0
+
+        def per_row(v: np.ndarray | int) -> np.ndarray:
+            full = np.zeros(n, dtype=np.uint64)
+            full[first] = v
+            return full
+        fields = [(per_row(v), per_row(z), slot) for v, z, slot in fields]
+    fields.append((varint_words(lay.rid[r0:r1], rvl), rvl, rvl_top))
+    total = sum(slots)
+    nwords = (total + 7) // 8
+    rec = np.zeros((n, nwords), dtype=np.uint64)
+    prefix = all(isinstance(z, int) and z == slot for _, z, slot in fields[:-1])
+    valid = None if prefix else np.zeros((n, nwords), dtype=np.uint64)
+    offset = 0
+    for value, size, slot in fields:
+        i, shift = divmod(offset, 8)
+        spill = shift and shift + slot > 8    # the field runs into the next word
+        v = np.uint64(value) if isinstance(value, int) else value
+        rec[:, i] |= v << np.uint64(8 * shift)
+        if spill:
+            rec[:, i + 1] |= v >> np.uint64(64 - 8 * shift)
+        if valid is not None:
+            pattern = _ONES[size]
+            valid[:, i] |= pattern << np.uint64(8 * shift)
+            if spill:
+                valid[:, i + 1] |= pattern >> np.uint64(64 - 8 * shift)
+        offset += slot
+    fields.clear()
+    data = rec.view(np.uint8)
+    if valid is None:   # fixed-size header, varint last: each record's first bytes are its entry
+        keep = np.arange(8 * nwords, dtype=np.uint8)[None, :] < (total - rvl_top + rvl)[:, None]
+    else:
+        keep = valid.view(np.bool_)
+    return data[keep]
+
+
+def _emit_blocks(lay: _Layout, part: np.ndarray, k0: int, cuts: list[tuple[int, bool]], opts: _Opts,
+                 chunks: list[bytes | memoryview], pos: int, index: list[bytes]) -> int:
+    """Append the blocks `cuts` (ends as key numbers) of entries `part` (keys from k0) to `chunks`; returns the
+    file position after them."""
+    e = lay.e[k0:cuts[-1][0]]
+    at = np.zeros(len(e) + 1, dtype=np.int64)
+    np.cumsum(e, out=at[1:])
+    view = memoryview(part)
+    kdata, koffs = lay.kdata, lay.koffs
+    s = k0
+    for end, aligned in cuts:
+        a, b = int(at[s - k0]), int(at[end - k0])
+        if aligned:
+            tail = BTREE_BLOCK_TAIL.pack(int(lay.e[s]), ALIGNED)
+        else:   # each entry's start in the block, then the count
+            tail = (at[s - k0:end - k0] - a).astype("<i4").tobytes() + BTREE_BLOCK_TAIL.pack(end - s, UNALIGNED)
+        if opts.codec == "none":
+            crc = zlib.crc32(b"\0", zlib.crc32(tail, zlib.crc32(view[a:b])))
+            chunks += [view[a:b], tail, b"\0" + TRAILER_CRC.pack(crc)]
+            stored_len = b - a + len(tail)
+        else:
+            stored, type_id = codecs.encode_block(view[a:b].tobytes() + tail, opts.codec, opts.level)
+            chunks += [stored, codecs.trailer(stored, type_id)]
+            stored_len = len(stored)
+        key = kdata[koffs[end - 1]:koffs[end]].tobytes()
+        handle = encode_handle(pos, stored_len)
+        index.append(varint(len(key)) + key + varint(len(handle)) + handle)
+        pos += stored_len + TRAILER_SIZE
+        s = end
+    return pos
+
+
+def _block_ends(e: np.ndarray, block_size: int) -> list[tuple[int, bool]]:
+    """(end, aligned) of each data block over entries of sizes `e`, as Paimon's SstFileWriter closes them: after
+    the first entry that takes the block's memory (entries + 5, + 4 per entry once sizes differ) past block_size.
+    `aligned`: every entry of the block has the same size."""
     n = len(e)
-    total = np.cumsum(e)
-    total4 = total + 4 * np.arange(1, n + 1, dtype=np.int64)
-    change = np.flatnonzero(e[1:] != e[:-1]) + 1
-    ends: list[int] = []
+    window = block_size // 4 + 2   # an entry takes ≥ 4 bytes: a block never holds more
+    ends: list[tuple[int, bool]] = []
     s = 0
     while s < n:
-        base = int(total[s - 1]) if s else 0
-        k = int(np.searchsorted(change, s, side="right"))
-        d = int(change[k]) if k < len(change) else n    # entries s..d-1 have the same size (aligned)
-        j = max(int(np.searchsorted(total, block_size - 5 + base, side="right")), s)
+        w = e[s:s + window].astype(np.int64)
+        total = np.cumsum(w)
+        other = np.flatnonzero(w != w[0])
+        d = int(other[0]) if len(other) else len(w)   # entries s..s+d-1 have the same size (aligned)
+        j = int(np.searchsorted(total, block_size - 5, side="right"))
         if j >= d:
-            j = max(int(np.searchsorted(total4, block_size - 5 + base + 4 * s, side="right")), d)
-        end = min(j + 1, n)
-        ends.append(end)
+            total += 4 * np.arange(1, len(w) + 1, dtype=np.int64)
+            j = max(int(np.searchsorted(total, block_size - 5, side="right")), d)
+        end = min(s + j + 1, n)
+        ends.append((end, end - s <= d))
         s = end
     return ends
 
@@ -157,36 +355,21 @@ def _block_ends(e: np.ndarray, block_size: int) -> list[int]:
 def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarray, rep: np.ndarray,
             rid: np.ndarray, opts: _Opts) -> tuple[bytes, bytes | None, bytes | None, int]:
     """One file's bytes from sorted rows; returns (data, first key bytes, last key bytes, distinct keys)."""
-    chunks: list[bytes] = []
+    chunks: list[bytes | memoryview] = []
     pos = 0
     index: list[bytes] = []
-    index_sizes: list[int] = []
     first = last = None
     nk = 0
     bloom = None
     if len(rows):
-        out, e, kdata, koffs = _entries(enc, rows, rep, rid)
-        nk = len(e)
+        starts = key_starts(rep)
+        nk = len(starts)
+        kdata, koffs = enc.buffer(rows if nk == len(rows) else rows[starts])
         first = kdata[koffs[0]:koffs[1]].tobytes()
         last = kdata[koffs[nk - 1]:koffs[nk]].tobytes()
-        starts = np.zeros(nk + 1, dtype=np.int64)
-        np.cumsum(e, out=starts[1:])
-        s = 0
-        for end in _block_ends(e, opts.block_size):
-            body = out[starts[s]:starts[end]].tobytes() + block_tail(e[s:end])
-            stored, type_id = codecs.encode_block(body, opts.codec, opts.level)
-            chunks.append(stored)
-            chunks.append(codecs.trailer(stored, type_id))
-            key = kdata[koffs[end - 1]:koffs[end]].tobytes()
-            handle = encode_handle(pos, len(stored))
-            entry = varint(len(key)) + key + varint(len(handle)) + handle
-            index.append(entry)
-            index_sizes.append(len(entry))
-            pos += len(stored) + TRAILER_SIZE
-            s = end
+        pos, index = _write_entries(_layout(kdata, koffs, starts, rid), opts, chunks)
         if opts.bloom:
             bloom = build_bloom(hashes=binary_string_hashes_of(kdata, koffs))
-        del out
     null_off = null_len = 0
     if len(null_rid):
         nb = serialize_sorted(null_rid)
@@ -198,7 +381,10 @@ def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarra
         bloom_off, bloom_len, bloom_n = pos, len(bloom[0]), bloom[1]
         chunks.append(bloom[0])
         pos += bloom_len
-    tail = block_tail(np.array(index_sizes, dtype=np.int64)) if index else EMPTY_BLOCK_TAIL
+    if index:
+        tail = block_tail(np.fromiter(map(len, index), dtype=np.int64, count=len(index)))
+    else:
+        tail = EMPTY_BLOCK_TAIL
     stored, type_id = codecs.encode_block(b"".join(index) + tail, opts.codec, opts.level)
     chunks += [stored, codecs.trailer(stored, type_id)]
     footer = BTreeFooter(bloom_off, bloom_len, bloom_n, pos, len(stored), null_off, null_len)
@@ -224,13 +410,12 @@ def write_btree_bytes(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
     """
     opts = _options(options)
     kt = parse_type(kt) if isinstance(kt, str) else kt
-    with reuse_freed_pages():
-        enc = encode_arrow_keys(kt, keys)
-        rid = check_row_ids(row_ids, len(enc.sort_rep))
-        s = _sort(enc, rid)
-        if not len(rid):
-            raise WriterInputError("a btree file needs at least one row (Paimon never writes an empty one)")
-        data, first, last, count = _encode(kt, enc, s.null_rid, s.rows, s.rep, s.rid, opts)
+    enc = encode_arrow_keys(kt, keys)
+    rid = check_row_ids(row_ids, len(enc.sort_rep))
+    if not len(rid):
+        raise WriterInputError("a btree file needs at least one row (Paimon never writes an empty one)")
+    s = _sort(enc, rid)
+    data, first, last, count = _encode(kt, enc, s.null_rid, s.rows, s.rep, s.rid, opts)
     return data, _written(kt, "", data, len(rid), first, last, len(s.null_rid) > 0, count)
 
 
@@ -248,22 +433,21 @@ def write_btree_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
         raise WriterInputError("records_per_file must be ≥ 1")
     opts = _options(options)
     kt = parse_type(kt) if isinstance(kt, str) else kt
-    with reuse_freed_pages():
-        enc = encode_arrow_keys(kt, keys)
-        rid = check_row_ids(row_ids, len(enc.sort_rep))
-        s = _sort(enc, rid)
-        n_null = len(s.null_rid)
-        total = n_null + len(s.rows)
-        out: list[WrittenFile] = []
-        for start in range(0, total, records_per_file):
-            end = min(start + records_per_file, total)
-            nulls = s.null_rid[start:min(end, n_null)] if start < n_null else s.null_rid[:0]
-            a, b = max(start - n_null, 0), max(end - n_null, 0)
-            data, first, last, count = _encode(kt, enc, nulls, s.rows[a:b], s.rep[a:b], s.rid[a:b], opts)
-            path = new_path()
-            storage.write_atomic(path, data)
-            written = _written(kt, path, data, end - start, first, last, len(nulls) > 0, count)
-            if keep_rows:
-                written = replace(written, rows=FileRows(s.rows[a:b], s.rid[a:b], key_starts(s.rep[a:b])))
-            out.append(written)
-        return out
+    enc = encode_arrow_keys(kt, keys)
+    rid = check_row_ids(row_ids, len(enc.sort_rep))
+    s = _sort(enc, rid)
+    n_null = len(s.null_rid)
+    total = n_null + len(s.rows)
+    out: list[WrittenFile] = []
+    for start in range(0, total, records_per_file):
+        end = min(start + records_per_file, total)
+        nulls = s.null_rid[start:min(end, n_null)] if start < n_null else s.null_rid[:0]
+        a, b = max(start - n_null, 0), max(end - n_null, 0)
+        data, first, last, count = _encode(kt, enc, nulls, s.rows[a:b], s.rep[a:b], s.rid[a:b], opts)
+        path = new_path()
+        storage.write_atomic(path, data)
+        written = _written(kt, path, data, end - start, first, last, len(nulls) > 0, count)
+        if keep_rows:
+            written = replace(written, rows=FileRows(s.rows[a:b], s.rid[a:b], key_starts(s.rep[a:b])))
+        out.append(written)
+    return out
