@@ -39,6 +39,7 @@ class Operator:
     null_rule: str         # what a NULL literal does (spec §5.5)
     path: str              # how one file answers it (spec §6)
     nulls_unknown: bool = True  # null rows are UNKNOWN (every comparison); IS [NOT] NULL decides them
+    element_op: str | None = None  # an ARRAY operator: the scalar operator its element look-ups are (spec §8)
 
     @property
     def fields(self) -> tuple[str, ...]:

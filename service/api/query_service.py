@@ -67,6 +67,7 @@ class ColumnView:
     snapshot: Snapshot
     kt: KeyType
     index: ColumnIndex
+    more: tuple[ColumnView, ...] = ()   # the column's other indexes (other families), also in index.alternatives
 
 
 @dataclass(frozen=True)
@@ -197,13 +198,16 @@ class QueryService:
 
     def _load_view(self, table: str) -> TableView:
         src = self.sources.open(table).view()
-        columns = {c: self._column_view(s, src.sparse) for c, s in src.columns.items()}
+        columns = {}
+        for c, s in src.columns.items():
+            more = tuple(self._column_view(m, src.sparse) for m in src.more_indexes.get(c, ()))
+            columns[c] = self._column_view(s, src.sparse, more)
         return TableView(table=src.table, columns=columns, data_files=src.data_files, total_rows=src.total_rows,
                          retired=src.gone, retired_ranges=src.retired_ranges, live_ranges=src.live_ranges,
                          version=src.version, summary=src.summary, records_key_order=src.records_key_order,
                          broken_columns=src.broken_columns)
 
-    def _column_view(self, snap: Snapshot, sparse: bool) -> ColumnView:
+    def _column_view(self, snap: Snapshot, sparse: bool, more: tuple[ColumnView, ...] = ()) -> ColumnView:
         kt = parse_type(snap.key_type)
         try:
             options = parse_options(dict(snap.options))
@@ -216,17 +220,21 @@ class QueryService:
         refs = []
         for e in snap.files:
             opener = self._opener(e.path, e.file_size, kt, fam.open_reader)
-            sidecar = self.sidecars.opener(
-                e.path, e.file_size, kt, e.range_end - e.range_start + 1, beside_size=e.sidecar_size,
-                chunk_size=options.range_sidecar_chunk_size, enabled=options.range_sidecar, open_index=opener)
+            sidecar = None
+            if fam.sidecars:
+                sidecar = self.sidecars.opener(
+                    e.path, e.file_size, kt, e.range_end - e.range_start + 1, beside_size=e.sidecar_size,
+                    chunk_size=options.range_sidecar_chunk_size, enabled=options.range_sidecar,
+                    open_index=opener)
             refs.append(IndexFileRef(
                 path=e.path, range_start=e.range_start, range_end=e.range_end,
                 meta=parse_meta(kt, bytes.fromhex(e.meta_hex)), file_size=e.file_size, open=opener,
                 open_sidecar=sidecar.open if sidecar else None, sidecar_failed=sidecar.failed if sidecar else None,
                 peek_sidecar=sidecar.peek if sidecar else None))
-        return ColumnView(snapshot=snap, kt=kt,
-                          index=ColumnIndex(column=snap.column, kt=kt, files=refs,
-                                            fallback_scan_max_size=budget, sparse=sparse, answers=fam.answers))
+        index = ColumnIndex(column=snap.column, kt=kt, files=refs, fallback_scan_max_size=budget, sparse=sparse,
+                            answers=fam.answers, family=fam.name, seeks=fam.seeks, rank=fam.rank,
+                            alternatives=tuple(m.index for m in more))
+        return ColumnView(snapshot=snap, kt=kt, index=index, more=more)
 
     def _opener(self, path: str, size: int, kt: KeyType,
                 open_index: Callable[..., IndexReader]) -> Callable[[], IndexReader]:

@@ -23,7 +23,7 @@ from pypaimon.utils.range_helper import RangeHelper
 from index_format import ranges
 from index_format.errors import InvalidOptionError
 from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
-from service.tables.paimon.index_entries import list_bitmap_index_entries
+from service.tables.paimon.index_entries import list_index_entries
 from service.tables.paimon.key_types import key_type_of_spelling
 from service.tables.paimon.rows import ROW_ID, plan_splits, read_rows
 from service.tables.paimon.table import PaimonTable
@@ -109,7 +109,7 @@ def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range:
     """
     key_types = check_build_columns(table, columns, partitions)
     field_ids = {f.name: int(f.id) for f in table.table.fields if f.name in key_types}
-    entries = list_bitmap_index_entries(table) if not rebuild else {}
+    entries = list_index_entries(table) if not rebuild else {}
     covered = {c: ranges.merge((e.row_range_start, e.row_range_end) for e in entries.get(c, ())
                                if not e.extra_field_ids) for c in columns}
     tasks = []

@@ -27,7 +27,7 @@ from index_format.families import BITMAP
 from index_format.global_index.filemeta import deix_source_meta
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CommitConflictError
-from service.tables.paimon.index_entries import list_bitmap_index_entries
+from service.tables.paimon.index_entries import list_index_entries
 from service.tables.paimon.location import PaimonLocation, to_storage_path
 from service.tables.paimon.table import PaimonTable, reopen
 
@@ -90,7 +90,7 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
 
 
 def _check_still_uncovered(latest: PaimonTable, files: Sequence[BuiltIndexFile], since: int) -> None:
-    entries = list_bitmap_index_entries(latest)
+    entries = list_index_entries(latest)
     for f in files:
         covered = [(e.row_range_start, e.row_range_end) for e in entries.get(f.column, ())]
         if ranges.intersect([(f.row_range_start, f.row_range_end)], covered):
@@ -103,7 +103,7 @@ def _check_no_overlap_after(table: PaimonTable, files: Sequence[BuiltIndexFile],
                             sid: int) -> None:
     """A writer that committed an index on our column between our check and our commit: take ours back."""
     mine = {f.file_name for f in files}
-    entries = list_bitmap_index_entries(reopen(table, sid))
+    entries = list_index_entries(reopen(table, sid))
     for f in files:
         others = [(e.row_range_start, e.row_range_end) for e in entries.get(f.column, ())
                   if e.file_name not in mine]
@@ -171,7 +171,7 @@ def _our_snapshot(writable: object, commit_user: str, after: int) -> int:
 def _delete_unreferenced(table: PaimonTable, files: Sequence[BuiltIndexFile], storage: Storage) -> None:
     try:
         latest = reopen(table)
-        referenced = {e.file_name for es in list_bitmap_index_entries(latest).values() for e in es}
+        referenced = {e.file_name for es in list_index_entries(latest).values() for e in es}
     except Exception:
         log.warning("could not list the table's index files; keeping ours", exc_info=True)
         return
