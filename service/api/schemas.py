@@ -72,8 +72,10 @@ class PaimonIndexOriginPublic(BaseModel):
 
 class PaimonIndexPublic(BaseModel):
     column: str
+    index_type: str = Field("bitmap", description="The index family: bitmap, btree or multivalue.")
     field_id: int
-    key_type: str | None = None
+    key_type: str | None = Field(None, description="Type of the keys (a multivalue index: the array's element "
+                                                   "type); null when bgix cannot read keys of this type.")
     files: int
     rows: int
     bytes: int

@@ -35,7 +35,7 @@ def create_global_index(body: schemas.CreateIndexRequest, services: ServicesDep)
              responses=ERRORS)
 def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> schemas.Dropped:
     """Remove an index (all snapshots and files of the column); the source data is untouched.
-    Paimon tables: one new Paimon snapshot takes the column's bitmap global index files out of the table
+    Paimon tables: one new Paimon snapshot takes the column's global index files (every family) out of the table
     (index deletes, as Paimon's drop_global_index); the files stay for older snapshots."""
     source = services.query_service.sources.open(body.table)
     # A running build would commit into the dropped index and bring it back.
@@ -48,11 +48,12 @@ def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> 
 @router.get("/v1/tables/{name}/indexes", response_model=schemas.IndexesPublic,
             dependencies=[ReadAuth], responses=ERRORS)
 def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPublic:
-    """Per indexed column: snapshot, files, bytes, covered/uncovered ranges, distinct values, null rows."""
+    """Per indexed column and index family: snapshot, files, bytes, covered/uncovered ranges, distinct values,
+    null rows."""
     view = services.query_service.view(name)
     live = {(f.path, f.size, f.mtime, f.first_row_id) for f in view.data_files}
     out = []
-    for column, cv in sorted(view.columns.items()):
+    for column, cv in [(c, v) for c, main in sorted(view.columns.items()) for v in (main, *main.more)]:
         snap = cv.snapshot
         stats = services.query_service.index_stats(cv, view)
         changed = any((s.path, s.size, s.mtime, s.first_row_id) not in live for s in snap.source_files)

@@ -159,7 +159,7 @@ class PaimonSource:
         """Column types, partition keys, and partition specs that match no data file."""
         pt = self._open()
         check_keys(spec.partitions, list(pt.table.partition_keys), self.table.name)
-        check_build_columns(pt, spec.columns, spec.partitions)
+        check_build_columns(pt, spec.columns, spec.partitions, spec.families)
         if spec.partitions:
             check_matches(spec.partitions, (f.partition for f in self.view().data_files), self.table.name)
         return spec
@@ -174,10 +174,9 @@ class PaimonSource:
         """
         pt = open_paimon_table(self.table.location, storage_options=spec.storage_options)
         plan = plan_build(pt, spec.columns, records_per_range=spec.options.records_per_range,
-                          partitions=spec.partitions)
+                          partitions=spec.partitions, families=spec.families)
         storage = table_storage(pt, spec.storage_options)
-        return _as_build_plan(plan, spec, FileNames(index_dir(pt)[0], "bitmap-global-index-", uuid_only=True),
-                              storage.to_config())
+        return _as_build_plan(plan, spec, FileNames(index_dir(pt)[0], uuid_only=True), storage.to_config())
 
     def fit_plan(self, plan: BuildPlan, parallelism: int) -> BuildPlan:
         """The plan cut for an even load over `parallelism` task slots (see balance_tasks)."""
@@ -228,7 +227,7 @@ def built_files(plan: BuildPlan, written: pa.Table) -> list[BuiltIndexFile]:
             column=r.column, field_id=state.field_ids[r.column], partition_values=task.partition_values,
             row_range_start=r.start, row_range_end=r.end, path=row["path"],
             file_name=row["path"].rsplit("/", 1)[-1], file_size=row["file_size"], row_count=row["row_count"],
-            index_meta=bytes(row["meta"]), index_type=plan.index_type))
+            index_meta=bytes(row["meta"]), index_type=plan.family_of(r.column)))
     return out
 
 
@@ -248,7 +247,7 @@ def _as_build_plan(plan: PaimonBuildPlan, spec: JobSpec | None, names: FileNames
     common: dict[str, Any] = dict(
         columns=dict(plan.key_types), ranges=tuple(build_ranges), task_rows=tuple(t.rows for t in plan.tasks),
         reader=PaimonTaskReader(plan), names=names, storage_config=storage_config, task_closes=tuple(closes),
-        exact_rows=False, progress_by_task=True, sidecars=False, state=plan,
+        exact_rows=False, progress_by_task=True, sidecars=False, state=plan, families=dict(plan.families),
         message=None if plan.tasks else NOTHING_TO_BUILD)
     if like is not None:
         return replace(like, **common)
