@@ -146,8 +146,13 @@ class FileSource:
         # The map as last scanned; the job rescans and checks again (plan.make_plan).
         check_readable(self.catalog.unreadable_files(self.table.name), self.table, spec.partitions)
         previous = self.catalog.current_snapshot(self.table.name, spec.index_column)
-        return replace(spec, options=resolve_options(requested, previous.options if previous else None,
-                                                     spec.index_column))
+        options = resolve_options(requested, previous.options if previous else None, spec.index_column)
+        if previous is not None and previous.index_type != spec.index_type and not options.rebuild:
+            raise InvalidOptionError(
+                f"column {spec.index_column!r} of {self.table.name!r} has a {previous.index_type} index; a bgix "
+                f"table keeps one index per column, so a {spec.index_type} index replaces it: pass rebuild=true "
+                "(or drop the index first)")
+        return replace(spec, options=options)
 
     def plan_build(self, spec: JobSpec) -> BuildPlan:
         return plan_build(self.catalog, self.table, spec)
