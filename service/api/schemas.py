@@ -147,10 +147,17 @@ class FilesPublic(BaseModel):
 
 
 # ---- jobs ---------------------------------------------------------------------------------------
+# A family bgix builds, or a comma list of them (case and blanks as Paimon's option values allow).
+_FAMILY = "|".join(BUILT_NAMES)
+INDEX_TYPE_PATTERN = rf"^(?i:\s*({_FAMILY})\s*)(,(?i:\s*({_FAMILY})\s*))*$"
 class CreateIndexRequest(_Model):
     table: str = Field(pattern=TABLE_NAME_PATTERN)
     index_column: str = Field(min_length=1, max_length=256)
-    index_type: Literal[BUILT_NAMES] = "bitmap"  # type: ignore[valid-type]  # the families bgix builds
+    index_type: str = Field(
+        "bitmap", pattern=INDEX_TYPE_PATTERN, max_length=2048,
+        description="The index family: " + ", ".join(BUILT_NAMES) + " (multivalue: ARRAY columns). With several "
+                    "columns in index_column, one family for all or one per column in order, e.g. "
+                    "index_column 'uid,tags' with index_type 'btree,multivalue' (built from one scan).")
     partitions: str | list[dict[str, str]] | None = Field(
         None, description="Paimon spec 'k=v,k=v;k=v' or a list of {column: value} objects.")
     options: dict[str, str | int | float | bool] | str | None = Field(
