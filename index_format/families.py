@@ -73,7 +73,7 @@ BTREE = IndexFamily(name="btree", reader="index_format.btree.btree_reader:open_b
 # Same file format as bitmap, keyed by array elements; Paimon reads it with a fallback budget of 0 (spec §8).
 MULTIVALUE = IndexFamily(name="multivalue", reader="index_format.global_index.reader:open_index",
                          writer="index_format.global_index.multivalue_writer:write_multivalue_files",
-                         answers=_ARRAY_OPS, element_keys=True, rank=2, builds=False)
+                         answers=_ARRAY_OPS, element_keys=True, rank=2)
 
 FAMILIES: dict[str, IndexFamily] = {f.name: f for f in (BITMAP, BTREE, MULTIVALUE)}
 BUILT_NAMES: tuple[str, ...] = tuple(n for n, f in FAMILIES.items() if f.builds)  # create_global_index's index_type

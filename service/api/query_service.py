@@ -279,7 +279,9 @@ class QueryService:
         else:
             view.check_not_broken(referenced_columns(node))
             types = {name: cv.kt for name, cv in view.columns.items()}
-            bound = bind(node, types)
+            # a multivalue index's column is an ARRAY of its key type: only the array operators apply
+            arrays = {name for name, cv in view.columns.items() if family(cv.snapshot.index_type).element_keys}
+            bound = bind(node, types, arrays=arrays)
             # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
             used_cols = sorted(referenced_columns(bound) & set(view.columns))
             if text is not None and len(text) <= _BOUND_TEXT_MAX:
