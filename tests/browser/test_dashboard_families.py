@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
+from tests.browser.conftest import Service
 from tests.unit.tables.paimon import rust_tables as rt
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
@@ -117,7 +118,8 @@ def test_two_families_on_one_column_and_the_btree_range_look_up(browser, start_s
     if not BTREE_READER.exists():  # a path check: an import probe would look beside the repository
         pytest.skip("the btree reader is not in this tree yet")
     wh = tmp_path / "wh"
-    location, rows = _table(wh / "source", "bt", [("uid", "btree"), ("name", "bitmap"), ("name", "btree")])
+    location, rows = _table(wh / "source", "bt", [("uid", "btree"), ("name", "bitmap"), ("name", "btree"),
+                                                  ("tags", "multivalue")])
     names = [r["name"] for r in rows]
     with start_service(wh) as (url, http):
         http.put("/v1/tables/bt", json={"format": "paimon", "location": str(location)}).raise_for_status()
@@ -154,6 +156,7 @@ def test_two_families_on_one_column_and_the_btree_range_look_up(browser, start_s
                 page.locator(f"#range-result a.prefill[data-where='{where}']").wait_for()
                 expected = sum(1 for u in uids if (not low or u >= int(low)) and (not high or u <= int(high)))
                 assert int(page.locator("#range-result").get_attribute("data-count")) == expected, where
+            Service.screenshot(page, "dashboard-families")
             # "query these rows" puts the range into the query box, which answers the same rows
             page.locator("#range-result a.prefill").click()
             assert page.locator("#query-where").input_value() == "uid <= 5"
