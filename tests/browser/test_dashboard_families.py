@@ -169,8 +169,6 @@ def test_two_families_on_one_column_and_the_btree_range_look_up(browser, start_s
             context.close()
 
 
-@pytest.mark.xfail(strict=True, reason="the query service does not bind ARRAY columns yet (bind(..., arrays=...)): "
-                                      "array predicates over HTTP are a 400; drop this mark once they are wired")
 def test_array_contains_look_ups_answer_through_the_query_api(browser, start_service, tmp_path) -> None:
     wh = tmp_path / "wh"
     location, rows = _table(wh / "source", "mv", [("tags", "multivalue"), ("nums", "multivalue")])
