@@ -20,6 +20,12 @@ TRAILER_CRC = struct.Struct("<I")
 # spec §1: portable 64-bit roaring = bucket count (u64 LE) then per bucket high key (u32 LE) + 32-bit map
 BITMAP64_ONE_BUCKET_HIGH0 = b"\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00\x00"
 EMPTY_BITMAP64 = b"\x00" * 8
+# Paimon's btree global index (an SST file): a 52-byte little-endian footer of (bloom offset, size, expected
+# entries), (index block offset, size), (null bitmap offset, size), version, magic "PBTI" read as an LE int.
+BTREE_MAGIC = 0x50425449
+BTREE_FOOTER_SIZE = 52
+BTREE_FOOTER = struct.Struct("<qiqqiqiii")
+BTREE_BLOCK_TAIL = struct.Struct("<iB")   # an SST block's last 5 bytes: int (record size or count), alignment byte
 
 # Primitives. Big-endian: Java's DataOutput (file indexes, range bitmaps, deletion-vector framing).
 BE_I8 = struct.Struct(">b")

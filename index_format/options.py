@@ -220,6 +220,18 @@ OPTION_TABLE: tuple[OptionSpec, ...] = (
     OptionSpec("bitmap-index.fallback-scan-max-size", (), "size", 256 * 1024 * 1024,
                "Budget of dictionary bytes a scan predicate may read per range (spec §6); "
                "'0 b' disables scans.", "fallback_scan_max_size", _SIZE, 0, MAX_FALLBACK_SCAN_SIZE),
+    OptionSpec("btree-index.block-size", (), "size", 64 * 1024,
+               "btree indexes: target uncompressed data block size (Paimon's SST block).", "btree_block_size",
+               _SIZE, 1, MAX_DICTIONARY_BLOCK_SIZE, shapes_files=True),
+    OptionSpec("btree-index.compression", (), "codec", "none",
+               "btree indexes: codec for data blocks and the index block: none, zstd, lz4 (lzo: read only).",
+               "btree_compression", _CODEC, shapes_files=True),
+    OptionSpec("btree-index.compression-level", (), "int", 1,
+               "btree indexes: zstd compression level, 1..22 (ignored by other codecs).", "btree_compression_level",
+               _INT, ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True),
+    OptionSpec("btree-index.bloom-filter.enabled", (), "bool", False,
+               "btree indexes: write a bloom filter of the keys (pypaimon's option; Paimon Java writes none).",
+               "btree_bloom_filter", _BOOL, shapes_files=True),
     OptionSpec("bgix.key-order", (), "choice", "logical",
                "bgix extension: key order of numeric, date, time and timestamp indexes (spec §2.7): "
                "logical (Paimon Java, bgix) or bytes (pypaimon 2.1, bgix).", "key_order", _KEY_ORDER,
@@ -264,6 +276,10 @@ class IndexOptions:
     multivalue_compression: str = "none"
     multivalue_compression_level: int = 1
     fallback_scan_max_size: int = 256 * 1024 * 1024
+    btree_block_size: int = 64 * 1024
+    btree_compression: str = "none"
+    btree_compression_level: int = 1
+    btree_bloom_filter: bool = False
     key_order: str = "logical"
     rebuild: bool = False
     range_sidecar: bool = True
@@ -309,6 +325,9 @@ class IndexOptions:
                 continue
             codec = _LEVEL_CODEC.get(spec.field)
             if codec is not None and not (getattr(self, codec) == getattr(other, codec) == "zstd"):
+                continue
+            if spec.field == "btree_compression_level" and not (
+                    self.btree_compression == other.btree_compression == "zstd"):
                 continue
             a, b = getattr(self, spec.field), getattr(other, spec.field)
             if a != b:

@@ -1,7 +1,8 @@
 """Per-file manifest metadata `SortedIndexFileMeta` (spec §4): build and parse, with the legacy rules; and the
 DEIX marker Paimon Java puts in a global index file's `source_meta`.
 
-Imports only index_format.{keys,types,errors}.
+Imports only index_format.{keys,types,errors,layout,written_files} (the bytes are built in written_files, shared
+with the btree writer).
 """
 from __future__ import annotations
 
@@ -11,8 +12,10 @@ from index_format.errors import CorruptFileError
 from index_format.keys import deserialize_key, serialize_key
 from index_format.layout import DEIX_SOURCE_META, LE_I32
 from index_format.types import KeyType
+from index_format.written_files import META_VERSION, build_meta_bytes
 
-META_VERSION = 1
+__all__ = ["FileMeta", "build_meta", "build_meta_bytes", "deix_scan_snapshot", "deix_source_meta", "parse_meta",
+           "parse_meta_raw"]
 
 
 @dataclass(frozen=True)
@@ -21,15 +24,6 @@ class FileMeta:
     last_key: object | None
     has_nulls: bool
     only_nulls: bool
-
-
-def build_meta_bytes(first: bytes | None, last: bytes | None, has_nulls: bool) -> bytes:
-    """spec §4 layout from serialized keys (None = null key)."""
-    flags = (1 if first is None else 0) | (2 if last is None else 0)
-    f = first or b""
-    la = last or b""
-    return (LE_I32.pack(len(f)) + f + LE_I32.pack(len(la)) + la
-            + bytes((1 if has_nulls else 0, META_VERSION, flags)))
 
 
 def build_meta(kt: KeyType, first_key: object | None, last_key: object | None, has_nulls: bool) -> bytes:

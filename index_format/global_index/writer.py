@@ -6,7 +6,7 @@ Imports numpy/pyarrow/pyroaring and index_format format modules; never the reade
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,54 +15,25 @@ import pyarrow as pa
 from index_format import codecs
 from index_format.bitmaps import serialize_parts, serialize_sorted
 from index_format.global_index.dictionary import encode_entries, encode_entry, varint_lengths
-from index_format.errors import BgixError
-from index_format.global_index.filemeta import build_meta, build_meta_bytes
+from index_format.global_index.filemeta import build_meta
 from index_format.global_index.footer import Footer
 from index_format.heap import reuse_freed_pages
-from index_format.key_arrays import EncodedKeys, encode_arrow_keys, numpy_of
+from index_format.key_arrays import EncodedKeys, encode_arrow_keys
 from index_format.keys import deserialize_key
 from index_format.layout import varint
 from index_format.parallel import THREADS, map_parts
+from index_format.row_order import is_sorted as _is_sorted
+from index_format.row_order import key_starts
+from index_format.row_order import stable_order as _stable_order
 from index_format.types import KeyType, parse_type
+from index_format.written_files import FileRows, WriterInputError, WrittenFile, build_meta_bytes
+from index_format.written_files import check_row_ids
 
 if TYPE_CHECKING:
     from index_format.options import IndexOptions
     from index_format.storage import Storage
 
-_MAX_ROW_ID = (1 << 63) - 1
-
-
-class WriterInputError(BgixError, ValueError):
-    """Keys and row ids that cannot be written (length mismatch, negative or too large ids)."""
-
-
-@dataclass(frozen=True, slots=True)
-class FileRows:
-    """The non-null rows one written file holds, ordered by logical key, then row id.
-
-    rows: index of each row in the writer's input keys; row_ids: its (local) row id; key_starts: the
-    positions in `rows` where a new distinct key begins (key_starts[0] == 0 when there are rows). The
-    file's null rows are not listed (they are in its null bitmap only). Arrays may be views of the
-    writer's sort buffers: treat them as read-only.
-    """
-
-    rows: np.ndarray
-    row_ids: np.ndarray
-    key_starts: np.ndarray
-
-
-@dataclass(frozen=True, slots=True)
-class WrittenFile:
-    path: str
-    file_size: int
-    row_count: int
-    meta: bytes              # spec §4 bytes
-    first_key: object | None
-    last_key: object | None
-    has_nulls: bool
-    value_count: int
-    # which input rows went into this file: only when asked for (write_index_files(..., keep_rows=True))
-    rows: FileRows | None = field(default=None, compare=False, repr=False)
+__all__ = ["FileRows", "WriterInputError", "WrittenFile", "manifest_meta", "write_index_bytes", "write_index_files"]
 
 
 def manifest_meta(kt: KeyType, first_key: object | None, last_key: object | None, has_nulls: bool) -> bytes:
@@ -91,28 +62,6 @@ def writer_settings(options: IndexOptions | Mapping[str, object] | str | None, *
             int(options.compression_level), str(options.key_order))
 
 
-def check_row_ids(row_ids: object, n: int) -> np.ndarray:
-    """`row_ids` as int64 numpy, checked: one per key, integers, 0 ≤ id < 2^63. Raises WriterInputError."""
-    if isinstance(row_ids, (pa.Array, pa.ChunkedArray)):
-        rid = numpy_of(row_ids)
-    else:
-        rid = np.asarray(row_ids)
-    if rid.shape != (n,):
-        raise WriterInputError(f"{rid.shape[0] if rid.ndim else 0} row ids for {n} keys")
-    if n == 0:
-        return rid.astype(np.int64)
-    if rid.dtype.kind not in "iu":
-        raise WriterInputError(f"row ids must be integers, got {rid.dtype}")
-    if rid.dtype.kind == "u":
-        if int(rid.max()) > _MAX_ROW_ID:
-            raise WriterInputError("row ids must be < 2^63")
-        return rid.astype(np.int64)
-    rid = rid.astype(np.int64, copy=False)
-    if int(rid.min()) < 0:
-        raise WriterInputError("row ids are local to their row range and must be ≥ 0 (spec §5.1)")
-    return rid
-
-
 @dataclass(slots=True)
 class SortedPart:
     """The non-null rows of one range of row ids, in file order: by (logical key, row id)."""
@@ -138,10 +87,6 @@ class SortedRows:
 # Inputs with row ids in order and at least twice this many rows are sorted and serialized in parts, one
 # per thread: each part's sort stays small enough to run near cache speed, and parts run in parallel.
 _PART_ROWS = 1 << 20
-
-
-def _is_sorted(a: np.ndarray) -> bool:
-    return len(a) < 2 or bool(np.all(a[1:] >= a[:-1]))
 
 
 def sort_rows(enc: EncodedKeys, rid: np.ndarray, split: bool = True) -> SortedRows:
@@ -199,35 +144,6 @@ def _sort_part(enc: EncodedKeys, rid: np.ndarray, a: int, b: int) -> SortedPart:
         srep = rep[order]
         rows = idx[order]
     return SortedPart(rows, srep, rid[rows])
-
-
-def _stable_order(rep: np.ndarray) -> np.ndarray:
-    """Stable argsort; keys spanning < 2^32 values use two 16-bit radix passes (LSD), ~1.6× faster."""
-    c = _compact(rep)
-    if c.dtype == np.int32:
-        low = (c & 0xFFFF).astype(np.uint16)
-        p1 = np.argsort(low, kind="stable")
-        high = (c >> 16).astype(np.uint16)[p1]
-        return p1[np.argsort(high, kind="stable")]
-    return np.argsort(c, kind="stable")
-
-
-def _compact(rep: np.ndarray) -> np.ndarray:
-    """A narrower dtype sorts faster (16-bit sorts are radix sorts); only the order matters."""
-    if rep.dtype == np.int64 and len(rep):
-        lo, hi = int(rep.min()), int(rep.max())
-        if hi - lo < (1 << 16):
-            return (rep - lo).astype(np.uint16)
-        if hi - lo < (1 << 31):
-            return (rep - lo).astype(np.int32)
-    return rep
-
-
-def key_starts(rep: np.ndarray) -> np.ndarray:
-    """Positions where a new distinct key begins in logically sorted reps (0 first when non-empty)."""
-    if not len(rep):
-        return np.zeros(0, dtype=np.int64)
-    return np.concatenate(([0], np.flatnonzero(rep[1:] != rep[:-1]) + 1)).astype(np.int64, copy=False)
 
 
 def _byte_order(kdata: np.ndarray, koffs: np.ndarray) -> np.ndarray:

@@ -14,13 +14,14 @@ from typing import Any
 from index_format.errors import BgixError, InvalidOptionError, PredicateError
 from index_format.file_index.detect import KINDS
 from index_format.file_index.formats import INDEX_TYPES as FILE_INDEX_TYPES
-from service.cli import file_index_cmd
+from service.cli import file_index_cmd, global_file_cmd
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="file_command", metavar="ACTION", required=True)
     ins = sub.add_parser("inspect", help="print any index file (kind detected from its bytes) as JSON; "
-                                         "a global bitmap index with --type: footer, blocks, keys, row ids")
+                                         "a global bitmap or btree index with --type: footer, blocks, keys, "
+                                         "row ids")
     ins.add_argument("file", help="index file path")
     ins.add_argument("--type", dest="key_type", default=None,
                      help="column type where the format does not record it, e.g. string, INT, TIMESTAMP(3)")
@@ -28,7 +29,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="the file is a bare file-index payload of this type")
     ins.add_argument("--schema", default=None, help="a container's columns, 'a:STRING,b:BIGINT' (decodes payloads)")
     ins.add_argument("--kind", default=None, choices=KINDS, help="skip detection: the file is of this kind")
-    ins.add_argument("--json", action="store_true", help="machine-readable output (global bitmap index)")
+    ins.add_argument("--json", action="store_true", help="machine-readable output (global bitmap or btree index)")
     ins.add_argument("--size", type=int, default=None, help="file size from the manifest (default: stat)")
     b = sub.add_parser("build", help="build a global bitmap index file, a file-index payload "
                                      "(--index-type) or a file-index container (--file-index-options)")
@@ -48,14 +49,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--level", type=int, default=1, help="zstd level")
     b.add_argument("--block-size", type=int, default=16384, help="dictionary block size in bytes")
     b.add_argument("-o", "--output", required=True)
-    q = sub.add_parser("query", help="Paimon's pruning answer of a file-index payload or container, "
-                                     "one JSON element per predicate")
-    q.add_argument("file", help="payload or container file")
+    q = sub.add_parser("query", help="Paimon's pruning answer of a file-index payload or container, or the "
+                                     "local row ids a global (bitmap or btree) index file answers; one JSON "
+                                     "element per predicate")
+    q.add_argument("file", help="payload, container or global index file")
     q.add_argument("--index-type", default=None, choices=FILE_INDEX_TYPES, help="the file is a bare payload")
-    q.add_argument("--type", dest="key_type", default=None, help="the payload's column type, e.g. STRING, INT")
+    q.add_argument("--type", dest="key_type", default=None,
+                   help="the payload's or global index file's column type, e.g. STRING, INT")
     q.add_argument("--schema", default=None, help="the file is a container of these columns: 'a:STRING,b:BIGINT'")
     q.add_argument("--where", action="append", default=None,
-                   help="SQL predicate (column v for a payload); may be repeated; "
+                   help="SQL predicate (column v for a payload or global index file); may be repeated; "
                         "may end with ORDER BY col [DESC] [NULLS FIRST|LAST] LIMIT k")
     q.add_argument("--where-file", default=None, help="JSON list of SQL predicates")
 
@@ -63,9 +66,16 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     try:
         if args.file_command == "inspect":
+            if args.kind == "global-btree-index" or (
+                    args.kind is None and not args.index_type
+                    and global_file_cmd.global_kind(args.file) == "global-btree-index"):
+                return global_file_cmd.inspect_btree(args)
             done = file_index_cmd.inspect_file(args)
             return _inspect(args) if done is None else done
         if args.file_command == "query":
+            kind = None if args.schema or args.index_type else global_file_cmd.global_kind(args.file)
+            if kind is not None:
+                return global_file_cmd.query_global(args, kind, file_index_cmd.predicates(args))
             return file_index_cmd.query(args)
         if args.file_index_options is not None:
             return file_index_cmd.build_container(args)

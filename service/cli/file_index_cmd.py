@@ -15,7 +15,7 @@ from typing import Any
 
 from index_format.errors import InvalidOptionError, PredicateError
 
-__all__ = ["build_container", "build_payload", "inspect_file", "parse_options", "query"]
+__all__ = ["build_container", "build_payload", "inspect_file", "parse_options", "predicates", "query"]
 
 
 def parse_options(text: str | None, flag: str) -> dict[str, str]:
@@ -84,7 +84,8 @@ def build_container(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predicates(args: argparse.Namespace) -> list[str]:
+def predicates(args: argparse.Namespace) -> list[str]:
+    """The SQL predicates of --where and --where-file, in order."""
     texts = list(args.where or [])
     if args.where_file:
         try:
@@ -141,7 +142,7 @@ def query(args: argparse.Namespace) -> int:
     from index_format.file_index.file_predicate import check_literals, evaluate, evaluate_top_n
     from index_format.file_index.query_text import parse_query
 
-    texts = _predicates(args)
+    texts = predicates(args)
     data = Path(args.file).read_bytes()
     readers_of, types = _readers_of(args, data)
     answers = []

@@ -7,3 +7,4 @@ DATA = Path(__file__).resolve().parent
 GLOBAL_INDEX = DATA / "global_index"          # bitmap global index files written by Paimon's Java code
 DELETION_VECTORS = DATA / "deletion_vectors"  # Paimon deletion-vector index files
 FILE_INDEX = DATA / "file_index"              # Paimon's per-data-file index formats
+BTREE = DATA / "btree"                        # btree global index files written by pypaimon-rust
