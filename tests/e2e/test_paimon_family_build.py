@@ -40,7 +40,7 @@ def _rows(rng: random.Random, start: int, n: int) -> pa.Table:
 
     return pa.table({
         "id": pa.array(range(start, start + n), pa.int64()),
-        "uid": pa.array([None if rng.random() < 0.1 else rng.choice([-(2**63), 2**63 - 1, rng.randint(-99, 99)])
+        "uid": pa.array([None if rng.random() < 0.1 else rng.choice([-(2**63), 2**63 - 2, rng.randint(-99, 99)])
                          for _ in range(n)], pa.int64()),
         "name": pa.array([None if rng.random() < 0.1 else rng.choice(["a", "b", "", "é"]) for _ in range(n)]),
         "tags": pa.array([tags() for _ in range(n)], pa.list_(pa.string())),

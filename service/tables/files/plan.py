@@ -15,7 +15,7 @@ import numpy as np
 import pyarrow as pa
 
 from index_format import ranges as row_ranges
-from index_format.errors import UnsupportedTypeError
+from index_format.errors import InvalidOptionError, UnsupportedTypeError
 from index_format.families import family
 from index_format.options import IndexOptions, option_error
 from index_format.storage import Storage
@@ -191,6 +191,19 @@ def _key_type(arrow_type: pa.DataType, index_type: str, column: str) -> KeyType:
     return from_arrow(arrow_type)
 
 
+def check_family(previous: Snapshot | None, spec: JobSpec) -> None:
+    """A bgix table keeps one index per column: a build of another family replaces it, only with rebuild.
+
+    Raises:
+        InvalidOptionError: the column has an index of another family and the build does not rebuild.
+    """
+    if previous is not None and previous.index_type != spec.index_type and not spec.options.rebuild:
+        raise InvalidOptionError(
+            f"column {spec.index_column!r} of {spec.table!r} has a {previous.index_type} index; a bgix table keeps "
+            f"one index per column, so a {spec.index_type} index replaces it: pass rebuild=true (or drop the "
+            "index first)")
+
+
 def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
     """Collect the column's garbage, plan (make_plan) and describe the work for the shared worker: one task
     per range (or per file with a row_id_column), files in the job's directory with range sidecars.
@@ -198,6 +211,7 @@ def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
     Raises: as make_plan.
     """
     column = spec.index_column
+    check_family(catalog.current_snapshot(table.name, column), spec)
     removed = catalog.collect_garbage(table.name, column, keep_job=spec.job_id)
     if removed:
         log.info("removed %d unreferenced index file(s)", len(removed))
