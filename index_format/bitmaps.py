@@ -74,12 +74,13 @@ def _group_of(bounds: np.ndarray, positions: np.ndarray) -> np.ndarray:
     return np.searchsorted(bounds, positions, side="right") - 1
 
 
-def _part_flags(part: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+def _part_flags(part: tuple[np.ndarray, np.ndarray], run_optimize: bool = True) -> tuple[np.ndarray, np.ndarray]:
     """(keys this part's ids send to BitMap64, keys this part keeps off the vectorized encoder).
 
     BitMap64: duplicate ids or ids ≥ 2^32, or a container whose 32-bit run_optimize differs from Java's.
-    Off the vectorized encoder also: keys with a run of consecutive ids or over 4096 ids (they may become
-    run or bitmap containers). Every rule is per container, and no container spans two parts.
+    Off the vectorized encoder also: keys with a run of consecutive ids (only when run-optimizing) or over
+    4096 ids (they may become run or bitmap containers). Every rule is per container, and no container spans
+    two parts.
     """
     rid, bounds = part
     nk, n = len(bounds) - 1, len(rid)
@@ -92,12 +93,13 @@ def _part_flags(part: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.nda
         ends = bounds[1:-1]
         inner[ends[(ends > 0) & (ends < n)] - 1] = False  # steps across key boundaries do not count
         need64[_group_of(bounds, np.flatnonzero((step <= 0) & inner))] = True
-        cand[_group_of(bounds, np.flatnonzero((step == 1) & inner))] = True
+        if run_optimize:
+            cand[_group_of(bounds, np.flatnonzero((step == 1) & inner))] = True
     if n and int(rid.max()) >= (1 << 32):
         need64[_group_of(bounds, np.flatnonzero(rid >= (1 << 32)))] = True
     slow = need64 | cand
     ck = np.flatnonzero(cand & ~need64)
-    if len(ck):
+    if len(ck) and run_optimize:
         lens = card[ck]
         sub_bounds = np.zeros(len(ck) + 1, dtype=np.int64)
         np.cumsum(lens, out=sub_bounds[1:])
@@ -193,7 +195,8 @@ def serialize_groups(rid: np.ndarray, bounds: np.ndarray) -> tuple[bytes, np.nda
     return serialize_parts([(rid, bounds)])
 
 
-def serialize_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[bytes, np.ndarray]:
+def serialize_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]], *,
+                    run_optimize: bool = True) -> tuple[bytes, np.ndarray]:
     """serialize_groups of ids held in parts: [(rid, bounds)], every bounds over the same nk keys (a key may
     have no ids in some parts, but has some in one). Key g's ids are its ids in part 0, then part 1, …;
     parts hold ascending, disjoint ranges of whole containers (65536-aligned), so no container spans two
@@ -204,11 +207,13 @@ def serialize_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[byt
     faster and, for ids < 2^32, serializes to the same bytes behind a 12-byte prefix — except that its
     run_optimize turns an array container of cardinality 2·runs + 1 into runs where Java keeps the
     array. Such keys, keys with duplicate ids, ids ≥ 2^32 or containers over 4096 ids use BitMap64.
+    run_optimize False: containers stay arrays (≤ 4096 ids) or bitsets, never runs, as pypaimon and
+    pypaimon-rust write them (spec §10).
     """
     nk = len(parts[0][1]) - 1
     if nk == 0:
         return b"", np.zeros(1, dtype=np.int64)
-    flags = map_parts(_part_flags, parts)
+    flags = map_parts(lambda part: _part_flags(part, run_optimize), parts)
     need64 = np.logical_or.reduce([f[0] for f in flags])
     fast = ~np.logical_or.reduce([f[1] for f in flags])
     sizes = np.zeros(nk, dtype=np.int64)
@@ -220,7 +225,7 @@ def serialize_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[byt
     slow = np.flatnonzero(~fast)
     slow_bytes: list[bytes] = []
     if len(slow):
-        slow_bytes = _slow_bytes(parts, slow, need64)
+        slow_bytes = _slow_bytes(parts, slow, need64, run_optimize)
         sizes[slow] = np.fromiter(map(len, slow_bytes), dtype=np.int64, count=len(slow))
     offs = np.zeros(nk + 1, dtype=np.int64)
     np.cumsum(sizes, out=offs[1:])
@@ -246,7 +251,7 @@ def serialize_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[byt
 
 
 def _slow_bytes(parts: Sequence[tuple[np.ndarray, np.ndarray]], slow: np.ndarray,
-                need64: np.ndarray) -> list[bytes]:
+                need64: np.ndarray, run_optimize: bool = True) -> list[bytes]:
     """Bytes of the keys off the vectorized encoder, one pyroaring bitmap each (ids of all parts)."""
     use32 = not bool(need64[slow].all())
     use64 = bool(need64[slow].any())
@@ -266,13 +271,16 @@ def _slow_bytes(parts: Sequence[tuple[np.ndarray, np.ndarray]], slow: np.ndarray
         wide = bool(need64[g])
         pieces = [(ids64 if wide else ids32)[sl[j]:sl[j + 1]] for sl, ids32, ids64 in held if sl[j + 1] > sl[j]]
         ids = pieces[0] if len(pieces) == 1 else array("Q" if wide else "I", b"".join(p.tobytes() for p in pieces))
+        # pyroaring's constructors run-optimize unless told not to (optimize=False)
         if wide:
-            bm64 = BitMap64(ids)
-            bm64.run_optimize()
+            bm64 = BitMap64(ids, optimize=run_optimize)
+            if run_optimize:
+                bm64.run_optimize()
             out.append(bm64.serialize())
         else:
-            bm = BitMap(ids)
-            bm.run_optimize()
+            bm = BitMap(ids, optimize=run_optimize)
+            if run_optimize:
+                bm.run_optimize()
             out.append(prefix + bm.serialize())
     return out
 

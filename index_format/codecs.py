@@ -22,14 +22,15 @@ MAX_UNCOMPRESSED = 256 * 1024 * 1024
 _local = threading.local()
 
 
-def _zstd_compressor(level: int) -> zstandard.ZstdCompressor:
+def _zstd_compressor(level: int, content_size: bool = False) -> zstandard.ZstdCompressor:
     cache = getattr(_local, "zstd", None)
     if cache is None:
         cache = _local.zstd = {}
-    comp = cache.get(level)
+    comp = cache.get((level, content_size))
     if comp is None:
-        # Java's ZstdOutputStream writes no content size (spec §2.4); mimic it.
-        comp = cache[level] = zstandard.ZstdCompressor(level=level, write_content_size=False)
+        # Java's ZstdOutputStream writes no content size (spec §2.4); mimic it. pypaimon-rust compresses in one
+        # shot with the content size (a single-segment frame); both decode alike.
+        comp = cache[level, content_size] = zstandard.ZstdCompressor(level=level, write_content_size=content_size)
     return comp
 
 
@@ -48,13 +49,17 @@ def trailer(stored_body: bytes, type_id: int) -> bytes:
     return bytes((type_id,)) + TRAILER_CRC.pack(crc)
 
 
-def encode_block(body: bytes, codec: str = "none", level: int = 1) -> tuple[bytes, int]:
-    """(stored_body, type_id) applying the keep-uncompressed rule (spec §2.4)."""
+def encode_block(body: bytes, codec: str = "none", level: int = 1, *,
+                 zstd_content_size: bool = False) -> tuple[bytes, int]:
+    """(stored_body, type_id) applying the keep-uncompressed rule (spec §2.4).
+
+    zstd_content_size: zstd frames record the body size, as pypaimon-rust writes them (Java's do not).
+    """
     if codec == "none" or not body:
         return body, 0
     n = len(body)
     if codec == "zstd":
-        payload = _zstd_compressor(level).compress(body)
+        payload = _zstd_compressor(level, zstd_content_size).compress(body)
     elif codec == "lz4":
         raw = lz4.block.compress(body, store_size=False)
         payload = LE_I32_PAIR.pack(len(raw), n) + raw
@@ -66,9 +71,10 @@ def encode_block(body: bytes, codec: str = "none", level: int = 1) -> tuple[byte
     return body, 0
 
 
-def encode_block_with_trailer(body: bytes, codec: str = "none", level: int = 1) -> tuple[bytes, int]:
+def encode_block_with_trailer(body: bytes, codec: str = "none", level: int = 1, *,
+                              zstd_content_size: bool = False) -> tuple[bytes, int]:
     """(stored_body + trailer, stored body length)."""
-    stored, type_id = encode_block(body, codec, level)
+    stored, type_id = encode_block(body, codec, level, zstd_content_size=zstd_content_size)
     return stored + trailer(stored, type_id), len(stored)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from index_format.errors import InvalidOptionError
 
-__all__ = ["BITMAP", "BUILT_NAMES", "FAMILIES", "IndexFamily", "built_family", "family"]
+__all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "MULTIVALUE", "FAMILIES", "IndexFamily", "built_family", "family"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +28,11 @@ class IndexFamily:
     `answers`: the leaf operators (predicate.operators names) its files answer; None means every operator
     (a leaf the family cannot answer is UNSUPPORTED: the engine scans).
     `builds`: bgix writes files of this family (False: served only).
+    `seeks`: leaf operators its files answer by seeking in key order rather than scanning every key, so they
+    are never held to the fallback-scan budget (spec §6).
+    `element_keys`: keys are the elements of an ARRAY column (one file per shard of row ids, spec §8).
+    `sidecars`: bgix may write and use a range sidecar beside its files (same rows, range-bitmap format).
+    `rank`: preference among families that answer a leaf equally well (lower first).
     """
 
     name: str
@@ -35,6 +40,10 @@ class IndexFamily:
     writer: str
     answers: frozenset[str] | None = None
     builds: bool = True
+    seeks: frozenset[str] = frozenset()
+    element_keys: bool = False
+    sidecars: bool = False
+    rank: int = 0
 
     @property
     def open_reader(self) -> Callable[..., Any]:
@@ -50,10 +59,23 @@ def _load(ref: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
 
 
-BITMAP = IndexFamily(name="bitmap", reader="index_format.global_index.reader:open_index",
-                     writer="index_format.global_index.writer:write_index_files")
+# What a sorted key → row-ids file answers by seeking (Paimon's BTreeIndexReader); the rest of the operator
+# table (suffix, infix and LIKE scans) it would answer only as "every non-null row", so it declines them.
+_SORTED_OPS = frozenset(("eq", "ne", "in", "not_in", "is_null", "is_not_null", "lt", "le", "gt", "ge",
+                         "between", "not_between", "starts_with", "range_set"))
+_ARRAY_OPS = frozenset(("array_contains", "arrays_overlap", "array_contains_all"))
 
-FAMILIES: dict[str, IndexFamily] = {f.name: f for f in (BITMAP,)}
+BITMAP = IndexFamily(name="bitmap", reader="index_format.global_index.reader:open_index",
+                     writer="index_format.global_index.writer:write_index_files", sidecars=True)
+BTREE = IndexFamily(name="btree", reader="index_format.btree.btree_reader:open_btree_index",
+                    writer="index_format.btree.btree_writer:write_btree_files", answers=_SORTED_OPS,
+                    seeks=_SORTED_OPS, rank=1)
+# Same file format as bitmap, keyed by array elements; Paimon reads it with a fallback budget of 0 (spec §8).
+MULTIVALUE = IndexFamily(name="multivalue", reader="index_format.global_index.reader:open_index",
+                         writer="index_format.global_index.multivalue_writer:write_multivalue_files",
+                         answers=_ARRAY_OPS, element_keys=True, rank=2)
+
+FAMILIES: dict[str, IndexFamily] = {f.name: f for f in (BITMAP, BTREE, MULTIVALUE)}
 BUILT_NAMES: tuple[str, ...] = tuple(n for n, f in FAMILIES.items() if f.builds)  # create_global_index's index_type
 
 

@@ -207,6 +207,16 @@ OPTION_TABLE: tuple[OptionSpec, ...] = (
     OptionSpec("bitmap-index.compression-level", (), "int", 1,
                "zstd compression level, 1..22 (ignored by other codecs).", "compression_level", _INT,
                ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True),
+    # spec §8: the multivalue index (ARRAY columns) writes the same file format with its own three options.
+    OptionSpec("multivalue-index.dictionary-block-size", (), "size", 16384,
+               "Target uncompressed dictionary block size of multivalue (ARRAY column) index files (spec §8).",
+               "multivalue_dictionary_block_size", _SIZE, 1, MAX_DICTIONARY_BLOCK_SIZE, shapes_files=True),
+    OptionSpec("multivalue-index.compression", (), "codec", "none",
+               "Codec for the dictionary blocks and block index of multivalue index files: none, zstd, lz4 "
+               "(lzo: read only).", "multivalue_compression", _CODEC, shapes_files=True),
+    OptionSpec("multivalue-index.compression-level", (), "int", 1,
+               "zstd compression level of multivalue index files, 1..22 (ignored by other codecs).",
+               "multivalue_compression_level", _INT, ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True),
     OptionSpec("bitmap-index.fallback-scan-max-size", (), "size", 256 * 1024 * 1024,
                "Budget of dictionary bytes a scan predicate may read per range (spec §6); "
                "'0 b' disables scans.", "fallback_scan_max_size", _SIZE, 0, MAX_FALLBACK_SCAN_SIZE),
@@ -243,11 +253,14 @@ _BY_KEY: dict[str, OptionSpec] = {
 }
 # Paimon keys that exist (spec §7.1) but mean nothing to a bgix bitmap build: named in the error.
 _PAIMON_ONLY_KEYS = frozenset({
-    "multivalue-index.dictionary-block-size", "multivalue-index.compression",
-    "multivalue-index.compression-level", "global-index.enabled", "scalar-index.search-mode",
+    "global-index.enabled", "scalar-index.search-mode",
     "global-index.thread-num", "global-index.external-path", "global-index.column-update-action",
     "sorted-index.records-per-file",
 })
+
+
+# Level field → its codec field: a level only shapes files under zstd.
+_LEVEL_CODEC = {"compression_level": "compression", "multivalue_compression_level": "multivalue_compression"}
 
 
 @dataclass(frozen=True)
@@ -259,6 +272,9 @@ class IndexOptions:
     dictionary_block_size: int = 16384
     compression: str = "none"
     compression_level: int = 1
+    multivalue_dictionary_block_size: int = 16384
+    multivalue_compression: str = "none"
+    multivalue_compression_level: int = 1
     fallback_scan_max_size: int = 256 * 1024 * 1024
     btree_block_size: int = 64 * 1024
     btree_compression: str = "none"
@@ -282,13 +298,15 @@ class IndexOptions:
         """Rotation size, Java's (long) (records-per-range × 1.2) in double arithmetic (spec §7.1)."""
         return int(self.records_per_range * 1.2)
 
-    def writable_compression(self) -> str:
-        """The codec to write with. Raises InvalidOptionError for lzo (decode only)."""
-        if self.compression not in WRITABLE_CODECS:
+    def writable_compression(self, *, multivalue: bool = False) -> str:
+        """The codec to write with (`multivalue`: of multivalue files). Raises InvalidOptionError for lzo
+        (decode only)."""
+        codec = self.multivalue_compression if multivalue else self.compression
+        if codec not in WRITABLE_CODECS:
+            key = "multivalue-index.compression" if multivalue else "bitmap-index.compression"
             raise InvalidOptionError(
-                f"option 'bitmap-index.compression': {self.compression!r} can be read but not "
-                f"written; use one of {', '.join(WRITABLE_CODECS)}")
-        return self.compression
+                f"option {key!r}: {codec!r} can be read but not written; use one of {', '.join(WRITABLE_CODECS)}")
+        return codec
 
     def to_dict(self) -> dict[str, str]:
         """Paimon key → string value for every option (parse_options(to_dict()) == self)."""
@@ -305,7 +323,8 @@ class IndexOptions:
         for spec in OPTION_TABLE:
             if not spec.shapes_files:
                 continue
-            if spec.field == "compression_level" and not (self.compression == other.compression == "zstd"):
+            codec = _LEVEL_CODEC.get(spec.field)
+            if codec is not None and not (getattr(self, codec) == getattr(other, codec) == "zstd"):
                 continue
             if spec.field == "btree_compression_level" and not (
                     self.btree_compression == other.btree_compression == "zstd"):

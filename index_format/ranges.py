@@ -92,6 +92,25 @@ def chunks(ranges: Iterable[RangeLike], size: int) -> list[Range]:
     return [(s, min(s + size - 1, end)) for start, end in merge(ranges) for s in range(start, end + 1, size)]
 
 
+def aligned_chunks(ranges: Iterable[RangeLike], size: int) -> list[Range]:
+    """Each merged range cut at the multiples of `size` (globally aligned shards `id DIV size`, spec §7.2's
+    multivalue build): every piece lies inside one shard [k·size, (k+1)·size − 1].
+
+    Raises:
+        ValueError: `size` is not positive.
+    """
+    if size <= 0:
+        raise ValueError(f"chunk size must be positive, got {size}")
+    out: list[Range] = []
+    for start, end in merge(ranges):
+        s = start
+        while s <= end:
+            e = min(end, (s // size + 1) * size - 1)
+            out.append((s, e))
+            s = e + 1
+    return out
+
+
 def to_bitmap(ranges: Iterable[RangeLike]) -> BitMap64:
     """The ids of `ranges` as a 64-bit Roaring bitmap (ids must lie in [0, 2^64))."""
     out = BitMap64()

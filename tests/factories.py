@@ -106,16 +106,17 @@ def file_id_oracle(paths: Sequence[Path]) -> list[tuple[str, int, int]]:
 
 def index_answer(catalog: object, snapshot: object, ask: object) -> object:
     """Global row ids answered by a snapshot's index files: `ask(reader)` per file, shifted by the file's
-    range start (spec §5.1) and ORed. Uses index_format.open_index; the expected side never does."""
+    range start (spec §5.1) and ORed. Uses the snapshot's family's reader; the expected side never does."""
     from pyroaring import BitMap64
 
-    from index_format.global_index.reader import open_index
+    from index_format.families import family
     from index_format.types import parse_type
 
     kt = parse_type(snapshot.key_type)  # type: ignore[attr-defined]
+    open_reader = family(snapshot.index_type).open_reader  # type: ignore[attr-defined]
     out = BitMap64()
     for f in snapshot.files:  # type: ignore[attr-defined]
-        reader = open_index(catalog.storage.open_source(f.path, f.file_size), kt)  # type: ignore[attr-defined]
+        reader = open_reader(catalog.storage.open_source(f.path, f.file_size), kt)  # type: ignore[attr-defined]
         local = ask(reader)  # type: ignore[operator]
         out |= BitMap64(int(i) + f.range_start for i in local)
     return out

@@ -23,11 +23,11 @@ from index_format.keys import deserialize_key
 from index_format.layout import varint
 from index_format.parallel import THREADS, map_parts
 from index_format.row_order import is_sorted as _is_sorted
-from index_format.row_order import key_starts as _key_starts
+from index_format.row_order import key_starts
 from index_format.row_order import stable_order as _stable_order
 from index_format.types import KeyType, parse_type
 from index_format.written_files import FileRows, WriterInputError, WrittenFile, build_meta_bytes
-from index_format.written_files import check_row_ids as _row_ids
+from index_format.written_files import check_row_ids
 
 if TYPE_CHECKING:
     from index_format.options import IndexOptions
@@ -41,19 +41,29 @@ def manifest_meta(kt: KeyType, first_key: object | None, last_key: object | None
     return build_meta(kt, first_key, last_key, has_nulls)
 
 
-def _options(options: IndexOptions | Mapping[str, object] | str | None) -> tuple[int, str, int, str]:
+def writer_settings(options: IndexOptions | Mapping[str, object] | str | None, *,
+                    multivalue: bool = False) -> tuple[int, str, int, str]:
+    """(dictionary block size, codec, level, key order) a file is written with, from Paimon option keys.
+
+    multivalue: the `multivalue-index.*` options instead of the `bitmap-index.*` ones (spec §8), and always
+    logical key order (Java's multivalue writer requires it; no writer ever used another).
+    """
     from index_format.options import IndexOptions as _Opts
     from index_format.options import parse_options
     if options is None:
         options = _Opts()
     elif not isinstance(options, _Opts):
         options = parse_options(options)  # Paimon option keys (spec §7.1)
+    if multivalue:
+        return (int(options.multivalue_dictionary_block_size),
+                codecs.check_codec(str(options.multivalue_compression)),
+                int(options.multivalue_compression_level), "logical")
     return (int(options.dictionary_block_size), codecs.check_codec(str(options.compression)),
             int(options.compression_level), str(options.key_order))
 
 
 @dataclass(slots=True)
-class _Part:
+class SortedPart:
     """The non-null rows of one range of row ids, in file order: by (logical key, row id)."""
 
     rows: np.ndarray      # index of each row in the writer's input
@@ -62,15 +72,15 @@ class _Part:
 
 
 @dataclass(slots=True)
-class _Sorted:
+class SortedRows:
     """Rows in file order: nulls (by row id) first, then the non-null rows of each part.
 
     Parts hold ascending, disjoint ranges of whole 65536-id containers, so a key's bitmap is its ids in
-    part 0, then part 1, …; one part unless the input is large with row ids in order (see _sort).
+    part 0, then part 1, …; one part unless the input is large with row ids in order (see sort_rows).
     """
 
     null_rid: np.ndarray
-    parts: list[_Part]
+    parts: list[SortedPart]
     nn_rid: np.ndarray | None   # every non-null row id ascending (None: derive per chunk)
 
 
@@ -79,14 +89,16 @@ class _Sorted:
 _PART_ROWS = 1 << 20
 
 
-def _sort(enc: EncodedKeys, rid: np.ndarray, split: bool = True) -> _Sorted:
+def sort_rows(enc: EncodedKeys, rid: np.ndarray, split: bool = True) -> SortedRows:
+    """Rows in file order (spec §2.9): null rows apart, the others by (logical key, row id); `split` lets a
+    large input with row ids in order be sorted in parts on the thread pool."""
     valid = enc.valid
     rid_sorted = _is_sorted(rid)
     null_rid = np.empty(0, dtype=np.int64) if valid is None else rid[~valid]
     k = min(THREADS, len(rid) // _PART_ROWS)
     if split and rid_sorted and k >= 2 and enc.sort_rep.dtype.kind in "iu":
         parts = map_parts(lambda ab: _sort_part(enc, rid, *ab), _cuts(rid, k))
-        return _Sorted(null_rid, parts, rid if valid is None else rid[valid])
+        return SortedRows(null_rid, parts, rid if valid is None else rid[valid])
     if valid is None:
         idx = None
         rep, r = enc.sort_rep, rid
@@ -102,7 +114,7 @@ def _sort(enc: EncodedKeys, rid: np.ndarray, split: bool = True) -> _Sorted:
         pre = np.argsort(r, kind="stable")
         order = pre[_stable_order(rep[pre])]
     rows = order if idx is None else idx[order]
-    return _Sorted(null_rid, [_Part(rows, rep[order], r[order])], r if rid_sorted else r[pre])
+    return SortedRows(null_rid, [SortedPart(rows, rep[order], r[order])], r if rid_sorted else r[pre])
 
 
 def _cuts(rid: np.ndarray, k: int) -> list[tuple[int, int]]:
@@ -117,7 +129,7 @@ def _cuts(rid: np.ndarray, k: int) -> list[tuple[int, int]]:
     return list(zip(marks[:-1], marks[1:]))
 
 
-def _sort_part(enc: EncodedKeys, rid: np.ndarray, a: int, b: int) -> _Part:
+def _sort_part(enc: EncodedKeys, rid: np.ndarray, a: int, b: int) -> SortedPart:
     """Input rows a..b (row ids ascending) by (logical key, row id)."""
     if enc.valid is None:
         rep = enc.sort_rep[a:b]
@@ -131,7 +143,7 @@ def _sort_part(enc: EncodedKeys, rid: np.ndarray, a: int, b: int) -> _Part:
         order = _stable_order(rep)
         srep = rep[order]
         rows = idx[order]
-    return _Part(rows, srep, rid[rows])
+    return SortedPart(rows, srep, rid[rows])
 
 
 def _byte_order(kdata: np.ndarray, koffs: np.ndarray) -> np.ndarray:
@@ -158,11 +170,21 @@ def _to_byte_order(enc: EncodedKeys, first_row: np.ndarray, bounds: np.ndarray, 
     return new_bounds, rid[take], kdata, koffs
 
 
-def _groups(parts: Sequence[_Part]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
+def _merge_unique(runs: Sequence[np.ndarray]) -> np.ndarray:
+    """The distinct values of ascending, duplicate-free arrays, ascending: a stable sort merges the runs in
+    linear time (timsort; np.unique hashes every value first, ~6× slower for a few million keys)."""
+    cat = np.concatenate(runs)
+    cat.sort(kind="stable")
+    if len(cat) < 2:
+        return cat
+    return cat[np.concatenate(([True], cat[1:] != cat[:-1]))]
+
+
+def _groups(parts: Sequence[SortedPart]) -> tuple[np.ndarray, list[tuple[np.ndarray, np.ndarray]]]:
     """(one input row of each distinct key in logical order, (row ids, bounds over all keys) per part)."""
-    firsts = [_key_starts(p.rep) for p in parts]
+    firsts = [key_starts(p.rep) for p in parts]
     reps = [p.rep[f] for p, f in zip(parts, firsts)]
-    keys = reps[0] if len(parts) == 1 else np.unique(np.concatenate(reps))
+    keys = reps[0] if len(parts) == 1 else _merge_unique(reps)
     nk = len(keys)
     first_row = np.empty(nk, dtype=np.int64)
     groups = []
@@ -177,10 +199,18 @@ def _groups(parts: Sequence[_Part]) -> tuple[np.ndarray, list[tuple[np.ndarray, 
     return first_row, groups
 
 
-def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, parts: Sequence[_Part], block_size: int,
-            codec: str, level: int, nn_rid: np.ndarray | None = None,
-            key_order: str = "logical") -> tuple[bytes, bytes | None, bytes | None, int]:
+def encode_file(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, parts: Sequence[SortedPart],
+                block_size: int, codec: str, level: int, nn_rid: np.ndarray | None = None,
+                key_order: str = "logical", nulls_first: bool = False, zstd_content_size: bool = False,
+                run_optimize: bool = True) -> tuple[bytes, bytes | None, bytes | None, int]:
     """Bytes of one file from logically presorted rows; returns (data, first key, last key, value count).
+
+    A row id must appear at most once per key in `parts` (its bitmap holds it once). `null_rid` and `nn_rid`
+    are the null-rows and non-null-rows bitmaps' ids, ascending (nn_rid None: every row id of `parts`).
+    nulls_first: those two bitmaps open the file (pypaimon's layout) instead of following the dictionary
+    (current Java's streaming layout); spec §2.1, both are valid. zstd_content_size: zstd frames carry the
+    block's size (pypaimon-rust's frames; Java's streams do not, spec §2.4). run_optimize False: the keys'
+    bitmaps keep array and bitset containers, as pypaimon-rust writes them (Java run-optimizes, spec §1).
 
     key_order "bytes" writes the file's distinct keys in serialized-byte order instead (spec §2.7,
     pypaimon 2.1.0); first/last stay the logical smallest/largest keys, as pypaimon's writer records
@@ -197,15 +227,21 @@ def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, parts: Sequence
         bounds, rid, kdata, koffs = _to_byte_order(enc, first_row, bounds, rid, kdata, koffs)
         groups = [(rid, bounds)]
     # spec §2.9 step 3: every key's bitmap is written in key order
-    allbm, cum = serialize_parts(groups)
+    allbm, cum = serialize_parts(groups, run_optimize=run_optimize)
     lengths = np.diff(cum)
     klen = np.diff(koffs)
     kvl = varint_lengths(klen)
     lvl = varint_lengths(lengths)
     window = block_size // 3 + 2  # every entry takes ≥ 3 bytes, so a block never holds more
-    chunks: list[bytes] = []
+    null_bytes = serialize_sorted(null_rid)
+    if nn_rid is None:
+        rid = groups[0][0] if len(groups) == 1 else np.concatenate([g[0] for g in groups])
+        nn_rid = rid if _is_sorted(rid) else np.sort(rid)
+    nn_bytes = serialize_sorted(nn_rid)
+    # spec §2.1: pypaimon (and pypaimon-rust) lead with the null-rows and non-null-rows bitmaps
+    chunks: list[bytes] = [null_bytes, nn_bytes] if nulls_first else []
     index: list[bytes] = []
-    pos = 0
+    pos = len(null_bytes) + len(nn_bytes) if nulls_first else 0
     pending = b""   # the previous dictionary block, written after the next key's bitmap (spec §2.1)
     s = 0
     while s < nk:
@@ -228,7 +264,8 @@ def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, parts: Sequence
             chunks.append(allbm[cum[s + 1]:cum[s + c]])
         body = varint(c) + encode_entries(kdata, koffs, klen[s:s + c], kvl[s:s + c], off[:c],
                                           lengths[s:s + c], lvl[s:s + c], s)
-        stored, stored_len = codecs.encode_block_with_trailer(body, codec, level)
+        stored, stored_len = codecs.encode_block_with_trailer(body, codec, level,
+                                                              zstd_content_size=zstd_content_size)
         end = int(off[c - 1] + lengths[s + c - 1])
         if c == 1:
             end += len(pending)  # a lone entry's bitmap precedes the previous block
@@ -241,26 +278,25 @@ def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, parts: Sequence
     if pending:
         chunks.append(pending)
         pos += len(pending)
-    # spec §2.9 step 4: null rows, non-null rows, block index, footer
-    null_bytes = serialize_sorted(null_rid)
-    if nn_rid is None:
-        rid = groups[0][0] if len(groups) == 1 else np.concatenate([g[0] for g in groups])
-        nn_rid = rid if _is_sorted(rid) else np.sort(rid)
-    nn_bytes = serialize_sorted(nn_rid)
-    null_off = pos
-    non_null_off = pos + len(null_bytes)
-    index_off = non_null_off + len(nn_bytes)
-    chunks.append(null_bytes)
-    chunks.append(nn_bytes)
-    stored, index_len = codecs.encode_block_with_trailer(varint(len(index)) + b"".join(index), codec, level)
+    # spec §2.9 step 4: null rows, non-null rows (unless written first), block index, footer
+    if nulls_first:
+        null_off, index_off = 0, pos
+    else:
+        null_off, index_off = pos, pos + len(null_bytes) + len(nn_bytes)
+        chunks.append(null_bytes)
+        chunks.append(nn_bytes)
+    non_null_off = null_off + len(null_bytes)
+    stored, index_len = codecs.encode_block_with_trailer(varint(len(index)) + b"".join(index), codec, level,
+                                                         zstd_content_size=zstd_content_size)
     chunks.append(stored)
     footer = Footer(null_off, len(null_bytes), non_null_off, len(nn_bytes), index_off, index_len, nk)
     chunks.append(footer.to_bytes())
     return b"".join(chunks), first, last, nk
 
 
-def _written(kt: KeyType, path: str, data: bytes, row_count: int, first: bytes | None,
-             last: bytes | None, has_nulls: bool, value_count: int) -> WrittenFile:
+def written_file(kt: KeyType, path: str, data: bytes, row_count: int, first: bytes | None,
+                 last: bytes | None, has_nulls: bool, value_count: int) -> WrittenFile:
+    """The WrittenFile of one encoded file (spec §4 metadata from its first/last key bytes)."""
     return WrittenFile(path, len(data), row_count, build_meta_bytes(first, last, has_nulls),
                        None if first is None else deserialize_key(kt, first),
                        None if last is None else deserialize_key(kt, last), has_nulls, value_count)
@@ -268,7 +304,7 @@ def _written(kt: KeyType, path: str, data: bytes, row_count: int, first: bytes |
 
 def _prepare(keys: object, row_ids: object, kt: KeyType) -> tuple[EncodedKeys, np.ndarray]:
     enc = encode_arrow_keys(kt, keys)
-    rid = _row_ids(row_ids, len(enc.sort_rep))
+    rid = check_row_ids(row_ids, len(enc.sort_rep))
     return enc, rid
 
 
@@ -276,14 +312,14 @@ def write_index_bytes(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
                       kt: KeyType, options: IndexOptions | Mapping[str, object] | None = None
                       ) -> tuple[bytes, WrittenFile]:
     """One file's bytes from keys in any order and their local row ids (nulls → null bitmap)."""
-    block_size, codec, level, key_order = _options(options)
+    block_size, codec, level, key_order = writer_settings(options)
     kt = parse_type(kt) if isinstance(kt, str) else kt
     with reuse_freed_pages():
         enc, rid = _prepare(keys, row_ids, kt)
-        s = _sort(enc, rid, split=key_order == "logical" or kt.byte_order_is_logical)
-        data, first, last, count = _encode(kt, enc, s.null_rid, s.parts, block_size, codec, level, s.nn_rid,
+        s = sort_rows(enc, rid, split=key_order == "logical" or kt.byte_order_is_logical)
+        data, first, last, count = encode_file(kt, enc, s.null_rid, s.parts, block_size, codec, level, s.nn_rid,
                                            key_order)
-    return data, _written(kt, "", data, len(rid), first, last, len(s.null_rid) > 0, count)
+    return data, written_file(kt, "", data, len(rid), first, last, len(s.null_rid) > 0, count)
 
 
 def write_index_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.Array | np.ndarray | Sequence[int],
@@ -300,7 +336,7 @@ def write_index_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
     """
     if records_per_file < 1:
         raise WriterInputError("records_per_file must be ≥ 1")
-    block_size, codec, level, key_order = _options(options)
+    block_size, codec, level, key_order = writer_settings(options)
     kt = parse_type(kt) if isinstance(kt, str) else kt
     with reuse_freed_pages():
         return _write_files(keys, row_ids, kt, block_size, codec, level, key_order, records_per_file,
@@ -311,7 +347,7 @@ def _write_files(keys: object, row_ids: object, kt: KeyType, block_size: int, co
                  key_order: str, records_per_file: int, new_path: Callable[[], str], storage: Storage,
                  keep_rows: bool) -> list[WrittenFile]:
     enc, rid = _prepare(keys, row_ids, kt)
-    s = _sort(enc, rid, split=False)  # one global order, cut into files below
+    s = sort_rows(enc, rid, split=False)  # one global order, cut into files below
     (whole,) = s.parts
     n_null = len(s.null_rid)
     total = n_null + len(whole.rows)
@@ -320,13 +356,13 @@ def _write_files(keys: object, row_ids: object, kt: KeyType, block_size: int, co
         end = min(start + records_per_file, total)
         null_part = s.null_rid[start:min(end, n_null)] if start < n_null else s.null_rid[:0]
         a, b = max(start - n_null, 0), max(end - n_null, 0)
-        part = _Part(whole.rows[a:b], whole.rep[a:b], whole.rid[a:b])
-        data, first, last, count = _encode(kt, enc, null_part, [part], block_size, codec, level,
+        part = SortedPart(whole.rows[a:b], whole.rep[a:b], whole.rid[a:b])
+        data, first, last, count = encode_file(kt, enc, null_part, [part], block_size, codec, level,
                                            key_order=key_order)
         path = new_path()
         storage.write_atomic(path, data)
-        written = _written(kt, path, data, end - start, first, last, len(null_part) > 0, count)
+        written = written_file(kt, path, data, end - start, first, last, len(null_part) > 0, count)
         if keep_rows:
-            written = replace(written, rows=FileRows(part.rows, part.rid, _key_starts(part.rep)))
+            written = replace(written, rows=FileRows(part.rows, part.rid, key_starts(part.rep)))
         out.append(written)
     return out

@@ -74,9 +74,22 @@ class ColumnIndex:
     sparse: bool = False
     # The leaf operators its index family answers (index_format.families); None: every operator.
     answers: frozenset[str] | None = None
+    # Its family (index_format.families), the operators it answers by seeking in key order (never held to
+    # the fallback budget), and the family's preference rank among indexes that answer a leaf equally well.
+    family: str = "bitmap"
+    seeks: frozenset[str] = frozenset()
+    rank: int = 0
+    # The column's other indexes (other families): each leaf is answered by the cheapest that can (pick()).
+    alternatives: tuple[ColumnIndex, ...] = ()
     # Derived once per index (a view serves many queries): its merged row ranges and, for dense ids, their rows.
     _merged_ranges: list[ranges.Range] | None = field(default=None, init=False, repr=False, compare=False)
     _rows: FrozenBitMap64 | None = field(default=None, init=False, repr=False, compare=False)
+
+    def answers_op(self, op: str) -> bool:
+        return self.answers is None or op in self.answers
+
+    def covered_rows(self) -> int:
+        return sum(e - s + 1 for s, e in self.merged_ranges())
 
     def merged_ranges(self) -> list[ranges.Range]:
         if self._merged_ranges is None:
@@ -161,11 +174,12 @@ def answer_over_files(bound: Node, columns: Mapping[str, ColumnIndex], *, explai
             value = run.eval(tree, with_unknown)
         finally:
             _sorted_memo.lists = None   # a big IN list's sort keys live as long as its query, no longer
-    if len(used) == 1:
-        covered, uncovered = columns[used[0]].merged_ranges(), []
+    indexes = run.indexes_used()
+    if len(indexes) == 1:
+        covered, uncovered = indexes[0].merged_ranges(), []
     else:
-        covered = ranges.intersect(*(_ranges(columns[c]) for c in used))
-        uncovered = ranges.subtract([r for c in used for r in _ranges(columns[c])], covered)
+        covered = ranges.intersect(*(_ranges(ci) for ci in indexes))
+        uncovered = ranges.subtract([r for ci in indexes for r in _ranges(ci)], covered)
     info = run.summary()
     if isinstance(value, Unsupported):
         return Answer(BitMap64(), BitMap64(), False, False, covered, info, uncovered)
@@ -195,15 +209,41 @@ class _Run:
         self.sidecar_errors: list[str] = []
         self.leaves: list[dict[str, object]] = []
         self.used = used
+        self.chosen: dict[int, ColumnIndex] = {}   # id → every index a leaf was answered from
 
     # built when first needed: a count from key counts never needs them (and sparse ids read every file)
     @cached_property
-    def coverage(self) -> dict[str, BitMap64]:
-        return {c: self.column_rows(self.columns[c]) for c in self.used}
+    def coverage(self) -> dict[int, BitMap64]:
+        """Rows covered, per index of the used columns (id of its ColumnIndex)."""
+        return {id(ci): self.column_rows(ci) for c in self.used for ci in _all_indexes(self.columns[c])}
 
     @cached_property
     def all(self) -> BitMap64:
-        return BitMap64.union(*self.coverage.values()) if self.coverage else BitMap64()
+        """The universe NOT and constants work in: every row some used column's main index covers."""
+        rows = [self.coverage[id(self.columns[c])] for c in self.used]
+        return BitMap64.union(*rows) if rows else BitMap64()
+
+    def pick(self, leaf: BoundLeaf) -> ColumnIndex | None:
+        """The index of the leaf's column that answers it best: the one covering most rows, then one that
+        needs no fallback scan (its family seeks, or a range sidecar answers), then the family's rank.
+        None when no index of the column answers the operator."""
+        able = [ci for ci in _all_indexes(self.columns[leaf.column]) if ci.answers_op(leaf.op)]
+        if len(able) <= 1:
+            return able[0] if able else None
+        op = spec_of(leaf.op)
+
+        def scans(ci: ColumnIndex) -> bool:
+            if not op.budgeted or leaf.op in ci.seeks:
+                return False
+            return not (op.positive in SIDECAR_OPS and ci.files and all(r.open_sidecar for r in ci.files))
+
+        return min(able, key=lambda ci: (-ci.covered_rows(), scans(ci), ci.rank))
+
+    def indexes_used(self) -> list[ColumnIndex]:
+        """The indexes whose coverage the answer has: those leaves were answered from, else each column's main."""
+        out = list(self.chosen.values())
+        seen = {ci.column for ci in out}
+        return out + [self.columns[c] for c in self.used if c not in seen]
 
     # ------------------------------------------------------------------ three-valued logic
     def eval(self, node: Node, need_u: bool) -> _Value:
@@ -214,6 +254,11 @@ class _Run:
         if node is UNKNOWN:
             return _Result(BitMap64(), BitMap64(self.all))
         if isinstance(node, Not):
+            if isinstance(node.child, BoundLeaf) and _is_array_leaf(node.child):
+                # a multivalue index cannot tell a null array (UNKNOWN) from one without the value (FALSE)
+                self.unsupported.append(f"NOT {node.child.op} on {node.child.column!r}: an array index cannot "
+                                        "tell a null array from one without the value")
+                return UNSUPPORTED
             return self.negate(self.eval(node.child, True))
         if isinstance(node, And):
             return self.conjoin(self.eval(node.left, need_u), self.eval(node.right, need_u), node)
@@ -256,10 +301,13 @@ class _Run:
             return _Result(BitMap64(), BitMap64())
         if leaf.op == "always_unknown":
             return _Result(BitMap64(), BitMap64(self.all))
-        ci = self.columns[leaf.column]
-        if ci.answers is not None and leaf.op not in ci.answers:
-            self.unsupported.append(f"the index of {leaf.column!r} does not answer {leaf.op}")
+        picked = self.pick(leaf)
+        if picked is None:
+            families = " or ".join(ci.family for ci in _all_indexes(self.columns[leaf.column]))
+            self.unsupported.append(f"the {families} index of {leaf.column!r} does not answer {leaf.op}")
             return UNSUPPORTED
+        ci = picked
+        self.chosen.setdefault(id(ci), ci)
         t, u = BitMap64(), BitMap64()
         detail: list[dict[str, object]] = []
         for (start, end), refs in _groups(ci.files):
@@ -273,8 +321,8 @@ class _Run:
         self.record_leaf(leaf, detail)
         if not need_u:
             return _Result(t, None)
-        # Rows another column covers but this one does not: this leaf is UNKNOWN there.
-        return _Result(t, u | (self.all - self.coverage[leaf.column]))
+        # Rows another column (or index) covers but this index does not: this leaf is UNKNOWN there.
+        return _Result(t, u | (self.all - self.coverage[id(ci)]))
 
     def range_answer(self, leaf: BoundLeaf, ci: ColumnIndex, start: int, end: int,
                      refs: list[IndexFileRef], need_u: bool, detail: list[dict[str, object]]) -> _Value:
@@ -292,9 +340,14 @@ class _Run:
         sidecars = self.sidecars(leaf, candidates) if candidates else None
         matches = self.sidecar_matches(leaf, start, candidates, sidecars, entry) if sidecars else None
         if matches is None:
-            if candidates and op.budgeted and not self.within_budget(ci, start, end, candidates, entry):
+            scans = op.budgeted and leaf.op not in ci.seeks
+            if candidates and scans and not self.within_budget(ci, start, end, candidates, entry):
                 return UNSUPPORTED
             matches = self.positive_matches(leaf, ci, start, end, refs, candidates)
+        if op.element_op is not None:
+            # spec §8: the index holds which rows have an element; a row without it is FALSE or, for a null
+            # array or one with null elements, UNKNOWN — the index cannot tell which, so it says UNKNOWN.
+            return _Result(matches, self.range_rows(ci, start, end, refs) - matches if need_u else None)
         if leaf.null_in_list:  # spec §5.5: a NULL in the list makes every row that is not a match UNKNOWN
             unknown = self.range_rows(ci, start, end, refs) - matches if need_u else None
             return _Result(BitMap64() if op.complement else matches, unknown)
@@ -314,14 +367,14 @@ class _Run:
         inside the column's ranges, a NULL in an IN list, a missing or broken sidecar, key counts not built."""
         if leaf.unsupported is not None or leaf.column not in self.columns or leaf.null_in_list:
             return None
-        ci = self.columns[leaf.column]
         try:
             op = spec_of(leaf.op)
         except KeyError:      # always_true and friends: no file is read anyway
             return None
-        if ci.sparse or op.positive not in SIDECAR_OPS | KEY_COUNT_OPS or (
-                ci.answers is not None and leaf.op not in ci.answers):
+        ci = self.pick(leaf)
+        if ci is None or ci.sparse or op.positive not in SIDECAR_OPS | KEY_COUNT_OPS:
             return None
+        self.chosen.setdefault(id(ci), ci)
         groups = _groups(ci.files)
         if any(len(refs) > 1 for _, refs in groups):
             return None
@@ -376,7 +429,9 @@ class _Run:
         positive = spec_of(spec_of(leaf.op).positive)
         if positive.shape == NONE:  # IS NULL: the range's null rows, read once and cached per range
             return self.range_nulls(ci, start, end, refs)
-        narrow = positive.shape == VALUES  # an IN list: only the literals inside each file's key bounds
+        # an IN list: only the literals inside each file's key bounds (not for "contains all": a value outside
+        # the bounds means no row of the file matches, not that the value can be left out)
+        narrow = positive.shape == VALUES and positive.name != "array_contains_all"
         matches = BitMap64()
         for ref in candidates:
             values = _values_in_bounds(leaf, ref.meta) if narrow else None
@@ -484,6 +539,15 @@ class _Run:
         return out
 
 
+def _is_array_leaf(leaf: BoundLeaf) -> bool:
+    spec = OPERATORS.get(leaf.op)
+    return spec is not None and spec.element_op is not None
+
+
+def _all_indexes(ci: ColumnIndex) -> tuple[ColumnIndex, ...]:
+    return (ci, *ci.alternatives)
+
+
 def _disjoin(a: _Value, b: _Value) -> _Value:
     if isinstance(a, Unsupported) or isinstance(b, Unsupported):
         return UNSUPPORTED  # spec §5.3 step 5
@@ -510,6 +574,10 @@ def file_may_match(leaf: BoundLeaf, meta: FileMeta, *, positive: bool = False) -
     if leaf.op not in OPERATORS:
         return True  # a bind-time constant: decided without reading files
     op = OPERATORS[leaf.op].positive if positive else leaf.op
+    if leaf.op == "array_contains_all":   # every value must lie inside the file's keys
+        return not meta.only_nulls and len(_values_in_bounds(leaf, meta)) == len(
+            {keys.sort_key(leaf.kt, v) for v in leaf.values})
+    op = OPERATORS[op].element_op or op   # array_contains / arrays_overlap prune as = / IN on the elements
     if op == "is_null":
         return meta.has_nulls
     if meta.only_nulls:

@@ -1,8 +1,9 @@
 """The per-file evaluator: one bound leaf × one index file → LOCAL row ids of that file (spec §2.10, §6).
 
-`matching_rows` answers the leaf's positive form (`ne` → its `eq` rows); answer.py calls it for every
-candidate file and applies the operator table's complement and null rules per row range (spec §5.4, §5.5)
-and the budgets (they need file sizes). UNSUPPORTED is a value, never an exception.
+`matching_rows` answers the leaf's positive form (`ne` → its `eq` rows), array operators by their elements
+(spec §8: `array_contains` a look-up, `arrays_overlap` IN, `array_contains_all` an intersection); answer.py
+calls it for every candidate file and applies the operator table's complement and null rules per row range
+(spec §5.4, §5.5) and the budgets (they need file sizes). UNSUPPORTED is a value, never an exception.
 Imports the reader only for typing; never the writer.
 """
 from __future__ import annotations
@@ -64,10 +65,12 @@ def matching_rows(leaf: BoundLeaf, reader: IndexReader, values: tuple[object, ..
         IndexFormatError: the file is corrupt (names the file and block).
     """
     op = OPERATORS[leaf.op].positive if leaf.op in OPERATORS else leaf.op
-    if op == "eq":
+    if op in ("eq", "array_contains"):
         return reader.eq(leaf.value)
-    if op == "in":
+    if op in ("in", "arrays_overlap"):
         return reader.isin(leaf.values if values is None else values)
+    if op == "array_contains_all":
+        return _contains_all(leaf, reader, values)
     if op == "is_null":
         return reader.null_rows()
     if op in ("lt", "le"):
@@ -104,6 +107,22 @@ def matching_rows(leaf: BoundLeaf, reader: IndexReader, values: tuple[object, ..
         matcher = _compiled(str(leaf.regex)).match
         return reader.scan(lambda v: isinstance(v, str) and matcher(v) is not None)
     raise ValueError(f"no per-file evaluation for {leaf!r}")
+
+
+def _contains_all(leaf: BoundLeaf, reader: IndexReader, values: tuple[object, ...] | None) -> BitMap64:
+    """spec §8: rows whose array holds every element: the intersection of one look-up per element, stopping at
+    the first element with no row. `values` narrowed to the file's key bounds (fewer than the leaf's) means
+    an element lies outside them: no row of this file holds it."""
+    if not leaf.values or (values is not None and len(values) < len(leaf.values)):
+        return BitMap64()
+    out: BitMap64 | None = None
+    for v in leaf.values:
+        rows = reader.eq(v)
+        out = rows if out is None else out & rows
+        if not out:
+            break
+    assert out is not None
+    return out
 
 
 def _single_gap(leaf: BoundLeaf) -> Interval | None:

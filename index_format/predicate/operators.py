@@ -1,4 +1,4 @@
-"""The one operator table: JSON name, SQL spelling, operand shape, null rule, budget (spec §4–§6).
+"""The one operator table: JSON name, SQL spelling, operand shape, null rule, budget (spec §4–§6, §8).
 
 The parser, the JSON codec, bind, leaf_rows, answer and docs/predicates.md all read this table.
 Imports nothing from the reader or writer.
@@ -39,6 +39,9 @@ class Operator:
     null_rule: str         # what a NULL literal does (spec §5.5)
     path: str              # how one file answers it (spec §6)
     nulls_unknown: bool = True  # null rows are UNKNOWN (every comparison); IS [NOT] NULL decides them
+    # Array operators (spec §8): the scalar operator each array element is looked up with ("eq", "in"); the
+    # leaf's column is an ARRAY column and its key type that of the elements. None for every scalar operator.
+    element_op: str | None = None
 
     @property
     def fields(self) -> tuple[str, ...]:
@@ -85,6 +88,18 @@ _OPS = (
     Operator("like", "LIKE 'pattern'", PATTERN, None, False, True, True,
              "NULL pattern → unsupported; simple patterns rewritten (see below)",
              "SQL LIKE matcher over every key"),
+    # spec §8: ARRAY columns (multivalue index); every other operator on such a column is a bind error.
+    Operator("array_contains", "array_contains(x, v) / array_has(x, v)", VALUE, None, False, False, False,
+             "`array_contains(x, NULL)` → empty (UNKNOWN for every row)",
+             "dictionary lookup of the element", element_op="eq"),
+    Operator("arrays_overlap", "arrays_overlap(x, array(…)) / array_has_any(x, ARRAY[…])", VALUES, None,
+             False, False, False,
+             "NULL elements ignored for matches (other rows UNKNOWN); `array()` → FALSE",
+             "one dictionary lookup per distinct element", element_op="in"),
+    Operator("array_contains_all", "array_contains_all(x, array(…)) / array_has_all(x, ARRAY[…])", VALUES,
+             None, False, False, False,
+             "any NULL element → empty (UNKNOWN); `array()` → unsupported",
+             "intersection of one dictionary lookup per distinct element", element_op="in"),
 )
 
 OPERATORS: dict[str, Operator] = {op.name: op for op in _OPS}
@@ -96,6 +111,10 @@ INTERNAL_OPERATORS: dict[str, Operator] = {
     "range_set": Operator("range_set", "merged comparisons on one column", INTERVALS, None, False, True, False,
                           "—", "range sidecar (range-bitmap), else the keys inside each interval"),
 }
+
+
+# The operators of ARRAY columns (spec §8), in table order.
+ARRAY_OPERATORS: tuple[str, ...] = tuple(op.name for op in _OPS if op.element_op is not None)
 
 
 def spec_of(name: str) -> Operator:
@@ -120,7 +139,7 @@ def operator_table_markdown() -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for op in _OPS:
-        operands = ", ".join(("column",) + op.fields)
+        operands = ", ".join(("column" if op.element_op is None else "ARRAY column",) + op.fields)
         sql = " / ".join(f"`{part}`" for part in op.sql.split(" / "))
         lines.append(
             f"| `{op.name}` | {sql} | {operands} | {op.path} | {'yes' if op.budgeted else 'no'} "

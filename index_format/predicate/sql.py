@@ -35,6 +35,17 @@ _ANONYMOUS_FUNCTIONS = {
     "starts_with": "starts_with", "startswith": "starts_with", "ends_with": "ends_with",
     "endswith": "ends_with", "contains": "contains",
 }
+# spec §8: array predicates, in Paimon's/Spark's and DataFusion's spellings (sqlglot already maps some
+# spellings to its own expressions: array_has → ArrayContains, array_has_all → ArrayContainsAll).
+_ARRAY_FUNCTIONS: dict[type[exp.Expression], str] = {
+    exp.ArrayContains: "array_contains", exp.ArrayContainsAll: "array_contains_all",
+    exp.ArrayOverlaps: "arrays_overlap",
+}
+_ANONYMOUS_ARRAY_FUNCTIONS = {
+    "array_contains": "array_contains", "array_has": "array_contains",
+    "arrays_overlap": "arrays_overlap", "array_has_any": "arrays_overlap",
+    "array_contains_all": "array_contains_all", "array_has_all": "array_contains_all",
+}
 _LEADING_WHERE = re.compile(r"^\s*where\b", re.IGNORECASE)
 
 
@@ -226,6 +237,11 @@ class _Converter:
             return self.string_function(e, _STRING_FUNCTIONS[type(e)], [e.this, e.expression])
         if isinstance(e, exp.Anonymous) and e.name.lower() in _ANONYMOUS_FUNCTIONS:
             return self.string_function(e, _ANONYMOUS_FUNCTIONS[e.name.lower()], list(e.expressions))
+        if type(e) in _ARRAY_FUNCTIONS:
+            extra = [v for k, v in e.args.items() if k not in ("this", "expression") and v]
+            return self.array_function(e, _ARRAY_FUNCTIONS[type(e)], [e.this, e.expression, *extra])
+        if isinstance(e, exp.Anonymous) and e.name.lower() in _ANONYMOUS_ARRAY_FUNCTIONS:
+            return self.array_function(e, _ANONYMOUS_ARRAY_FUNCTIONS[e.name.lower()], list(e.expressions))
         raise self.error(e, f"unsupported {_describe(e)}")
 
     def negated(self, e: exp.Expression) -> Node:
@@ -270,6 +286,26 @@ class _Converter:
         if len(args) != 2 or args[0] is None or args[1] is None:
             raise self.error(e, f"{op}() takes a column and a string literal")
         return Leaf(op, self.column(args[0]), self.literal(args[1]))
+
+    def array_function(self, e: exp.Expression, op: str, args: list[exp.Expression]) -> Node:
+        """spec §8: `array_contains(col, v)`, `arrays_overlap(col, array(v, …))`, `array_contains_all(col,
+        ARRAY[v, …])`: the ARRAY column first, then one literal or one array literal of literals."""
+        name = e.name.lower() if isinstance(e, exp.Anonymous) else op
+        one = op == "array_contains"
+        needs = "a literal" if one else "an array literal (array(v1, …) or ARRAY[v1, …])"
+        if len(args) != 2 or args[0] is None or args[1] is None:
+            raise self.error(e, f"{name}() takes two arguments: an ARRAY column, then {needs}")
+        col, arg = args
+        if not isinstance(col, exp.Column):
+            raise self.error(e, f"{name}() takes the ARRAY column as its first argument, found {_describe(col)}")
+        if one:
+            if isinstance(arg, exp.Array):
+                raise self.error(arg, f"{name}() takes one element literal, not an array "
+                                      f"(arrays_overlap / array_contains_all take a list)")
+            return Leaf(op, self.column(col), self.literal(arg))
+        if not isinstance(arg, exp.Array):
+            raise self.error(arg, f"{name}() takes {needs} as its second argument, found {_describe(arg)}")
+        return Leaf(op, self.column(col), values=tuple(self.literal(v) for v in arg.expressions))
 
     def column(self, e: exp.Expression) -> str:
         if not isinstance(e, exp.Column):

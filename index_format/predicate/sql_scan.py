@@ -110,11 +110,13 @@ class TokenScan:
                     if fast is not None:
                         i = fast(out)
                         continue
-                frames.append([is_in, 0])
+                # an array literal `array(…)` / `ARRAY[…]` (spec §8 list operators) counts like an IN list
+                is_list = is_in or (prev == TokenType.ARRAY and tt in (TokenType.L_PAREN, TokenType.L_BRACKET))
+                frames.append([is_list, 0])
                 if len(frames) > limits.max_depth:
                     raise limits.depth_error(self.pos(tok))
                 self.depth = max(self.depth, len(frames))
-                if is_in and i + 1 < n and toks[i + 1].token_type != TokenType.R_PAREN:
+                if is_list and i + 1 < n and toks[i + 1].token_type not in _CLOSERS:
                     frames[-1][1] = 1
             elif tt in _CLOSERS:
                 if frames:

@@ -142,8 +142,8 @@ def create_app(settings: Settings | None = None, *, worker_group: WorkerGroup | 
 
     app = FastAPI(
         title="bgix", version=API_VERSION, lifespan=lifespan,
-        description="Build and serve Apache Paimon bitmap global indexes; answer predicates with "
-                    "exact row-id sets.",
+        description="Build and serve Apache Paimon global indexes (bitmap, btree, multivalue); answer "
+                    "predicates with exact row-id sets.",
         generate_unique_id_function=custom_generate_unique_id,
         **_NO_TELEMETRY,
     )

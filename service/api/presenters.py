@@ -43,7 +43,8 @@ def paimon_public(v: PaimonView) -> schemas.PaimonTablePublic:
                 for f in d.fields],
         partition_keys=list(d.partition_keys), row_count=d.row_count, deleted_rows=len(v.deleted),
         options=dict(d.options),
-        indexes=[schemas.PaimonIndexPublic(column=i.column, field_id=i.field_id, key_type=i.key_type,
+        indexes=[schemas.PaimonIndexPublic(column=i.column, index_type=i.index_type, field_id=i.field_id,
+                                           key_type=i.key_type,
                                            files=i.files, rows=i.rows, bytes=i.bytes,
                                            row_ranges=[list(r) for r in i.row_ranges],
                                            origins=[_origin_public(o) for o in i.origins])

@@ -67,6 +67,7 @@ class ColumnView:
     snapshot: Snapshot
     kt: KeyType
     index: ColumnIndex
+    more: tuple[ColumnView, ...] = ()   # the column's other indexes (other families), also in index.alternatives
 
 
 @dataclass(frozen=True)
@@ -197,13 +198,16 @@ class QueryService:
 
     def _load_view(self, table: str) -> TableView:
         src = self.sources.open(table).view()
-        columns = {c: self._column_view(s, src.sparse) for c, s in src.columns.items()}
+        columns = {}
+        for c, s in src.columns.items():
+            more = tuple(self._column_view(m, src.sparse) for m in src.more_indexes.get(c, ()))
+            columns[c] = self._column_view(s, src.sparse, more)
         return TableView(table=src.table, columns=columns, data_files=src.data_files, total_rows=src.total_rows,
                          retired=src.gone, retired_ranges=src.retired_ranges, live_ranges=src.live_ranges,
                          version=src.version, summary=src.summary, records_key_order=src.records_key_order,
                          broken_columns=src.broken_columns)
 
-    def _column_view(self, snap: Snapshot, sparse: bool) -> ColumnView:
+    def _column_view(self, snap: Snapshot, sparse: bool, more: tuple[ColumnView, ...] = ()) -> ColumnView:
         kt = parse_type(snap.key_type)
         try:
             options = parse_options(dict(snap.options))
@@ -216,17 +220,21 @@ class QueryService:
         refs = []
         for e in snap.files:
             opener = self._opener(e.path, e.file_size, kt, fam.open_reader)
-            sidecar = self.sidecars.opener(
-                e.path, e.file_size, kt, e.range_end - e.range_start + 1, beside_size=e.sidecar_size,
-                chunk_size=options.range_sidecar_chunk_size, enabled=options.range_sidecar, open_index=opener)
+            sidecar = None
+            if fam.sidecars:
+                sidecar = self.sidecars.opener(
+                    e.path, e.file_size, kt, e.range_end - e.range_start + 1, beside_size=e.sidecar_size,
+                    chunk_size=options.range_sidecar_chunk_size, enabled=options.range_sidecar,
+                    open_index=opener)
             refs.append(IndexFileRef(
                 path=e.path, range_start=e.range_start, range_end=e.range_end,
                 meta=parse_meta(kt, bytes.fromhex(e.meta_hex)), file_size=e.file_size, open=opener,
                 open_sidecar=sidecar.open if sidecar else None, sidecar_failed=sidecar.failed if sidecar else None,
                 peek_sidecar=sidecar.peek if sidecar else None))
-        return ColumnView(snapshot=snap, kt=kt,
-                          index=ColumnIndex(column=snap.column, kt=kt, files=refs,
-                                            fallback_scan_max_size=budget, sparse=sparse, answers=fam.answers))
+        index = ColumnIndex(column=snap.column, kt=kt, files=refs, fallback_scan_max_size=budget, sparse=sparse,
+                            answers=fam.answers, family=fam.name, seeks=fam.seeks, rank=fam.rank,
+                            alternatives=tuple(m.index for m in more))
+        return ColumnView(snapshot=snap, kt=kt, index=index, more=more)
 
     def _opener(self, path: str, size: int, kt: KeyType,
                 open_index: Callable[..., IndexReader]) -> Callable[[], IndexReader]:
@@ -271,7 +279,9 @@ class QueryService:
         else:
             view.check_not_broken(referenced_columns(node))
             types = {name: cv.kt for name, cv in view.columns.items()}
-            bound = bind(node, types)
+            # a multivalue index's column is an ARRAY of its key type: only the array operators apply
+            arrays = {name for name, cv in view.columns.items() if family(cv.snapshot.index_type).element_keys}
+            bound = bind(node, types, arrays=arrays)
             # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
             used_cols = sorted(referenced_columns(bound) & set(view.columns))
             if text is not None and len(text) <= _BOUND_TEXT_MAX:
@@ -408,6 +418,10 @@ _BOUND_ENTRIES = 4096
 
 def _reader_cost(reader: IndexReader) -> int:
     """Approximate bytes a cached reader holds: its decoded block index (Python objects, about 12x the
-    on-disk body, as for dictionary blocks) plus the cached null / non-null bitmaps (spec §2.2 lengths)."""
+    on-disk body, as for dictionary blocks) plus the cached null / non-null bitmaps (spec §2.2 lengths).
+    A family's reader that knows its own bound (cache_cost(): a btree's block cache) says it."""
+    own = getattr(reader, "cache_cost", None)
+    if own is not None:
+        return int(own())
     f = reader.footer
     return 4096 + 12 * f.index_length + f.null_length + f.non_null_length

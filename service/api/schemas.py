@@ -52,7 +52,9 @@ class PaimonFieldPublic(BaseModel):
     id: int = Field(description="Paimon field id (what index manifests name).")
     name: str
     type: str = Field(description="Paimon type, e.g. 'VARCHAR(20)' or 'INT NOT NULL'.")
-    key_type: str | None = Field(None, description="Bitmap key type; null when the type cannot be indexed.")
+    key_type: str | None = Field(
+        None, description="Key type of a bitmap or btree index on this field; null when the type has none (an "
+                          "ARRAY field: a multivalue index keys its elements, see the index's key_type).")
 
 
 IndexOrigin = Literal["bgix", "paimon", "pypaimon", "unknown"]
@@ -72,8 +74,12 @@ class PaimonIndexOriginPublic(BaseModel):
 
 class PaimonIndexPublic(BaseModel):
     column: str
+    index_type: str = Field("bitmap", description="The index family: bitmap, btree or multivalue. A column may "
+                                                  "have one index of each family: key entries by (column, "
+                                                  "index_type).")
     field_id: int
-    key_type: str | None = None
+    key_type: str | None = Field(None, description="Type of the keys (a multivalue index: the array's element "
+                                                   "type); null when bgix cannot read keys of this type.")
     files: int
     rows: int
     bytes: int
@@ -90,7 +96,8 @@ class PaimonTablePublic(BaseModel):
     deleted_rows: int = 0
     options: dict[str, str] = Field(default_factory=dict)
     indexes: list[PaimonIndexPublic] = Field(
-        default_factory=list, description="Every bitmap global index in the snapshot, whoever built it.")
+        default_factory=list, description="Every global index in the snapshot (bitmap, btree, multivalue), whoever "
+                                          "built it: one entry per (column, index_type).")
 
 
 class TablePublic(BaseModel):
@@ -145,10 +152,17 @@ class FilesPublic(BaseModel):
 
 
 # ---- jobs ---------------------------------------------------------------------------------------
+# A family bgix builds, or a comma list of them (case and blanks as Paimon's option values allow).
+_FAMILY = "|".join(BUILT_NAMES)
+INDEX_TYPE_PATTERN = rf"^(?i:\s*({_FAMILY})\s*)(,(?i:\s*({_FAMILY})\s*))*$"
 class CreateIndexRequest(_Model):
     table: str = Field(pattern=TABLE_NAME_PATTERN)
     index_column: str = Field(min_length=1, max_length=256)
-    index_type: Literal[BUILT_NAMES] = "bitmap"  # type: ignore[valid-type]  # the families bgix builds
+    index_type: str = Field(
+        "bitmap", pattern=INDEX_TYPE_PATTERN, max_length=2048,
+        description="The index family: " + ", ".join(BUILT_NAMES) + " (multivalue: ARRAY columns). With several "
+                    "columns in index_column, one family for all or one per column in order, e.g. "
+                    "index_column 'uid,tags' with index_type 'btree,multivalue' (built from one scan).")
     partitions: str | list[dict[str, str]] | None = Field(
         None, description="Paimon spec 'k=v,k=v;k=v' or a list of {column: value} objects.")
     options: dict[str, str | int | float | bool] | str | None = Field(
@@ -201,14 +215,18 @@ class Dropped(BaseModel):
 # ---- indexes and values -------------------------------------------------------------------------
 class IndexPublic(BaseModel):
     column: str
-    index_type: str
-    key_type: str
+    index_type: str = Field(description="The index family: bitmap (any predicate; low and medium cardinality), "
+                                        "btree (sorted keys: seeks for =, IN, ranges, prefixes, nulls; high "
+                                        "cardinality) or multivalue (ARRAY columns: array_contains, "
+                                        "arrays_overlap, array_contains_all). A column with indexes of several "
+                                        "families is listed once per family.")
+    key_type: str = Field(description="Type of the keys; a multivalue index's are the array's elements.")
     snapshot_id: int
     files: int
     bytes: int
     covered_ranges: list[list[int]]
     uncovered_ranges: list[list[int]]
-    distinct_values: int | None = None
+    distinct_values: int | None = Field(None, description="Distinct keys (a multivalue index: distinct elements).")
     null_rows: int | None = None
     built_at: str | None = None
     stale: bool = False
@@ -226,15 +244,15 @@ class IndexErrorPublic(BaseModel):
 
 class IndexesPublic(BaseModel):
     table: str
-    indexes: list[IndexPublic]
+    indexes: list[IndexPublic] = Field(description="One entry per (column, index_type).")
     errors: list[IndexErrorPublic] = Field(
         default_factory=list, description="Indexed columns whose current snapshot cannot be read (left out of "
                                           "`indexes`); drop_global_index still drops them.")
 
 
 class ValueCount(BaseModel):
-    value: Any
-    rows: int
+    value: Any = Field(description="A key: a value of the column, or an element of a multivalue (ARRAY) column.")
+    rows: int = Field(description="Rows holding it (a multivalue index: rows whose array holds the element).")
 
 
 class ValuesPublic(BaseModel):
@@ -247,8 +265,12 @@ class ValuesPublic(BaseModel):
 # ---- query --------------------------------------------------------------------------------------
 class QueryRequest(_Model):
     where: str | None = Field(None, max_length=1_000_000,
-                              description="SQL WHERE text, e.g. status IN ('vip') AND NOT country = 'US'.")
-    predicate: dict[str, Any] | None = Field(None, description="JSON predicate tree (docs/predicates.md).")
+                              description="SQL WHERE text, e.g. status IN ('vip') AND NOT country = 'US', "
+                                          "uid BETWEEN 100 AND 200, array_contains(tags, 'vip').")
+    predicate: dict[str, Any] | None = Field(
+        None, description="JSON predicate tree (docs/predicates.md); ARRAY columns take array_contains "
+                          "{column, value}, arrays_overlap {column, values}, array_contains_all {column, values} "
+                          "(docs/index-families.md).")
     result: ResultKind = "row_ids"
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     cursor: str | None = Field(None, max_length=4096)

@@ -42,7 +42,7 @@ class RangeBuilder:
         self.kts: dict[str, KeyType] = {c: parse_type(s) for c, s in plan.columns.items()}
         self.options: IndexOptions = parse_options(plan.options)
         self.storage = Storage.from_config(plan.storage_config)
-        self.write_files = family(plan.index_type).write_files
+        self.families = {c: family(plan.family_of(c)) for c in plan.columns}
         # per column: its ranges sorted by start, as (starts, ends, range indexes)
         self.by_column: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
         for c in plan.columns:
@@ -109,11 +109,13 @@ class RangeBuilder:
         local = np.concatenate(self.ids.pop(r))
         rows = self.counts.pop(r)
         start, end = rng.start, rng.end
-        sidecars = self.plan.sidecars and self.options.range_sidecar and sidecar_possible(kt, end - start + 1)
-        written = self.write_files(keys, local, kt, self.options,
-                                    records_per_file=self.options.records_per_file,  # floor(1.2 R), spec §5.2
-                                    new_path=self.plan.names.new_path(start, end), storage=self.storage,
-                                    keep_rows=sidecars)
+        fam = self.families[rng.column]
+        sidecars = (self.plan.sidecars and fam.sidecars and self.options.range_sidecar
+                    and sidecar_possible(kt, end - start + 1))
+        written = fam.write_files(keys, local, kt, self.options,
+                                  records_per_file=self.options.records_per_file,  # floor(1.2 R), spec §5.2
+                                  new_path=self.plan.names.new_path(start, end, fam.name), storage=self.storage,
+                                  keep_rows=sidecars)
         sidecar_sizes = [self.write_sidecar(kt, keys, w, end - start + 1) if sidecars else None for w in written]
         self.files_written += len(written)
         fail_after = self.plan.test_hooks.get("fail_after_files")

@@ -27,8 +27,27 @@ NOTHING_TO_BUILD = "index already up to date: nothing to build"
 
 
 def check_index_type(index_type: str) -> str:
-    """Lower-cased, trimmed index type (spec §7.2). Raises InvalidOptionError unless bgix builds that family."""
-    return built_family(index_type).name
+    """Lower-cased, trimmed index type (spec §7.2), or a comma list of them (one per column of index_column,
+    e.g. "btree,multivalue" for "uid,tags"). Raises InvalidOptionError unless bgix builds each family."""
+    if not isinstance(index_type, str):
+        raise InvalidOptionError(f"index_type {index_type!r} is not a family name")
+    return ",".join(built_family(t).name for t in index_type.split(","))
+
+
+def column_families(index_column: str, index_type: str) -> dict[str, str]:
+    """column → family of one request: one index_type for every column, or one per column in order.
+
+    Raises:
+        InvalidOptionError: a list of index types whose length is not the number of columns.
+    """
+    columns = index_column.split(",")
+    types = index_type.split(",")
+    if len(types) == 1:
+        return dict.fromkeys(columns, types[0])
+    if len(types) != len(columns):
+        raise InvalidOptionError(f"index_type names {len(types)} families for {len(columns)} columns; give one "
+                                 "family for all of index_column, or one per column in the same order")
+    return dict(zip(columns, types, strict=True))
 
 
 def check_column_names(column: str, *, several: bool) -> str:
@@ -69,7 +88,8 @@ class JobSpec:
     Fields as in the spec JSON:
       job_id, warehouse, table, index_column   required; the job's record is <warehouse>/jobs/<job_id>.json
                        (the job creates it when the service did not)
-      index_type       an index family bgix builds (index_format.families; "bitmap")
+      index_type       an index family bgix builds (index_format.families; "bitmap"), or one per column of
+                       index_column, comma-separated ("btree,multivalue")
       options          IndexOptions; given as a dict or Paimon's "k=v,k=v" (spec §7.1, plus `rebuild`)
       partitions       [{column: value}]; given as Paimon's "dt=1,hh=0;dt=2,hh=1" or a list of objects
       storage_options  fsspec options of the warehouse (credentials: kept out of job records)
@@ -129,6 +149,7 @@ class JobSpec:
         }
         for name, value in normalized.items():
             object.__setattr__(self, name, value)
+        column_families(self.index_column, self.index_type)   # one family, or one per column
         if self.engine not in ENGINES:
             raise InvalidOptionError(f"engine {self.engine!r} is not one of {list(ENGINES)}")
         if self.scan not in SCANS:
@@ -138,6 +159,11 @@ class JobSpec:
     def columns(self) -> list[str]:
         """The indexed columns (one, or where the table kind allows, several)."""
         return self.index_column.split(",")
+
+    @property
+    def families(self) -> dict[str, str]:
+        """column → the index family built on it (index_format.families)."""
+        return column_families(self.index_column, self.index_type)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> JobSpec:

@@ -25,7 +25,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--partition-columns", default="", help="hive partition columns, e.g. dt,hh")
     parser.add_argument("--row-id-column", help="column holding stable non-negative int64 row ids")
     parser.add_argument("--column", required=True, help="column to index")
-    parser.add_argument("--index-type", default="bitmap", help="index type (only bitmap)")
+    parser.add_argument("--index-type", default="bitmap",
+                        help="index family: bitmap, btree or multivalue (ARRAY columns); with several columns one "
+                             "family for all, or one per column in order (\"btree,multivalue\")")
     parser.add_argument("--partitions", help="partitions to index: 'dt=2026-06-18,hh=0;dt=2026-06-19,hh=1'")
     parser.add_argument("--options", default="", help="index options 'k=v,k=v' (e.g. rebuild=true)")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")

@@ -62,11 +62,13 @@ class FileNames:
     prefix: str = ""
     uuid_only: bool = False
 
-    def new_path(self, start: int, end: int) -> Any:
-        """A callable giving a fresh path per call, for write_index_files."""
+    def new_path(self, start: int, end: int, index_type: str = BITMAP.name) -> Any:
+        """A callable giving a fresh path per call, for write_index_files; with `uuid_only` and no prefix the
+        family's own (`<index_type>-global-index-`)."""
         base = self.out_dir.rstrip("/")
         if self.uuid_only:
-            return lambda: f"{base}/{self.prefix}{uuid.uuid4()}.index"
+            prefix = self.prefix or f"{index_type}-global-index-"
+            return lambda: f"{base}/{prefix}{uuid.uuid4()}.index"
         stem = f"{base}/{self.prefix}{start:012d}-{end:012d}-{uuid.uuid4().hex[:12]}"
         seq = iter(range(1 << 30))
         return lambda: f"{stem}-{next(seq):04d}.index"
@@ -111,6 +113,7 @@ class BuildPlan:
     spark_scan: SparkScan | None = None
     light_driver: bool = False
     index_type: str = BITMAP.name           # the family the worker writes (index_format.families)
+    families: dict[str, str] = field(default_factory=dict)   # per column, when columns differ (else index_type)
     message: str | None = None
     state: Any = None
 
@@ -121,6 +124,10 @@ class BuildPlan:
     @property
     def tasks(self) -> int:
         return len(self.task_rows)
+
+    def family_of(self, column: str) -> str:
+        """The index family built on `column`."""
+        return self.families.get(column, self.index_type)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,7 @@ class IndexViewSource:
     (Paimon: its PaimonView, with fields, index summaries and their origins); None for plain tables.
     `records_key_order`: the index snapshots record their key order in their options (bgix builds do);
     False when other writers' files must be opened to tell.
+    `more_indexes`: a column's other indexes (other families), beside the one in `columns`.
     `broken_columns`: indexed columns left out of `columns` because their current snapshot document is
     corrupt; a query naming one must raise its error, queries on other columns go on.
     """
@@ -50,6 +51,9 @@ class IndexViewSource:
     summary: Any = None
     records_key_order: bool = True
     broken_columns: dict[str, CorruptDocumentError] = field(default_factory=dict)
+    # Other indexes of a column in `columns` (another family on the same column), answering leaves its
+    # index in `columns` does not, or answers less cheaply (predicate/answer.py picks per leaf).
+    more_indexes: dict[str, list[Snapshot]] = field(default_factory=dict)
 
 
 class TableSource(Protocol):

@@ -38,6 +38,10 @@ def test_tables_and_index_figures(page, service) -> None:
         assert _int(cells[6]) == int(df[column].isna().sum())
         assert "100.0%" in cells[7]
         assert "fresh" in cells[0]
+        # the family: a badge (its title says what the family is for) and the row's key with the column
+        assert row.get_attribute("data-family") == "bitmap"
+        assert cells[1] == "bitmap · string"
+        assert "every predicate" in row.locator(".badge.family").get_attribute("title")
     assert f"{len(df):,} rows" in card.locator(".table-head").inner_text()
     service.screenshot(page, "dashboard-overview")
 
@@ -123,6 +127,7 @@ def test_start_build_and_watch_progress_to_100(page, service) -> None:
         page.wait_for_timeout(100)
     assert state == "succeeded", seen
     assert seen == sorted(seen) and seen[-1] == 100.0, seen
+    assert row.locator(".badge.family").inner_text() == "bitmap"   # the build's family beside its column
     assert service.wait_job(job_id)["state"] == "succeeded"
     # The finished build shows up as a new index with pandas' figures.
     device = page.locator("#tables tr[data-column=device]")

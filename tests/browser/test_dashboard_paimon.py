@@ -47,6 +47,9 @@ def test_paimon_table_snapshot_origins_and_query(browser, start_service, tmp_pat
             assert f"{len(df):,} rows · 4 deleted" in head and "partitioned by dt" in head
 
             status, code = card.locator("tr[data-column=status]"), card.locator("tr[data-column=code]")
+            for row in (status, code):   # both writers built bitmap indexes: the family badge says so
+                assert row.get_attribute("data-family") == "bitmap"
+                assert row.locator(".badge.family").inner_text() == "bitmap"
             assert status.locator(".origin").count() == 1 and code.locator(".origin").count() == 1
             assert status.locator(".origin").get_attribute("data-origin") == "bgix"
             assert status.locator(".origin").get_attribute("data-job") == job_id

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -21,7 +22,9 @@ from index_format.storage import Storage
 from service.build_job.main import run_job
 from service.catalog import Catalog, RowIdError, Table
 from service.cli import main as bgix_main
-from tests.factories import append_file, assert_index_matches, make_parquet_table, make_rows, oracle_table
+from tests.factories import (
+    append_file, assert_index_matches, index_answer, make_parquet_table, make_rows, oracle_table,
+)
 
 R = {"sorted-index.records-per-range": "1000"}
 REPO = Path(__file__).resolve().parents[2]
@@ -184,8 +187,18 @@ def test_bgix_build_command(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
     assert snap.options["bitmap-index.compression"] == "zstd"
     assert assert_index_matches(cat, snap, oracle_table(gen.files, ["n"]), "n") > 5
     assert bgix_main(["build", "--warehouse", str(wh), "--table", "t", "--column", "n",
-                      "--index-type", "btree", "--engine", "local"]) == 1
+                      "--index-type", "bloom", "--engine", "local"]) == 1
     assert "bitmap" in capsys.readouterr().err
+    # one index per column of a bgix table: another family replaces it, only with rebuild
+    btree = ["build", "--warehouse", str(wh), "--table", "t", "--column", "n", "--index-type", "btree",
+             "--engine", "local"]
+    assert bgix_main(btree) == 1
+    assert "rebuild" in capsys.readouterr().err
+    assert bgix_main([*btree, "--options", "rebuild=true,sorted-index.records-per-range=400"]) == 0
+    assert json.loads(capsys.readouterr().out)["index_type"] == "btree"
+    snap = cat.current_snapshot("t", "n")
+    assert snap.index_type == "btree" and len(snap.files) >= 3
+    assert assert_index_matches(cat, snap, oracle_table(gen.files, ["n"]), "n") > 5
     files = [e.path for e in snap.files]
     assert bgix_main(["build", "--warehouse", str(wh), "--table", "t", "--column", "n", "--drop"]) == 0
     assert cat.current_snapshot("t", "n") is None and not any(cat.storage.exists(p) for p in files)
@@ -205,3 +218,30 @@ def test_key_order_bytes_option_reaches_the_files_and_the_snapshot(tmp_path: Pat
         kt = parse_type(snap.key_type)
         assert {open_index(f.path, kt, storage=cat.storage, size=f.file_size).key_order for f in snap.files} == {order}
         assert_index_matches(cat, snap, oracle_table(gen.files, [column]), column)
+
+
+def test_a_multivalue_index_of_a_list_column(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A Parquet list<string> column: the multivalue index holds each row under each of its distinct elements;
+    null and empty lists and null elements under none (judged by plain Python over the source rows)."""
+    rng = random.Random(4)
+    tags = [None if rng.random() < 0.1 else [rng.choice(["vip", "", "ü", None, "x"]) for _ in range(rng.randint(0, 3))]
+            for _ in range(900)]
+    src = tmp_path / "src"
+    src.mkdir()
+    pq.write_table(pa.table({"tags": pa.array(tags[:500], pa.list_(pa.string()))}), src / "a.parquet")
+    pq.write_table(pa.table({"tags": pa.array(tags[500:], pa.list_(pa.string()))}), src / "b.parquet")
+    wh = tmp_path / "wh"
+    assert bgix_main(["build", "--warehouse", str(wh), "--table", "t", "--location", str(src), "--column", "tags",
+                      "--index-type", "multivalue", "--engine", "local",
+                      "--options", "sorted-index.records-per-range=400"]) == 0
+    capsys.readouterr()
+    cat = Catalog(Storage(str(wh), [str(tmp_path)]))
+    snap = cat.current_snapshot("t", "tags")
+    assert snap.index_type == "multivalue" and snap.key_type == "string"
+    for value in ("vip", "", "ü", "nope"):
+        want = {i for i, t in enumerate(tags) if t is not None and value in t}
+        assert set(index_answer(cat, snap, lambda r, v=value: r.eq(v))) == want, value
+    assert not set(index_answer(cat, snap, lambda r: r.null_rows()))   # nulls have no postings (spec §8)
+    assert bgix_main(["build", "--warehouse", str(wh), "--table", "t", "--column", "tags",
+                      "--engine", "local"]) == 1   # a bitmap index cannot hold a list
+    assert "multivalue" in capsys.readouterr().err

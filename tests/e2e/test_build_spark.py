@@ -177,7 +177,7 @@ def test_row_id_column_table(spark: Any, tmp_path: Path, scan: str) -> None:
 def test_bad_arguments_are_clear_errors(spark: Any, tmp_path: Path) -> None:
     cat, gen, wh = _setup(tmp_path, rows_per_file=(100,))
     with pytest.raises(InvalidOptionError, match="bitmap"):
-        run_job(_spec(wh, "j1", "s", index_type="btree"), spark=spark)
+        run_job(_spec(wh, "j1", "s", index_type="bloom"), spark=spark)
     with pytest.raises(InvalidOptionError, match="sorted-index.records-per-rang"):
         run_job(_spec(wh, "j2", "s", options={"sorted-index.records-per-rang": "5"}), spark=spark)
     with pytest.raises(InvalidOptionError, match="not partitioned"):

@@ -23,7 +23,7 @@ from index_format.storage import Storage
 from service.api.app import create_app
 from service.build_job.main import run_job
 from service.catalog import Catalog, CommitConflictError, Table
-from service.tables.paimon import list_bitmap_index_entries, open_paimon_table
+from service.tables.paimon import list_index_entries, open_paimon_table
 from tests.api.helpers import TestClient, make_settings, wait_job
 from tests.unit.tables.paimon.paimon_tables import (
     append, create_table, make_rows, pypaimon_read, pypaimon_table, update_rows,
@@ -60,7 +60,7 @@ def assert_pypaimon_agrees(location: Path, column: str) -> None:
 
 
 def assert_no_overlap(location: Path) -> dict[str, Any]:
-    entries = list_bitmap_index_entries(open_paimon_table(str(location)))
+    entries = list_index_entries(open_paimon_table(str(location)))
     for column, items in entries.items():
         ranges = sorted({(e.row_range_start, e.row_range_end) for e in items})
         for (_, e1), (s2, _) in zip(ranges, ranges[1:]):
@@ -137,13 +137,13 @@ def test_drop_takes_bgix_built_index_out_then_rebuild_and_bad_columns(api: tuple
     assert r.status_code in (400, 404), r.text
 
     _build(client, "status")
-    built = list_bitmap_index_entries(open_paimon_table(str(location)))["status"]
+    built = list_index_entries(open_paimon_table(str(location)))["status"]
     sid = _snapshot_id(location)
     r = client.post("/v1/drop_global_index", json=drop)
     assert r.status_code == 200 and r.json() == {**drop, "dropped": True}, r.text
     # one Paimon snapshot of index deletes: pypaimon's listing has no status index; the files stay
     assert _snapshot_id(location) == sid + 1
-    assert "status" not in list_bitmap_index_entries(open_paimon_table(str(location)))
+    assert "status" not in list_index_entries(open_paimon_table(str(location)))
     assert all(Path(e.path).is_file() for e in built)
     assert client.get("/v1/tables/events/indexes").json()["indexes"] == []
     assert pypaimon_read(location, ["status"]).num_rows == 3000
@@ -212,7 +212,7 @@ def test_commit_race_on_the_same_column_fails_cleanly(tmp_path: Path) -> None:
     location, wh = _local(tmp_path)
     th, gate, out = _paused_job(tmp_path, wh, "status")
     assert create_global_index(pypaimon_table(location), "status", index_type="bitmap") > 0
-    theirs = {e.file_name for e in list_bitmap_index_entries(open_paimon_table(str(location)))["status"]}
+    theirs = {e.file_name for e in list_index_entries(open_paimon_table(str(location)))["status"]}
     (gate / "go").touch()
     th.join(60)
     assert isinstance(out.get("error"), CommitConflictError), out

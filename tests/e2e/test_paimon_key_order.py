@@ -15,7 +15,7 @@ from pypaimon.globalindex.data_evolution_global_index_scanner import DataEvoluti
 
 from index_format import open_index, parse_type
 from service.api.app import create_app
-from service.tables.paimon import list_bitmap_index_entries, open_paimon_table
+from service.tables.paimon import list_index_entries, open_paimon_table
 from tests.api.helpers import TestClient, make_settings, wait_job
 from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
 
@@ -47,7 +47,7 @@ def _oracle(location: Path) -> list[tuple[int, int | None]]:
 
 
 def _orders(location: Path) -> set[str]:
-    entries = list_bitmap_index_entries(open_paimon_table(str(location)))["code"]
+    entries = list_index_entries(open_paimon_table(str(location)))["code"]
     assert sum(e.row_range_end - e.row_range_start + 1 for e in entries) == 3000
     return {open_index(e.path, parse_type("int")).key_order for e in entries}
 

@@ -20,8 +20,9 @@ def test_every_numeric_option_has_both_bounds() -> None:
     assert {s.key for s in BOUNDED} == {
         "sorted-index.records-per-range", "sorted-index.build.max-parallelism",
         "bitmap-index.dictionary-block-size", "bitmap-index.compression-level",
-        "bitmap-index.fallback-scan-max-size", "bgix.range-sidecar.chunk-size", "btree-index.block-size",
-        "btree-index.compression-level"}
+        "bitmap-index.fallback-scan-max-size", "bgix.range-sidecar.chunk-size",
+        "multivalue-index.dictionary-block-size", "multivalue-index.compression-level",
+        "btree-index.block-size", "btree-index.compression-level"}
     for s in BOUNDED:
         assert s.minimum is not None and s.maximum is not None, s.key
         assert s.minimum <= s.default <= s.maximum  # type: ignore[operator]

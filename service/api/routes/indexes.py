@@ -22,9 +22,12 @@ ColumnName = Annotated[str, Path(min_length=1, max_length=256, description="Inde
 @router.post("/v1/create_global_index", status_code=202, response_model=schemas.JobCreated,
              dependencies=[WriteAuth], responses=ERRORS)
 def create_global_index(body: schemas.CreateIndexRequest, services: ServicesDep) -> JSONResponse:
-    """Start a build job for one column (spec §7.2); 409 names the job already building it.
-    Paimon tables: the job commits the table's own bitmap global index files as one new Paimon snapshot;
-    `index_column` may list several columns ("a,b"), built from one scan and committed together."""
+    """Start a build job (spec §7.2); 409 names the job already building it. `index_type` is the family:
+    bitmap (any predicate; low and medium cardinality), btree (sorted keys; high cardinality and ranges) or
+    multivalue (ARRAY columns; array_contains, arrays_overlap, array_contains_all).
+    Paimon tables: the job commits the table's own global index files as one new Paimon snapshot;
+    `index_column` may list several columns ("uid,tags"), built from one scan and committed together, with one
+    family for all or one per column in order (`index_type` "btree,multivalue")."""
     job = services.jobs.start(body.table, body.index_column, body.index_type, body.partitions,
                               body.options)
     return JSONResponse(schemas.JobCreated(job_id=job.id).model_dump(), status_code=202,
@@ -35,7 +38,7 @@ def create_global_index(body: schemas.CreateIndexRequest, services: ServicesDep)
              responses=ERRORS)
 def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> schemas.Dropped:
     """Remove an index (all snapshots and files of the column); the source data is untouched.
-    Paimon tables: one new Paimon snapshot takes the column's bitmap global index files out of the table
+    Paimon tables: one new Paimon snapshot takes the column's global index files (every family) out of the table
     (index deletes, as Paimon's drop_global_index); the files stay for older snapshots."""
     source = services.query_service.sources.open(body.table)
     # A running build would commit into the dropped index and bring it back.
@@ -48,11 +51,12 @@ def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> 
 @router.get("/v1/tables/{name}/indexes", response_model=schemas.IndexesPublic,
             dependencies=[ReadAuth], responses=ERRORS)
 def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPublic:
-    """Per indexed column: snapshot, files, bytes, covered/uncovered ranges, distinct values, null rows."""
+    """Per indexed column and index family: snapshot, files, bytes, covered/uncovered ranges, distinct values,
+    null rows."""
     view = services.query_service.view(name)
     live = {(f.path, f.size, f.mtime, f.first_row_id) for f in view.data_files}
     out = []
-    for column, cv in sorted(view.columns.items()):
+    for column, cv in [(c, v) for c, main in sorted(view.columns.items()) for v in (main, *main.more)]:
         snap = cv.snapshot
         stats = services.query_service.index_stats(cv, view)
         changed = any((s.path, s.size, s.mtime, s.first_row_id) not in live for s in snap.source_files)
@@ -90,8 +94,9 @@ def list_values(
     order: Annotated[Literal["count", "value"], Query(description="rows descending, or value order")] = "count",
     cursor: Annotated[str | None, Query(max_length=4096)] = None,
 ) -> schemas.ValuesPublic:
-    """Distinct values with their row counts, from bitmap cardinalities (no row ids materialized);
-    the same value in several files or row ranges of the snapshot is summed."""
+    """Distinct values with their row counts, from the column's main index (no row ids materialized); the same
+    value in several files or row ranges of the snapshot is summed. A multivalue (ARRAY) column lists its
+    elements, each with the rows whose array holds it (order=count: the top elements)."""
     key = f"{order}|{prefix}"
     offset = 0
     snap = None

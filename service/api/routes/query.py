@@ -36,7 +36,9 @@ _ROARING_RESPONSE: dict[int | str, dict[str, object]] = {
 async def query(name: TableName, body: schemas.QueryRequest, services: ReadServicesDep,
                 accept: Annotated[str | None, Header(include_in_schema=False)] = None) -> Response:
     """Rows where the predicate is TRUE (SQL three-valued logic) across every file and row range of each
-    referenced column's current snapshot. Over the time budget (BGIX_QUERY_TIMEOUT_S): 503 query_timeout."""
+    referenced column's current snapshot. Where a column has indexes of several families, each predicate leaf
+    is answered by the index that answers it best (docs/index-families.md). Over the time budget
+    (BGIX_QUERY_TIMEOUT_S): 503 query_timeout."""
     return await services.query_pool.run(partial(answer_query, services, name, body, accept))
 
 

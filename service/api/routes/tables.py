@@ -60,7 +60,8 @@ def list_tables(services: ServicesDep) -> schemas.TablesPublic:
             response_model_exclude_unset=True)
 def get_table(name: TableName, services: ServicesDep) -> schemas.TablePublic:
     """One table's definition; for a Paimon table also its current snapshot: fields with their ids and
-    types, partition keys, row count and every bitmap global index in it."""
+    types, partition keys, row count and every global index in it (bitmap, btree, multivalue; one entry per
+    column and index_type)."""
     return _shown(services, services.catalog.get_table(name))
 
 

@@ -86,6 +86,29 @@ function el(tag, attrs, ...children) {
   return node;
 }
 
+// ---- index families (index_format/families.py): one column may have an index of each --------------
+const FAMILIES = {
+  bitmap: "bitmap: a row bitmap per distinct value; answers every predicate; best for low- and medium-cardinality "
+    + "columns",
+  btree: "btree: sorted keys → row ids; seeks for =, IN, <, >, BETWEEN, LIKE 'x%', IS [NOT] NULL, != and NOT IN; "
+    + "for high-cardinality columns and ranges",
+  multivalue: "multivalue: a row bitmap per array element (ARRAY columns); answers array_contains, arrays_overlap "
+    + "and array_contains_all; NOT and IS NULL on the array go to a scan",
+};
+
+function familyOf(ix) { return (ix && ix.index_type) || "bitmap"; }
+// An index is one (column, family): two families on one column are two rows, never one overwriting the other.
+function indexKey(column, family) { return `${column}\u0000${family || "bitmap"}`; }
+
+function familyTag(family) {
+  // A build of several columns names one family per column ("btree,multivalue"): one badge each.
+  return String(family || "bitmap").split(",").map((f) => f.trim()).map((f) =>
+    el("span", { class: `badge family family-${f}`, "data-family": f, title: FAMILIES[f] || `${f} index` }, f));
+}
+
+// A multivalue index's keys are the array's elements; its Type cell names the column's type.
+function keyTypeText(family, keyType) { return family === "multivalue" ? `array<${keyType}>` : keyType; }
+
 function bar(fraction, cls) {
   const pct = Math.max(0, Math.min(1, Number(fraction) || 0)) * 100;
   return el("div", { class: `bar ${cls || ""}`, role: "progressbar", "aria-valuenow": pct.toFixed(1),
@@ -179,7 +202,7 @@ function tableCard(d) {
   return card;
 }
 
-// ---- Paimon tables: the table's own snapshot, and every bitmap global index in it, whoever wrote it -----
+// ---- Paimon tables: the table's own snapshot, and every global index in it (any family), whoever wrote it --
 const ORIGIN_TITLES = {
   bgix: "committed by a bgix build (snapshot property bgix.job-id)",
   paimon: "DEIX source_meta: written by Paimon Java (or another DEIX writer)",
@@ -203,14 +226,14 @@ function paimonCard(d) {
   const card = el("div", { class: "table-card", "data-table": t.name, "data-format": "paimon" }, head, problemBoxes(d));
   if (d.indexError) { const box = el("div", { class: "error-box" }); showError(box, d.indexError); card.append(box); }
   if (!p) { card.append(el("p", { class: "muted" }, "The Paimon snapshot could not be read.")); return card; }
-  if (!p.indexes.length) { card.append(el("p", { class: "muted" }, "No bitmap global index in this snapshot yet.")); return card; }
-  const served = new Map(d.indexes.map((ix) => [ix.column, ix]));
+  if (!p.indexes.length) { card.append(el("p", { class: "muted" }, "No global index in this snapshot yet.")); return card; }
+  const served = new Map(d.indexes.map((ix) => [indexKey(ix.column, familyOf(ix)), ix]));
   const liveRows = p.row_count - p.deleted_rows;
   card.append(el("table", { class: "grid indexes" },
     el("thead", {}, el("tr", {},
       ["Column", "Type", "_ROW_IDs", "Files", "Size", "Distinct", "Nulls", "Coverage", "Origin", "Row ranges", ""].map(
         (h, i) => el("th", { class: i >= 2 && i <= 6 ? "num" : null }, h)))),
-    el("tbody", {}, p.indexes.map((pix) => paimonIndexRow(t.name, pix, served.get(pix.column), liveRows)))));
+    el("tbody", {}, p.indexes.map((pix) => paimonIndexRow(t.name, pix, served.get(indexKey(pix.column, familyOf(pix))), liveRows)))));
   return card;
 }
 
@@ -220,10 +243,12 @@ function paimonIndexRow(table, pix, ix, liveRows) {
   const covered = ix ? rangeRows(ix.covered_ranges) : rangeRows(pix.row_ranges);
   const total = ix ? covered + uncovered : liveRows;
   const frac = total ? Math.min(1, covered / total) : 0;
-  const type = ix ? ix.key_type : (pix.key_type || "not readable by bgix");
-  return el("tr", { "data-column": pix.column },
+  const family = familyOf(pix);
+  const keyType = ix ? ix.key_type : pix.key_type;
+  const type = keyType ? keyTypeText(family, keyType) : "not readable by bgix";
+  return el("tr", { "data-column": pix.column, "data-family": family },
     el("td", {}, el("code", {}, pix.column)),
-    el("td", {}, `bitmap · ${type}`, ix ? keyOrderTag(ix) : null),
+    el("td", { class: "index-type" }, familyTag(family), ` · ${type}`, ix ? keyOrderTag(ix) : null),
     el("td", { class: "num" }, fmtInt(covered)),
     el("td", { class: "num" }, fmtInt(pix.files)),
     el("td", { class: "num" }, fmtBytes(pix.bytes)),
@@ -233,7 +258,7 @@ function paimonIndexRow(table, pix, ix, liveRows) {
        el("div", { class: "bar-label" }, `${(100 * frac).toFixed(1)}%` + (uncovered ? ` · ${fmtInt(uncovered)} rows uncovered` : ""))),
     el("td", { class: "origins" }, (pix.origins || []).map(originTag)),
     el("td", { class: "mono ranges" }, fmtRanges(pix.row_ranges)),
-    el("td", {}, ix ? el("button", { type: "button", class: "ghost explore-btn", onclick: () => openExplore(table, pix.column) }, "Explore") : null));
+    el("td", {}, ix ? el("button", { type: "button", class: "ghost explore-btn", onclick: () => openExplore(table, pix.column, family) }, "Explore") : null));
 }
 
 function originTag(o) {
@@ -288,9 +313,10 @@ function indexRow(table, ix, totalRows) {
   const frac = total ? covered / total : 0;
   const badge = ix.stale ? el("span", { class: "badge stale", title: "source files changed since the build" }, "stale")
                          : el("span", { class: "badge fresh" }, "fresh");
-  return el("tr", { "data-column": ix.column },
+  const family = familyOf(ix);
+  return el("tr", { "data-column": ix.column, "data-family": family },
     el("td", {}, el("code", {}, ix.column), " ", badge),
-    el("td", {}, `${ix.index_type} · ${ix.key_type}`, keyOrderTag(ix)),
+    el("td", { class: "index-type" }, familyTag(family), ` · ${keyTypeText(family, ix.key_type)}`, keyOrderTag(ix)),
     el("td", { class: "num" }, fmtInt(covered)),
     el("td", { class: "num" }, fmtInt(ix.files)),
     el("td", { class: "num" }, fmtBytes(ix.bytes)),
@@ -300,7 +326,7 @@ function indexRow(table, ix, totalRows) {
        el("div", { class: "bar-label" }, `${(100 * frac).toFixed(1)}%` + (uncovered ? ` · ${fmtInt(uncovered)} rows uncovered` : ""))),
     el("td", {}, `#${ix.snapshot_id}`),
     el("td", { class: "muted" }, ix.built_at ? ix.built_at.replace("T", " ").slice(0, 19) : "—"),
-    el("td", {}, el("button", { type: "button", class: "ghost explore-btn", onclick: () => openExplore(table, ix.column) }, "Explore")));
+    el("td", {}, el("button", { type: "button", class: "ghost explore-btn", onclick: () => openExplore(table, ix.column, family) }, "Explore")));
 }
 
 function fillTableSelects() {
@@ -314,27 +340,44 @@ function fillTableSelects() {
 
 function fillColumnList() {
   const d = state.tables.find((x) => x.table.name === $("build-table").value);
-  // A Paimon table names its fields: offer every field a bitmap index can hold (partition keys excepted).
+  const family = $("build-type").value;
+  $("build-type-hint").textContent = FAMILIES[family] || "";
+  // A Paimon table names its fields: offer those the chosen family can index (partition keys excepted): ARRAY
+  // fields for multivalue, fields with a scalar key type for bitmap and btree.
+  const fits = (f) => (family === "multivalue" ? /^ARRAY\b/i.test(f.type) : Boolean(f.key_type));
   const cols = !d ? [] : d.paimon
-    ? d.paimon.fields.filter((f) => f.key_type && !d.paimon.partition_keys.includes(f.name)).map((f) => f.name)
-    : d.indexes.map((ix) => ix.column);
+    ? d.paimon.fields.filter((f) => fits(f) && !d.paimon.partition_keys.includes(f.name)).map((f) => f.name)
+    : [...new Set(d.indexes.map((ix) => ix.column))];
   $("build-columns").replaceChildren(...cols.map((c) => el("option", { value: c })));
 }
 
-// ---- explore one index: prefix autocomplete + top values chart -----------------------------------
-function openExplore(table, column) {
+// ---- explore one index: prefix autocomplete + top values chart (+ a range form for btree) ----------
+function openExplore(table, column, family) {
   const d = state.tables.find((x) => x.table.name === table);
-  const ix = d && d.indexes.find((x) => x.column === column);
+  const fam = family || "bitmap";
+  const ix = d && (d.indexes.find((x) => x.column === column && familyOf(x) === fam)
+                   || d.indexes.find((x) => x.column === column));
   // Prefix autocomplete needs a string index; other types get an exact look-up of the typed value.
   const keyType = ix ? String(ix.key_type) : "string";
   const isString = /^(string|varchar|char)/.test(keyType);
-  state.explore = { table, column, seq: 0, keyType, isString };
-  $("value-input").placeholder = isString ? "type a prefix…" : `type a ${keyType} value…`;
+  // A multivalue index's keys are the array's elements: its values are the top elements, a look-up is
+  // array_contains (the column's value is an array, never equal to one element).
+  const multi = fam === "multivalue";
+  state.explore = { table, column, family: fam, seq: 0, rangeSeq: 0, keyType, isString, multi };
+  $("value-input").placeholder = isString ? "type a prefix…" : `type a ${keyType} ${multi ? "element" : "value"}…`;
   $("explore-section").hidden = false;
+  $("explore-section").dataset.family = fam;
   $("explore-title").textContent = `${table}.${column}`;
+  $("explore-family").replaceChildren(...familyTag(fam));
+  $("lookup-title").textContent = multi ? "Element look-up (array_contains)" : "Value look-up";
+  $("top-title").textContent = multi ? `Top ${column} (array elements) by rows` : "Top values by rows";
   $("value-input").value = "";
   $("value-result").textContent = "";
   $("suggestions").hidden = true;
+  // Ranges are what a btree seeks best; the form is offered for btree indexes.
+  $("range-box").hidden = fam !== "btree";
+  $("range-low").value = ""; $("range-high").value = "";
+  $("range-result").className = "muted"; $("range-result").textContent = ""; delete $("range-result").dataset.count;
   loadTopValues();
   $("explore-section").scrollIntoView({ block: "nearest" });
   $("value-input").focus();
@@ -369,7 +412,8 @@ function topValuesSvg(values) {
   const svg = document.createElementNS(NS, "svg");
   svg.setAttribute("viewBox", `0 0 ${width} ${Math.max(1, values.length) * rowH + 4}`);
   svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", "top values by row count");
+  svg.setAttribute("aria-label", state.explore && state.explore.multi ? "top array elements by row count"
+                                                                      : "top values by row count");
   const mk = (tag, attrs, text) => {
     const n = document.createElementNS(NS, tag);
     for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
@@ -429,8 +473,9 @@ async function exactLookup() {
   if (!text) { box.className = "muted"; box.textContent = ""; return; }
   try {
     // The query endpoint converts the literal to the column type (JSON form: strings allowed for dates etc.).
+    const op = state.explore.multi ? "array_contains" : "eq";
     const data = await api("POST", `/v1/tables/${enc(table)}/query`,
-      { predicate: { op: "eq", column, value: literalFromText(text) }, result: "count" });
+      { predicate: { op, column, value: literalFromText(text) }, result: "count" });
     if (seq !== state.explore.seq) return;
     pickValue({ value: literalFromText(text), rows: data.count });
   } catch (e) {
@@ -471,8 +516,11 @@ function pickValue(v) {
   $("suggestions").hidden = true;
   const box = $("value-result");
   box.className = "";
-  box.replaceChildren(el("strong", {}, fmtValue(v.value)), ` — ${fmtInt(v.rows)} rows. `,
-    el("a", { href: "#query-section", onclick: () => prefillQuery(v.value) }, "query these rows"));
+  const where = valueWhere(state.explore, v.value);
+  box.replaceChildren(el("strong", {}, fmtValue(v.value)),
+    ` — ${fmtInt(v.rows)} rows${state.explore.multi ? " whose array holds it" : ""}. `,
+    el("a", { href: "#query-section", class: "prefill", "data-where": where, onclick: () => prefillQuery(where) },
+       "query these rows"));
 }
 
 function sqlLiteral(v) {
@@ -481,10 +529,56 @@ function sqlLiteral(v) {
   return `'${String(v).replace(/'/g, "''")}'`;
 }
 
-function prefillQuery(value) {
+function sqlColumn(column) { return /^[A-Za-z_][A-Za-z0-9_]*$/.test(column) ? column : `"${column.replace(/"/g, '""')}"`; }
+
+// The SQL of one value's rows: `col = v`, or `array_contains(col, v)` for a multivalue index's element.
+function valueWhere(explore, value) {
+  const col = sqlColumn(explore.column);
+  return explore.multi ? `array_contains(${col}, ${sqlLiteral(value)})` : `${col} = ${sqlLiteral(value)}`;
+}
+
+// A btree range: both bounds → BETWEEN, one bound → >= or <= (bounds inclusive, as BETWEEN's).
+function rangeWhere(column, lowText, highText) {
+  const col = sqlColumn(column);
+  const lit = (t) => sqlLiteral(literalFromText(t));
+  if (lowText && highText) return `${col} BETWEEN ${lit(lowText)} AND ${lit(highText)}`;
+  if (lowText) return `${col} >= ${lit(lowText)}`;
+  if (highText) return `${col} <= ${lit(highText)}`;
+  return null;
+}
+
+async function runRange(ev) {
+  ev.preventDefault();
+  if (!state.explore) return;
   const { table, column } = state.explore;
-  $("query-table").value = table;
-  $("query-where").value = `${/^[A-Za-z_][A-Za-z0-9_]*$/.test(column) ? column : `"${column}"`} = ${sqlLiteral(value)}`;
+  const box = $("range-result");
+  const where = rangeWhere(column, $("range-low").value.trim(), $("range-high").value.trim());
+  if (!where) {
+    delete box.dataset.count;
+    box.className = "error-box"; box.textContent = "give a low bound, a high bound or both"; return;
+  }
+  const ex = state.explore, seq = ++ex.rangeSeq;
+  $("range-run").disabled = true;
+  try {
+    const data = await api("POST", `/v1/tables/${enc(table)}/query`, { where, result: "count" });
+    if (ex !== state.explore || seq !== ex.rangeSeq) return;  // another index or a newer range was asked
+    box.className = "";
+    box.dataset.count = String(data.count);
+    box.replaceChildren(el("code", {}, where), ` — ${fmtInt(data.count)} rows${data.exact === false ? " (superset)" : ""}. `,
+      el("a", { href: "#query-section", class: "prefill", "data-where": where, onclick: () => prefillQuery(where) },
+         "query these rows"));
+  } catch (e) {
+    if (ex !== state.explore || seq !== ex.rangeSeq) return;
+    delete box.dataset.count;
+    box.className = "error-box"; box.textContent = e.message;
+  } finally {
+    $("range-run").disabled = false;
+  }
+}
+
+function prefillQuery(where) {
+  $("query-table").value = state.explore.table;
+  $("query-where").value = where;
 }
 
 // ---- query ----------------------------------------------------------------------------------------
@@ -607,7 +701,7 @@ function jobRow(j) {
   const active = j.state === "queued" || j.state === "running";
   const rows = [el("tr", { "data-job": j.id, "data-state": j.state },
     el("td", { class: "mono" }, j.id),
-    el("td", {}, el("code", {}, `${j.table}.${j.index_column}`)),
+    el("td", {}, el("code", {}, `${j.table}.${j.index_column}`), " ", familyTag(j.index_type)),
     el("td", {}, el("span", { class: `badge ${j.state}` }, j.state)),
     el("td", {}, bar(frac, j.state === "succeeded" ? "done" : (j.state === "failed" ? "failed" : "")),
        el("div", { class: "bar-label job-pct" }, `${(100 * frac).toFixed(1)}%`)),
@@ -682,6 +776,8 @@ function init() {
   $("query-form").addEventListener("submit", runQuery);
   $("build-form").addEventListener("submit", startBuild);
   $("build-table").addEventListener("change", fillColumnList);
+  $("build-type").addEventListener("change", fillColumnList);
+  $("range-form").addEventListener("submit", runRange);
   $("value-input").addEventListener("input", onValueInput);
   $("value-input").addEventListener("keydown", onValueKey);
   $("value-input").addEventListener("focus", onValueInput);

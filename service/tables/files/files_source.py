@@ -19,7 +19,7 @@ from service.catalog.model import Table, UnreadableFile
 from service.catalog.partitions import check_matches, check_readable, select_files
 from service.catalog.scan import hive_keys, list_data_files, parse_partition, read_schema, relative_dir
 from service.tables.build_tasks import BuildOutcome, BuildPlan
-from service.tables.files.plan import commit_build, plan_build
+from service.tables.files.plan import check_family, commit_build, plan_build
 from service.tables.table_source import IndexViewSource
 
 __all__ = ["FileSource"]
@@ -146,8 +146,9 @@ class FileSource:
         # The map as last scanned; the job rescans and checks again (plan.make_plan).
         check_readable(self.catalog.unreadable_files(self.table.name), self.table, spec.partitions)
         previous = self.catalog.current_snapshot(self.table.name, spec.index_column)
-        return replace(spec, options=resolve_options(requested, previous.options if previous else None,
-                                                     spec.index_column))
+        check_family(previous, spec)
+        options = resolve_options(requested, previous.options if previous else None, spec.index_column)
+        return replace(spec, options=options)
 
     def plan_build(self, spec: JobSpec) -> BuildPlan:
         return plan_build(self.catalog, self.table, spec)

@@ -15,9 +15,11 @@ import numpy as np
 import pyarrow as pa
 
 from index_format import ranges as row_ranges
+from index_format.errors import InvalidOptionError, UnsupportedTypeError
+from index_format.families import family
 from index_format.options import IndexOptions, option_error
 from index_format.storage import Storage
-from index_format.types import from_arrow
+from index_format.types import KeyType, from_arrow
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import RowIdError
 from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec, check_options_match, index_options_of
@@ -141,6 +143,10 @@ def next_snapshot(plan: FilePlan, key_type: str, written: pa.Table, storage: Sto
     if base is not None and base.key_type != key_type:
         raise RowIdError(f"column {plan.column!r} changed type from {base.key_type} to {key_type}; "
                          "run with rebuild=true")
+    if base is not None and base.index_type != index_type:
+        # a bgix table keeps one index per column: another family replaces it, with rebuild
+        raise RowIdError(f"column {plan.column!r} has a {base.index_type} index; building a {index_type} index "
+                         "replaces it: run with rebuild=true (or drop it first)")
     part_of = {(r.start, r.end): r.partition for r in plan.ranges}
     entries = list(base.files) if base else []
     for row in written.to_pylist():
@@ -166,6 +172,38 @@ def next_snapshot(plan: FilePlan, key_type: str, written: pa.Table, storage: Sto
         row_count=sum(s.row_count for s in source_list))
 
 
+def _key_type(arrow_type: pa.DataType, index_type: str, column: str) -> KeyType:
+    """The keys a `index_type` index on a column of `arrow_type` holds: a multivalue index the elements of a
+    list column, the others the column's values.
+
+    Raises:
+        UnsupportedTypeError: a type the family cannot hold.
+    """
+    is_list = pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)
+    if family(index_type).element_keys:
+        if not is_list:
+            raise UnsupportedTypeError(f"column {column!r} has type {arrow_type}; a {index_type} index needs a "
+                                       "list column (ARRAY)")
+        return from_arrow(arrow_type.value_type)
+    if is_list:
+        raise UnsupportedTypeError(f"column {column!r} has type {arrow_type}, which a {index_type} index cannot "
+                                   "hold; index its elements with index_type 'multivalue'")
+    return from_arrow(arrow_type)
+
+
+def check_family(previous: Snapshot | None, spec: JobSpec) -> None:
+    """A bgix table keeps one index per column: a build of another family replaces it, only with rebuild.
+
+    Raises:
+        InvalidOptionError: the column has an index of another family and the build does not rebuild.
+    """
+    if previous is not None and previous.index_type != spec.index_type and not spec.options.rebuild:
+        raise InvalidOptionError(
+            f"column {spec.index_column!r} of {spec.table!r} has a {previous.index_type} index; a bgix table keeps "
+            f"one index per column, so a {spec.index_type} index replaces it: pass rebuild=true (or drop the "
+            "index first)")
+
+
 def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
     """Collect the column's garbage, plan (make_plan) and describe the work for the shared worker: one task
     per range (or per file with a row_id_column), files in the job's directory with range sidecars.
@@ -173,6 +211,7 @@ def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
     Raises: as make_plan.
     """
     column = spec.index_column
+    check_family(catalog.current_snapshot(table.name, column), spec)
     removed = catalog.collect_garbage(table.name, column, keep_job=spec.job_id)
     if removed:
         log.info("removed %d unreferenced index file(s)", len(removed))
@@ -184,7 +223,8 @@ def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
     f0 = plan.files[0] if plan.files else None
     # Key type from the first data file's Arrow schema (Parquet/ORC: footer only); the Spark scan
     # variant takes Spark's own.
-    kt = from_arrow(read_schema(storage, f0.path, table.format, f0.size).field(column).type) if f0 else None
+    kt = (_key_type(read_schema(storage, f0.path, table.format, f0.size).field(column).type, spec.index_type, column)
+          if f0 else None)
     nothing = not plan.ranges and not spec.options.rebuild
     return BuildPlan(
         columns={column: kt.spelling if kt else "string"},

@@ -1,11 +1,11 @@
 """Paimon tables behind the table-source seam (pypaimon is imported only inside this package); re-exports only.
 
 paimon_errors · location (`<warehouse>/<db>.db/<table>`) · table (open, pin a snapshot, Storage) · key_types ·
-description (fields, options, data files) · index_entries (bitmap global index files) · origins (who wrote
+description (fields, options, data files) · index_entries (global index files of every family) · origins (who wrote
 each index file: bgix, pypaimon, a DEIX writer such as Paimon Java) ·
 deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads) · view (what the query side serves) ·
 build_plan (unindexed ranges to build, per split) · commit (index files → one new Paimon snapshot) ·
-drop (a column's bitmap index files → index deletes in one new Paimon snapshot) · paimon_source (the
+drop (a column's global index files → index deletes in one new Paimon snapshot) · paimon_source (the
 TableSource).
 """
 from __future__ import annotations
@@ -18,14 +18,14 @@ from service.tables.paimon.description import (
     RowRangeGroup,
     describe_table,
 )
-from service.tables.paimon.drop import drop_bitmap_index
+from service.tables.paimon.drop import drop_column_indexes
 from service.tables.paimon.paimon_errors import (
     NotAPaimonTableError,
     PaimonColumnNotFoundError,
     PaimonSnapshotNotFoundError,
     RowTrackingDisabledError,
 )
-from service.tables.paimon.index_entries import BitmapIndexEntry, list_bitmap_index_entries
+from service.tables.paimon.index_entries import GlobalIndexEntry, list_all_index_entries, list_index_entries
 from service.tables.paimon.key_types import key_type_of_spelling
 from service.tables.paimon.location import PaimonLocation, parse_location, to_storage_path
 from service.tables.paimon.rows import ROW_ID, plan_splits, read_rows
@@ -33,10 +33,10 @@ from service.tables.paimon.table import PaimonTable, open_paimon_table, table_st
 from service.tables.paimon.view import PaimonIndexSummary, PaimonView, latest_snapshot_id, load_paimon_view
 
 __all__ = [
-    "ROW_ID", "BitmapIndexEntry", "DeletionVectorRef", "NotAPaimonTableError", "PaimonColumnNotFoundError",
+    "ROW_ID", "GlobalIndexEntry", "DeletionVectorRef", "NotAPaimonTableError", "PaimonColumnNotFoundError",
     "PaimonDataFile", "PaimonField", "PaimonIndexSummary", "PaimonLocation", "PaimonSnapshotNotFoundError",
     "PaimonTable", "PaimonTableDescription", "PaimonView", "RowRangeGroup", "RowTrackingDisabledError",
-    "deleted_row_ids", "describe_table", "drop_bitmap_index", "key_type_of_spelling", "latest_snapshot_id",
-    "list_bitmap_index_entries", "list_deletion_vectors", "load_paimon_view", "open_paimon_table",
+    "deleted_row_ids", "describe_table", "drop_column_indexes", "key_type_of_spelling", "latest_snapshot_id",
+    "list_all_index_entries", "list_index_entries", "list_deletion_vectors", "load_paimon_view", "open_paimon_table",
     "parse_location", "plan_splits", "read_rows", "table_storage", "to_storage_path",
 ]

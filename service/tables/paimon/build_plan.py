@@ -1,8 +1,9 @@
-"""Plan a bitmap global index build on a Paimon table: which row ranges of which splits still need an index.
+"""Plan a global index build on a Paimon table: which row ranges of which splits still need an index.
 
 Paimon's unindexed-ranges rule (as pypaimon's `create_global_index`): a column's ranges to build are the
-snapshot's contiguous data row ranges (per partition, per split) minus the row ranges its bitmap index files
-already cover; each piece is cut at `sorted-index.records-per-range` ids. One task reads one (contiguous
+snapshot's contiguous data row ranges (per partition, per split) minus the row ranges its index files of the
+same family already cover; each piece is cut at `sorted-index.records-per-range` ids (a multivalue index at
+the multiples of it: Java's globally aligned shards `_ROW_ID DIV R`, one file each). One task reads one (contiguous
 part of a) split once for every requested column; DataSplit and the table object pickle, so a Spark task
 can read its own split. The value indexed for a row is what pypaimon's reader returns for `[column, _ROW_ID]`.
 
@@ -13,7 +14,7 @@ commits is not built by one core; a range never spans two tasks (each task write
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
@@ -22,8 +23,9 @@ from pypaimon.utils.range_helper import RangeHelper
 
 from index_format import ranges
 from index_format.errors import InvalidOptionError
+from index_format.families import BITMAP, family
 from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
-from service.tables.paimon.index_entries import list_bitmap_index_entries
+from service.tables.paimon.index_entries import list_index_entries
 from service.tables.paimon.key_types import key_type_of_spelling
 from service.tables.paimon.rows import ROW_ID, plan_splits, read_rows
 from service.tables.paimon.table import PaimonTable
@@ -64,8 +66,12 @@ class PaimonBuildPlan:
     table: PaimonTable
     columns: tuple[str, ...]
     field_ids: dict[str, int]
-    key_types: dict[str, str]       # KeyType spelling per column
+    key_types: dict[str, str]       # KeyType spelling per column (a multivalue index: the element type)
     tasks: list[PaimonBuildTask]
+    families: dict[str, str] = field(default_factory=dict)   # index family per column (absent: bitmap)
+
+    def family_of(self, column: str) -> str:
+        return self.families.get(column, BITMAP.name)
 
     @property
     def snapshot_id(self) -> int | None:
@@ -73,12 +79,14 @@ class PaimonBuildPlan:
 
 
 def check_build_columns(table: PaimonTable, columns: Sequence[str],
-                        partitions: Sequence[Mapping[str, str]] = ()) -> dict[str, str]:
-    """{column: key type spelling} for columns a bitmap index can hold; validates `partitions` keys.
+                        partitions: Sequence[Mapping[str, str]] = (),
+                        families: Mapping[str, str] | None = None) -> dict[str, str]:
+    """{column: key type spelling} for columns the requested family (`families`, default bitmap) can hold
+    (a multivalue index: an ARRAY column, keyed by its element type); validates `partitions` keys.
 
     Raises:
         PaimonColumnNotFoundError: a column the table does not have.
-        InvalidOptionError: a partition column, a type bitmap indexes cannot hold, unknown partition keys.
+        InvalidOptionError: a partition column, a type the family cannot hold, unknown partition keys.
     """
     fields = {f.name: f for f in table.table.fields}
     keys = list(table.table.partition_keys)
@@ -88,10 +96,7 @@ def check_build_columns(table: PaimonTable, columns: Sequence[str],
             raise PaimonColumnNotFoundError(c, list(fields), table.location.identifier)
         if c in keys:
             raise InvalidOptionError(f"column {c!r} is a partition key of Paimon table {table.location.identifier}")
-        kt = key_type_of_spelling(str(fields[c].type))
-        if kt is None:
-            raise InvalidOptionError(f"column {c!r} has type {fields[c].type}, which a bitmap index cannot hold")
-        out[c] = kt.spelling
+        out[c] = _key_type(c, fields[c].type, family((families or {}).get(c, BITMAP.name)).name)
     for spec in partitions:
         unknown = set(spec) - set(keys)
         if unknown:
@@ -100,18 +105,43 @@ def check_build_columns(table: PaimonTable, columns: Sequence[str],
     return out
 
 
+def _key_type(column: str, ptype: object, index_type: str) -> str:
+    """The key type spelling a `index_type` index on a column of Paimon type `ptype` holds."""
+    element = getattr(ptype, "element", None)
+    if family(index_type).element_keys:
+        kt = None if element is None else key_type_of_spelling(str(element))
+        if kt is None:
+            raise InvalidOptionError(
+                f"column {column!r} has type {ptype}; a {index_type} index needs an ARRAY of a scalar type")
+        return kt.spelling
+    kt = key_type_of_spelling(str(ptype))
+    if kt is None:
+        hint = "; index its elements with index_type 'multivalue'" if element is not None else ""
+        raise InvalidOptionError(f"column {column!r} has type {ptype}, which a {index_type} index cannot hold{hint}")
+    return kt.spelling
+
+
 def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range: int,
-               partitions: Sequence[Mapping[str, str]] = (), rebuild: bool = False) -> PaimonBuildPlan:
-    """Tasks for the ranges no bitmap index on each column covers yet (every range when `rebuild`), one task
-    per contiguous split (as pypaimon's own build); cut_tasks cuts them smaller for parallel engines.
+               partitions: Sequence[Mapping[str, str]] = (), rebuild: bool = False,
+               families: Mapping[str, str] | None = None) -> PaimonBuildPlan:
+    """Tasks for the ranges no index of the requested family (`families`, default bitmap) on each column covers
+    yet (every range when `rebuild`), one task per contiguous split (as pypaimon's own build); cut_tasks cuts
+    them smaller for parallel engines.
 
     Raises: as check_build_columns.
     """
-    key_types = check_build_columns(table, columns, partitions)
+    fams = {c: family((families or {}).get(c, BITMAP.name)).name for c in columns}
+    key_types = check_build_columns(table, columns, partitions, fams)
     field_ids = {f.name: int(f.id) for f in table.table.fields if f.name in key_types}
-    entries = list_bitmap_index_entries(table) if not rebuild else {}
-    covered = {c: ranges.merge((e.row_range_start, e.row_range_end) for e in entries.get(c, ())
-                               if not e.extra_field_ids) for c in columns}
+    covered = {}
+    for c in columns:
+        entries = list_index_entries(table, fams[c]).get(c, ()) if not rebuild else ()
+        covered[c] = ranges.merge((e.row_range_start, e.row_range_end) for e in entries if not e.extra_field_ids)
+
+    def cut(c: str, todo: list[Range]) -> tuple[Range, ...]:
+        if family(fams[c]).element_keys:   # one file per globally aligned shard (Java's multivalue build)
+            return tuple(ranges.aligned_chunks(todo, records_per_range))
+        return tuple(ranges.chunks(todo, records_per_range))
     tasks = []
     for split in plan_splits(table):
         part = table.partition_dict(split.partition)
@@ -119,15 +149,14 @@ def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range:
             continue
         for sub in split_by_contiguous_row_range([split]):
             rr = calc_row_range(sub)
-            todo = {c: tuple(ranges.chunks(ranges.subtract([(rr.from_, rr.to)], covered[c]), records_per_range))
-                    for c in columns}
+            todo = {c: cut(c, ranges.subtract([(rr.from_, rr.to)], covered[c])) for c in columns}
             todo = {c: rs for c, rs in todo.items() if rs}
             if todo:
                 tasks.append(PaimonBuildTask(split=_files_for(sub, todo), partition=part,
                                              partition_values=tuple(getattr(split.partition, "values", ()) or ()),
                                              ranges=todo))
     return PaimonBuildPlan(table=table, columns=tuple(columns), field_ids=field_ids, key_types=key_types,
-                           tasks=tasks)
+                           tasks=tasks, families=fams)
 
 
 def cut_tasks(plan: PaimonBuildPlan, max_task_rows: int) -> PaimonBuildPlan:

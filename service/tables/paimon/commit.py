@@ -1,16 +1,15 @@
-"""Commit bitmap global index files bgix wrote into a Paimon table: one new snapshot through pypaimon's commit.
+"""Commit global index files bgix wrote into a Paimon table: one new snapshot through pypaimon's commit.
 
-Each file becomes an IndexManifestEntry (add, its partition, bucket 0, index type "bitmap", GlobalIndexMeta
+Each file becomes an IndexManifestEntry (add, its partition, bucket 0, its family's index type, GlobalIndexMeta
 with the inclusive row range, the column's field id, the spec §4 metadata and the DEIX source marker).
 Before committing, coverage is re-checked on the latest snapshot when another writer committed since the
 build's scan; after committing, a file that overlaps another writer's index on the same column (a race in
-the last instant) makes this module take its own entries back out (index_deletes). When the commit fails
+the last instant; same family) makes this module take its own entries back out (index_deletes). When the commit fails
 the written files are deleted unless a snapshot references them, so the table stays as it was.
 """
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -27,12 +26,11 @@ from index_format.families import BITMAP
 from index_format.global_index.filemeta import deix_source_meta
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CommitConflictError
-from service.tables.paimon.index_entries import list_bitmap_index_entries
+from service.tables.paimon.index_entries import index_file_names, list_index_entries
 from service.tables.paimon.location import PaimonLocation, to_storage_path
 from service.tables.paimon.table import PaimonTable, reopen
 
-__all__ = ["BuiltIndexFile", "commit_index_files", "commit_messages", "index_dir", "new_index_file_name",
-           "writable_table"]
+__all__ = ["BuiltIndexFile", "commit_index_files", "commit_messages", "index_dir", "writable_table"]
 
 log = logging.getLogger("bgix.paimon.commit")
 
@@ -58,10 +56,6 @@ def index_dir(table: PaimonTable) -> tuple[str, bool]:
     """(storage path of the directory index files go to, whether it is `global-index.external-path`)."""
     factory = table.table.path_factory().global_index_path_factory()
     return to_storage_path(str(factory.index_path())).rstrip("/"), bool(factory.is_external_path())
-
-
-def new_index_file_name() -> str:
-    return f"bitmap-global-index-{uuid.uuid4()}.index"
 
 
 def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], storage: Storage, *,
@@ -90,9 +84,9 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
 
 
 def _check_still_uncovered(latest: PaimonTable, files: Sequence[BuiltIndexFile], since: int) -> None:
-    entries = list_bitmap_index_entries(latest)
+    entries = {t: list_index_entries(latest, t) for t in {f.index_type for f in files}}
     for f in files:
-        covered = [(e.row_range_start, e.row_range_end) for e in entries.get(f.column, ())]
+        covered = [(e.row_range_start, e.row_range_end) for e in entries[f.index_type].get(f.column, ())]
         if ranges.intersect([(f.row_range_start, f.row_range_end)], covered):
             raise CommitConflictError(
                 f"column {f.column!r}: rows {f.row_range_start}..{f.row_range_end} were indexed by another "
@@ -103,9 +97,10 @@ def _check_no_overlap_after(table: PaimonTable, files: Sequence[BuiltIndexFile],
                             sid: int) -> None:
     """A writer that committed an index on our column between our check and our commit: take ours back."""
     mine = {f.file_name for f in files}
-    entries = list_bitmap_index_entries(reopen(table, sid))
+    after = reopen(table, sid)
+    entries = {t: list_index_entries(after, t) for t in {f.index_type for f in files}}
     for f in files:
-        others = [(e.row_range_start, e.row_range_end) for e in entries.get(f.column, ())
+        others = [(e.row_range_start, e.row_range_end) for e in entries[f.index_type].get(f.column, ())
                   if e.file_name not in mine]
         if ranges.intersect([(f.row_range_start, f.row_range_end)], others):
             commit_messages(writable, _messages(writable, files, table.snapshot_id or 0,
@@ -171,7 +166,7 @@ def _our_snapshot(writable: object, commit_user: str, after: int) -> int:
 def _delete_unreferenced(table: PaimonTable, files: Sequence[BuiltIndexFile], storage: Storage) -> None:
     try:
         latest = reopen(table)
-        referenced = {e.file_name for es in list_bitmap_index_entries(latest).values() for e in es}
+        referenced = index_file_names(latest, latest.snapshot)
     except Exception:
         log.warning("could not list the table's index files; keeping ours", exc_info=True)
         return

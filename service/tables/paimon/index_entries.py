@@ -1,4 +1,5 @@
-"""The bitmap global index files of a Paimon snapshot, as its index manifest lists them (whoever wrote them).
+"""The global index files of a Paimon snapshot, as its index manifest lists them (whoever wrote them), for every
+family bgix knows (index_format.families: bitmap, btree, multivalue).
 
 pypaimon's IndexFileHandler reads the index manifest; this module only filters and reshapes the
 entries. A file's row ids are relative to `row_range_start` (spec §5); `index_meta` is the spec §4
@@ -10,27 +11,29 @@ from dataclasses import dataclass
 
 from pypaimon.index.index_file_handler import IndexFileHandler
 
-from index_format.families import BITMAP
+from index_format.families import BITMAP, FAMILIES, family
 from index_format.types import KeyType
 from service.tables.paimon.key_types import key_type_of_spelling
 from service.tables.paimon.location import to_storage_path
 from service.tables.paimon.table import PaimonTable
 
-__all__ = ["BITMAP_INDEX_TYPE", "BitmapIndexEntry", "bitmap_file_names", "list_bitmap_index_entries"]
+__all__ = ["GlobalIndexEntry", "index_file_names", "list_all_index_entries", "list_index_entries"]
 
-BITMAP_INDEX_TYPE = BITMAP.name  # IndexFileMeta.index_type of bitmap global index files
 _ADD = 0                      # IndexManifestEntry.kind
 
 
 @dataclass(frozen=True, slots=True)
-class BitmapIndexEntry:
-    """One committed bitmap global index file over `column` for rows row_range_start…row_range_end (inclusive).
+class GlobalIndexEntry:
+    """One committed global index file of family `index_type` over `column` for rows row_range_start…
+    row_range_end (inclusive).
 
-    `path` is absolute: the recorded external path, else the table's `index/` directory + file name
-    (as pypaimon's and Java's readers resolve it). Not hashable (`partition` is a dict).
+    `key_type`: the keys' type (for a multivalue index the ELEMENT type of the ARRAY column); None when bgix
+    cannot read keys of that type. `path` is absolute: the recorded external path, else the table's `index/`
+    directory + file name (as pypaimon's and Java's readers resolve it). Not hashable (`partition` is a dict).
     """
 
     column: str
+    index_type: str
     index_field_id: int
     key_type: KeyType | None
     path: str
@@ -47,28 +50,37 @@ class BitmapIndexEntry:
     extra_field_ids: tuple[int, ...] | None
 
 
-def list_bitmap_index_entries(table: PaimonTable) -> dict[str, tuple[BitmapIndexEntry, ...]]:
-    """The snapshot's bitmap global index files grouped by column, each group sorted by row range.
+def list_index_entries(table: PaimonTable, index_type: str = BITMAP.name) -> dict[str, tuple[GlobalIndexEntry, ...]]:
+    """The snapshot's global index files of one family grouped by column, each group sorted by row range.
 
     Files on a field id the pinned schema no longer has (a dropped column) are left out: nothing
-    can query them. Returns {} when the table has no snapshot or no index.
+    can query them. Returns {} when the table has no snapshot or no such index.
     """
+    return {c: es for (c, t), es in list_all_index_entries(table, (family(index_type).name,)).items()}
+
+
+def list_all_index_entries(table: PaimonTable, index_types: tuple[str, ...] | None = None
+                           ) -> dict[tuple[str, str], tuple[GlobalIndexEntry, ...]]:
+    """The snapshot's global index files of every family bgix knows (or of `index_types`), grouped by
+    (column, index type), each group sorted by row range; ordered by column, then family."""
     if table.snapshot is None:
         return {}
+    wanted = frozenset(index_types if index_types is not None else FAMILIES)
     pt = table.table
     fields = {int(f.id): f for f in pt.fields}
     index_dir = pt.path_factory().global_index_path_factory().index_path()
-    grouped: dict[str, list[BitmapIndexEntry]] = {}
-    for entry in IndexFileHandler(table=pt).scan(table.snapshot, _is_bitmap):
+    grouped: dict[tuple[str, str], list[GlobalIndexEntry]] = {}
+    for entry in IndexFileHandler(table=pt).scan(table.snapshot, lambda e: _is_global(e, wanted)):
         meta = entry.index_file
         gim = meta.global_index_meta
         field = fields.get(int(gim.index_field_id))
         if field is None:
             continue
+        index_type = _family_name(meta.index_type)
         external = None if meta.external_path is None else to_storage_path(str(meta.external_path))
-        grouped.setdefault(field.name, []).append(BitmapIndexEntry(
-            column=str(field.name), index_field_id=int(gim.index_field_id),
-            key_type=key_type_of_spelling(str(field.type)),
+        grouped.setdefault((str(field.name), index_type), []).append(GlobalIndexEntry(
+            column=str(field.name), index_type=index_type, index_field_id=int(gim.index_field_id),
+            key_type=_key_type(field, index_type),
             path=external if external is not None else to_storage_path(f"{index_dir}/{meta.file_name}"),
             file_name=str(meta.file_name), external_path=external, file_size=int(meta.file_size),
             row_count=int(meta.row_count), partition=table.partition_dict(entry.partition),
@@ -77,23 +89,39 @@ def list_bitmap_index_entries(table: PaimonTable) -> dict[str, tuple[BitmapIndex
             index_meta=None if gim.index_meta is None else bytes(gim.index_meta),
             source_meta=None if gim.source_meta is None else bytes(gim.source_meta),
             extra_field_ids=None if not gim.extra_field_ids else tuple(int(i) for i in gim.extra_field_ids)))
-    return {column: tuple(sorted(entries, key=lambda e: (e.row_range_start, e.row_range_end, e.file_name)))
-            for column, entries in sorted(grouped.items())}
+    order = list(FAMILIES)
+    return {key: tuple(sorted(entries, key=lambda e: (e.row_range_start, e.row_range_end, e.file_name)))
+            for key, entries in sorted(grouped.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1])))}
 
 
-def bitmap_file_names(table: PaimonTable, snapshot: object | None) -> frozenset[str]:
-    """File names of the bitmap global index files `snapshot` (any snapshot of `table`) lists; empty for None.
+def index_file_names(table: PaimonTable, snapshot: object | None) -> frozenset[str]:
+    """File names of the global index files (families bgix knows) `snapshot` (any snapshot of `table`)
+    lists; empty for None.
 
     A snapshot's index manifest lists every live index file (not a delta), so two snapshots' sets differ
     by what the later one added or removed.
     """
     if snapshot is None:
         return frozenset()
-    entries = IndexFileHandler(table=table.table).scan(snapshot, _is_bitmap)
+    wanted = frozenset(FAMILIES)
+    entries = IndexFileHandler(table=table.table).scan(snapshot, lambda e: _is_global(e, wanted))
     return frozenset(str(e.index_file.file_name) for e in entries)
 
 
-def _is_bitmap(entry: object) -> bool:
+def _family_name(index_type: object) -> str:
+    return str(index_type).strip().lower()
+
+
+def _key_type(field: object, index_type: str) -> KeyType | None:
+    """Keys of a multivalue index are the elements of an ARRAY column; other families key the column itself."""
+    ftype = getattr(field, "type", None)
+    if family(index_type).element_keys:
+        element = getattr(ftype, "element", None)
+        return None if element is None else key_type_of_spelling(str(element))
+    return key_type_of_spelling(str(ftype))
+
+
+def _is_global(entry: object, wanted: frozenset[str]) -> bool:
     meta = getattr(entry, "index_file", None)
     return (getattr(entry, "kind", _ADD) == _ADD and meta is not None
-            and meta.index_type == BITMAP_INDEX_TYPE and meta.global_index_meta is not None)
+            and _family_name(meta.index_type) in wanted and meta.global_index_meta is not None)

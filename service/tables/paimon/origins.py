@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from index_format.global_index.filemeta import deix_scan_snapshot
-from service.tables.paimon.index_entries import BitmapIndexEntry, bitmap_file_names
+from service.tables.paimon.index_entries import GlobalIndexEntry, index_file_names
 from service.tables.paimon.table import PaimonTable
 
 __all__ = ["BGIX_JOB_PROPERTY", "ORIGINS", "WINDOW", "IndexOrigin", "OriginsCache", "file_origins"]
@@ -88,7 +88,7 @@ class OriginsCache:
                     del self._commits[key]
 
 
-def file_origins(table: PaimonTable, entries: Mapping[str, Sequence[BitmapIndexEntry]],
+def file_origins(table: PaimonTable, entries: Mapping[str, Sequence[GlobalIndexEntry]],
                  cache: OriginsCache | None = None) -> dict[str, IndexOrigin]:
     """file name → IndexOrigin for every entry (index files of `table`'s pinned snapshot); `cache` keeps
     what snapshots committed across calls (None: a fresh one)."""
@@ -140,7 +140,7 @@ def _commit(table: PaimonTable, sid: int, cache: OriginsCache) -> _Commit | None
     added: frozenset[str] = frozenset()
     if job is not None:       # only bgix's snapshots are worth two index manifest reads
         before = manager.get_snapshot_by_id(sid - 1) if sid > 1 else None
-        added = bitmap_file_names(table, snap) - bitmap_file_names(table, before)
+        added = index_file_names(table, snap) - index_file_names(table, before)
     commit = _Commit(int(snap.time_millis), None if job is None else str(job), added)
     cache.put(key, commit)
     return commit

@@ -21,7 +21,7 @@ from service.catalog.partitions import check_keys, check_matches
 from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan, BuildRange, FileNames
 from service.tables.paimon.build_plan import PaimonBuildPlan, check_build_columns, cut_tasks, plan_build, read_task
 from service.tables.paimon.commit import BuiltIndexFile, commit_index_files, index_dir
-from service.tables.paimon.drop import drop_bitmap_index
+from service.tables.paimon.drop import drop_column_indexes
 from service.tables.paimon.origins import BGIX_JOB_PROPERTY, OriginsCache
 from service.tables.paimon.rows import ROW_ID as PAIMON_ROW_ID
 from service.tables.paimon.table import PaimonTable, open_paimon_table, table_storage
@@ -118,7 +118,8 @@ class PaimonSource:
         return -1 if sid is None else sid
 
     def view(self) -> IndexViewSource:
-        """The latest snapshot's bitmap global index entries (any writer) as one Snapshot per column, its
+        """The latest snapshot's global index entries (any writer, every family) as Snapshots per column (the
+        one covering most rows in `columns`, the others in `more_indexes`), its
         data files as DataFiles (ids = `_ROW_ID`), deletion vectors as `gone`, row ranges as `live_ranges`.
 
         Raises:
@@ -128,7 +129,7 @@ class PaimonSource:
         t = self.table
         view = load_paimon_view(t.name, t.location, self.catalog.storage, self.origins)
         return IndexViewSource(
-            table=t, columns=view.columns, data_files=view.data_files, total_rows=view.total_rows, sparse=False,
+            table=t, columns=view.columns, more_indexes=view.more, data_files=view.data_files, total_rows=view.total_rows, sparse=False,
             gone=view.deleted if view.deleted else None, live_ranges=view.row_ranges,
             version=view.snapshot_id if view.snapshot_id is not None else -1, summary=view,
             records_key_order=False)
@@ -140,13 +141,13 @@ class PaimonSource:
         return []
 
     def drop_index(self, column: str) -> None:
-        """One new Paimon snapshot takes the column's bitmap global index entries out (index deletes, whoever
+        """One new Paimon snapshot takes the column's global index entries (every family) out (index deletes, whoever
         wrote them); the files stay for the older snapshots that reference them.
 
         Raises:
             IndexNotFoundError; InvalidTableError; whatever pypaimon's commit raises.
         """
-        drop_bitmap_index(self.table.location, column, storage_options=self.catalog.storage.storage_options)
+        drop_column_indexes(self.table.location, column, storage_options=self.catalog.storage.storage_options)
         # bgix's statistics of those files live in the warehouse, not in the Paimon table.
         self.catalog.storage.delete(index_stats.stats_dir(self.table.name, column), recursive=True)
 
@@ -158,7 +159,7 @@ class PaimonSource:
         """Column types, partition keys, and partition specs that match no data file."""
         pt = self._open()
         check_keys(spec.partitions, list(pt.table.partition_keys), self.table.name)
-        check_build_columns(pt, spec.columns, spec.partitions)
+        check_build_columns(pt, spec.columns, spec.partitions, spec.families)
         if spec.partitions:
             check_matches(spec.partitions, (f.partition for f in self.view().data_files), self.table.name)
         return spec
@@ -173,10 +174,9 @@ class PaimonSource:
         """
         pt = open_paimon_table(self.table.location, storage_options=spec.storage_options)
         plan = plan_build(pt, spec.columns, records_per_range=spec.options.records_per_range,
-                          partitions=spec.partitions)
+                          partitions=spec.partitions, families=spec.families)
         storage = table_storage(pt, spec.storage_options)
-        return _as_build_plan(plan, spec, FileNames(index_dir(pt)[0], "bitmap-global-index-", uuid_only=True),
-                              storage.to_config())
+        return _as_build_plan(plan, spec, FileNames(index_dir(pt)[0], uuid_only=True), storage.to_config())
 
     def fit_plan(self, plan: BuildPlan, parallelism: int) -> BuildPlan:
         """The plan cut for an even load over `parallelism` task slots (see balance_tasks)."""
@@ -227,7 +227,7 @@ def built_files(plan: BuildPlan, written: pa.Table) -> list[BuiltIndexFile]:
             column=r.column, field_id=state.field_ids[r.column], partition_values=task.partition_values,
             row_range_start=r.start, row_range_end=r.end, path=row["path"],
             file_name=row["path"].rsplit("/", 1)[-1], file_size=row["file_size"], row_count=row["row_count"],
-            index_meta=bytes(row["meta"]), index_type=plan.index_type))
+            index_meta=bytes(row["meta"]), index_type=plan.family_of(r.column)))
     return out
 
 
@@ -247,7 +247,7 @@ def _as_build_plan(plan: PaimonBuildPlan, spec: JobSpec | None, names: FileNames
     common: dict[str, Any] = dict(
         columns=dict(plan.key_types), ranges=tuple(build_ranges), task_rows=tuple(t.rows for t in plan.tasks),
         reader=PaimonTaskReader(plan), names=names, storage_config=storage_config, task_closes=tuple(closes),
-        exact_rows=False, progress_by_task=True, sidecars=False, state=plan,
+        exact_rows=False, progress_by_task=True, sidecars=False, state=plan, families=dict(plan.families),
         message=None if plan.tasks else NOTHING_TO_BUILD)
     if like is not None:
         return replace(like, **common)

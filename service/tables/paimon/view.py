@@ -1,13 +1,13 @@
-"""A Paimon table at its latest snapshot in the shapes the query side already serves: per indexed column a
-catalog Snapshot of the table's bitmap global index files (whoever wrote them; who did is in each
-PaimonIndexSummary's origins), the data files as a row-id map, the live row ranges and the deleted `_ROW_ID`s.
+"""A Paimon table at its latest snapshot in the shapes the query side already serves: per indexed column and
+index family (bitmap, btree, multivalue) a catalog Snapshot of the table's global index files (whoever wrote
+them; who did is in each PaimonIndexSummary's origins), the data files as a row-id map, the live row ranges and the deleted `_ROW_ID`s.
 
 Built from this package's description, index entries and deletion vectors; imports no pypaimon itself.
 """
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pyroaring import BitMap64
 
@@ -16,7 +16,8 @@ from index_format.storage import Storage
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, now
 from service.tables.paimon.deletions import deleted_row_ids
 from service.tables.paimon.description import PaimonTableDescription, describe_table
-from service.tables.paimon.index_entries import BitmapIndexEntry, list_bitmap_index_entries
+from index_format.families import FAMILIES
+from service.tables.paimon.index_entries import GlobalIndexEntry, list_all_index_entries
 from service.tables.paimon.origins import IndexOrigin, OriginsCache, file_origins
 from service.tables.paimon.location import parse_location, to_storage_path
 from service.tables.paimon.table import open_paimon_table
@@ -38,9 +39,10 @@ class PaimonOriginSummary:
 
 @dataclass(frozen=True, slots=True)
 class PaimonIndexSummary:
-    """One column's bitmap global index in the snapshot: files, rows and merged row ranges they cover."""
+    """One column's global index of one family in the snapshot: files, rows and merged row ranges they cover."""
 
     column: str
+    index_type: str           # the family (index_format.families)
     field_id: int
     key_type: str | None      # None: bgix cannot read keys of this column's type
     files: int
@@ -57,12 +59,14 @@ class PaimonView:
     description: PaimonTableDescription
     snapshot_id: int | None
     created_at: float | None                  # the snapshot's commit time, epoch seconds
-    columns: dict[str, Snapshot]              # readable indexes; Snapshot.id is the Paimon snapshot id
-    indexes: tuple[PaimonIndexSummary, ...]   # every bitmap global index, readable or not
+    columns: dict[str, Snapshot]              # per column its readable index covering most rows (then by family
+                                              # rank); Snapshot.id is the Paimon snapshot id
+    indexes: tuple[PaimonIndexSummary, ...]   # every global index of a family bgix knows, readable or not
     data_files: list[DataFile]                # ascending first_row_id
     row_ranges: tuple[tuple[int, int], ...]   # inclusive `_ROW_ID` ranges the data files hold
     total_rows: int                           # one past the highest `_ROW_ID`
     deleted: BitMap64                         # `_ROW_ID`s the deletion vectors remove
+    more: dict[str, list[Snapshot]] = field(default_factory=dict)   # the column's other readable indexes
 
 
 def latest_snapshot_id(location: str, storage_options: Mapping[str, object] | None = None) -> int | None:
@@ -98,13 +102,20 @@ def load_paimon_view(name: str, location: str, storage: Storage,
     desc = describe_table(table)
     sid = table.snapshot_id
     created = None if table.snapshot is None else float(table.snapshot.time_millis) / 1000.0
-    entries = list_bitmap_index_entries(table) if table.snapshot is not None else {}
+    entries = list_all_index_entries(table) if table.snapshot is not None else {}
     origins = file_origins(table, entries, origins_cache)
-    columns = {}
-    for column, items in entries.items():
+    per_column: dict[str, list[Snapshot]] = {}
+    for (column, index_type), items in entries.items():
         readable = [e for e in items if e.key_type is not None and e.index_meta is not None]
         if readable:
-            columns[column] = _snapshot(name, column, sid or 0, created, readable)
+            per_column.setdefault(column, []).append(_snapshot(name, column, index_type, sid or 0, created, readable))
+    columns, more = {}, {}
+    for column, snaps in per_column.items():
+        # the index covering most rows serves the column; the others answer what it cannot (answer.py)
+        snaps.sort(key=lambda s: (-s.row_count, FAMILIES[s.index_type].rank))
+        columns[column] = snaps[0]
+        if len(snaps) > 1:
+            more[column] = snaps[1:]
     files = [DataFile(path=f.path, size=f.file_size, mtime=0.0, row_count=f.row_count,
                       first_row_id=f.first_row_id, partition={k: str(v) for k, v in f.partition.items()},
                       write_cols=f.write_cols, max_sequence_number=f.max_sequence_number)
@@ -112,14 +123,14 @@ def load_paimon_view(name: str, location: str, storage: Storage,
     live = tuple(ranges.merge((g.row_range_start, g.row_range_end) for g in desc.row_ranges))
     return PaimonView(
         description=desc, snapshot_id=sid, created_at=created, columns=columns,
-        indexes=tuple(_summary(c, items, origins) for c, items in entries.items()),
+        indexes=tuple(_summary(c, t, items, origins) for (c, t), items in entries.items()), more=more,
         data_files=sorted(files, key=lambda f: (f.first_row_id, f.max_sequence_number or 0)), row_ranges=live,
         total_rows=max((e + 1 for _, e in live), default=0),
         deleted=deleted_row_ids(table, storage) if desc.deletion_vectors else BitMap64())
 
 
-def _snapshot(table: str, column: str, sid: int, created: float | None,
-              items: Sequence[BitmapIndexEntry]) -> Snapshot:
+def _snapshot(table: str, column: str, index_type: str, sid: int, created: float | None,
+              items: Sequence[GlobalIndexEntry]) -> Snapshot:
     kt = items[0].key_type
     assert kt is not None
     files = [IndexFileEntry(path=e.path, range_start=e.row_range_start, range_end=e.row_range_end,
@@ -128,25 +139,25 @@ def _snapshot(table: str, column: str, sid: int, created: float | None,
                             partition={k: str(v) for k, v in e.partition.items()})
              for e in items]
     covered = ranges.merge((e.row_range_start, e.row_range_end) for e in items)
-    return Snapshot(id=sid, table=table, column=column, key_type=kt.spelling, files=files,
+    return Snapshot(id=sid, table=table, column=column, key_type=kt.spelling, index_type=index_type, files=files,
                     covered_ranges=[list(r) for r in covered], row_count=sum(e - s + 1 for s, e in covered),
                     created_at=now() if created is None else created)
 
 
-def _summary(column: str, items: Sequence[BitmapIndexEntry],
+def _summary(column: str, index_type: str, items: Sequence[GlobalIndexEntry],
              origins: dict[str, IndexOrigin]) -> PaimonIndexSummary:
     kt = items[0].key_type
     return PaimonIndexSummary(
-        column=column, field_id=items[0].index_field_id, key_type=None if kt is None else kt.spelling,
+        column=column, index_type=index_type, field_id=items[0].index_field_id, key_type=None if kt is None else kt.spelling,
         files=len(items), rows=sum(e.row_count for e in items), bytes=sum(e.file_size for e in items),
         row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in items)),
         origins=_by_origin(items, origins))
 
 
-def _by_origin(items: Sequence[BitmapIndexEntry],
+def _by_origin(items: Sequence[GlobalIndexEntry],
                origins: dict[str, IndexOrigin]) -> tuple[PaimonOriginSummary, ...]:
     """Files grouped by writer (and bgix job), in the order of their first row range."""
-    groups: dict[IndexOrigin, list[BitmapIndexEntry]] = {}
+    groups: dict[IndexOrigin, list[GlobalIndexEntry]] = {}
     for e in items:  # sorted by row range
         groups.setdefault(origins.get(e.file_name, IndexOrigin("unknown")), []).append(e)
     return tuple(

@@ -34,7 +34,9 @@ def test_nulls_take_defaults_and_unknown_keys_are_ignored() -> None:
 
 @pytest.mark.parametrize(("change", "match"), [
     ({"table": None}, "lacks"),
-    ({"index_type": "btree"}, "bitmap"),
+    ({"index_type": "bloom"}, "bitmap"),
+    ({"index_type": "btree,bloom"}, "'bloom'"),
+    ({"index_column": "a,b", "index_type": "btree,multivalue,bitmap"}, "3 families for 2 columns"),
     ({"index_column": "../x"}, "invalid column name"),
     ({"options": {"no-such-option": "1"}}, "no-such-option"),
     ({"options": "bitmap-index.compression=lzo"}, "lzo"),

@@ -61,6 +61,6 @@ def test_a_leaf_outside_the_familys_operators_is_declined_not_answered(count: bo
     supported, exact, n, explain = _ask("s > 'a'", narrow, count)
     assert (supported, exact, n) == (False, False, 0)
     if not count:
-        assert "the index of 's' does not answer gt" in explain["unsupported"]  # type: ignore[operator]
+        assert "the bitmap index of 's' does not answer gt" in explain["unsupported"]  # type: ignore[operator]
     # The same files with every operator (None) answer the range exactly.
     assert _ask("s > 'a'", _column(None), count)[:3] == (True, True, len(_truth(lambda v: v > "a")))

@@ -131,3 +131,26 @@ def test_table_is_complete_and_documented() -> None:
     assert len(keys) == len(set(keys))
     assert all(s.help and s.kind in {"int", "size", "codec", "bool", "choice"} for s in OPTION_TABLE)
     assert {s.key: s.default_text for s in OPTION_TABLE} == IndexOptions().to_dict()
+
+
+def test_multivalue_options_are_their_own() -> None:
+    # spec §8 (Java's MultiValueGlobalIndexOptions): same defaults as the bitmap ones, separate keys
+    o = parse_options(None)
+    assert (o.multivalue_dictionary_block_size, o.multivalue_compression, o.multivalue_compression_level) == (
+        16384, "none", 1)
+    o = parse_options("multivalue-index.dictionary-block-size=1 kb,multivalue-index.compression=ZSTD,"
+                      "multivalue-index.compression-level=7")
+    assert (o.multivalue_dictionary_block_size, o.multivalue_compression, o.multivalue_compression_level) == (
+        1024, "zstd", 7)
+    assert (o.dictionary_block_size, o.compression, o.compression_level) == (16384, "none", 1)
+    with pytest.raises(InvalidOptionError, match="multivalue-index.compression-level"):
+        parse_options({"multivalue-index.compression-level": 23})
+    lzo = parse_options({"multivalue-index.compression": "lzo"})
+    assert lzo.writable_compression() == "none"
+    with pytest.raises(InvalidOptionError, match="multivalue-index.compression"):
+        lzo.writable_compression(multivalue=True)
+    # a level shapes files only under zstd, for each family's codec
+    assert parse_options({"multivalue-index.compression-level": 5}).differences(IndexOptions()) == []
+    zstd = parse_options({"multivalue-index.compression": "zstd"})
+    assert zstd.differences(zstd.with_overrides({"multivalue-index.compression-level": 5})) == [
+        ("multivalue-index.compression-level", "1", "5")]

@@ -138,14 +138,14 @@ _ALL_TYPES = ["string", "boolean", "tinyint", "smallint", "int", "bigint", "floa
 
 @settings(max_examples=400, deadline=None)
 @given(st.sampled_from(_ALL_TYPES), st.sampled_from(sorted(OPERATORS)), _literals, _literals,
-       st.lists(_literals, max_size=3))
+       st.lists(_literals, max_size=3), st.booleans())
 def test_any_literal_binds_or_raises_bind_error(type_name: str, op: str, a: object, b: object,
-                                                 many: list[object]) -> None:
+                                                 many: list[object], array: bool) -> None:
     shape = OPERATORS[op].shape
     leaf = {"none": Leaf(op, "c"), "value": Leaf(op, "c", a), "values": Leaf(op, "c", values=tuple(many)),
             "range": Leaf(op, "c", low=a, high=b), "pattern": Leaf(op, "c", pattern=a)}[shape]
     try:
-        bound = bind(leaf, {"c": parse_type(type_name)})
+        bound = bind(leaf, {"c": parse_type(type_name)}, arrays=("c",) if array else ())
     except BindError as e:
         assert "'c'" in str(e)
     else:

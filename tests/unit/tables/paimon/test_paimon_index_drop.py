@@ -1,4 +1,4 @@
-"""drop_bitmap_index takes out exactly what pypaimon's own drop_global_index would, as one snapshot.
+"""drop_column_indexes takes out exactly what pypaimon's own drop_global_index would, as one snapshot.
 
 pypaimon is the judge: its GlobalIndexDropper (dry run) names the entries to delete, its IndexFileHandler lists
 what the latest snapshot holds afterwards, and its drop_global_index finds nothing left to drop.
@@ -14,13 +14,13 @@ from pypaimon.globalindex.create_global_index import create_global_index
 from pypaimon.globalindex.drop_global_index import GlobalIndexDropper, drop_global_index
 
 from service.catalog.catalog_errors import IndexNotFoundError
-from service.tables.paimon import drop_bitmap_index, list_bitmap_index_entries, open_paimon_table
+from service.tables.paimon import drop_column_indexes, list_index_entries, open_paimon_table
 from tests.unit.tables.paimon.paimon_tables import append, make_rows, pypaimon_read, pypaimon_table
 
 
 def _listed(location: Path) -> dict[str, set[tuple[object, ...]]]:
     return {c: {(tuple(e.partition.values()), e.file_name) for e in es}
-            for c, es in list_bitmap_index_entries(open_paimon_table(str(location))).items()}
+            for c, es in list_index_entries(open_paimon_table(str(location))).items()}
 
 
 def test_drop_matches_pypaimons_dropper(table_factory: Callable[..., Path]) -> None:
@@ -38,7 +38,7 @@ def test_drop_matches_pypaimons_dropper(table_factory: Callable[..., Path]) -> N
     assert want == before["status"] and len({p for p, _ in want}) > 1  # several partitions
 
     sid = int(pypaimon_table(location).snapshot_manager().get_latest_snapshot().id)
-    new_sid, dropped = drop_bitmap_index(str(location), "status")
+    new_sid, dropped = drop_column_indexes(str(location), "status")
     assert (new_sid, dropped) == (sid + 1, len(want))
     assert int(pypaimon_table(location).snapshot_manager().get_latest_snapshot().id) == sid + 1
     assert _listed(location) == {"flag": before["flag"]}
@@ -47,7 +47,7 @@ def test_drop_matches_pypaimons_dropper(table_factory: Callable[..., Path]) -> N
     assert all((location / "index" / name).is_file() for _, name in want)  # older snapshots keep them
 
     with pytest.raises(IndexNotFoundError):
-        drop_bitmap_index(str(location), "status")
+        drop_column_indexes(str(location), "status")
     with pytest.raises(IndexNotFoundError):
-        drop_bitmap_index(str(location), "nope")
+        drop_column_indexes(str(location), "nope")
     assert int(pypaimon_table(location).snapshot_manager().get_latest_snapshot().id) == sid + 1

@@ -17,9 +17,9 @@ from pyroaring import BitMap64
 from index_format.global_index.filemeta import parse_meta
 from index_format.global_index.reader import open_index
 from service.tables.paimon import (
-    BitmapIndexEntry,
+    GlobalIndexEntry,
     describe_table,
-    list_bitmap_index_entries,
+    list_index_entries,
     open_paimon_table,
     table_storage,
 )
@@ -35,7 +35,7 @@ def _expected(location: Path, column: str) -> tuple[dict[object, set[int]], set[
     return dict(by_value), nulls
 
 
-def _answers(location: Path, entries: tuple[BitmapIndexEntry, ...], values: list[object]
+def _answers(location: Path, entries: tuple[GlobalIndexEntry, ...], values: list[object]
              ) -> tuple[dict[object, set[int]], set[int], set[int], set[str]]:
     storage = table_storage(open_paimon_table(str(location)))
     eq: dict[object, BitMap64] = {v: BitMap64() for v in values}
@@ -57,7 +57,7 @@ def test_pypaimon_built_index_answers_exactly(table_factory: Callable[..., Path]
     location = table_factory()
     assert create_global_index(pypaimon_table(location), column, index_type="bitmap") > 0
     table = open_paimon_table(str(location))
-    entries = list_bitmap_index_entries(table)
+    entries = list_index_entries(table)
     assert list(entries) == [column]
     by_value, null_ids = _expected(location, column)
     assert null_ids and len(by_value) > 1
@@ -80,7 +80,7 @@ def test_entries_describe_pypaimons_manifest(table_factory: Callable[..., Path])
     create_global_index(judge, "status", index_type="bitmap")
     create_global_index(pypaimon_table(location), "code", index_type="bitmap")
     table = open_paimon_table(str(location))
-    entries = list_bitmap_index_entries(table)
+    entries = list_index_entries(table)
     assert sorted(entries) == ["code", "status"]
     d = describe_table(table)
     fields = {f.name: f for f in d.fields}
@@ -113,9 +113,9 @@ def test_entries_follow_the_pinned_snapshot(table_factory: Callable[..., Path]) 
     create_global_index(pypaimon_table(location), "status", index_type="bitmap")  # snapshot 2
     append(location.parent.parent, location.name, make_rows(random.Random(3), 200))  # snapshot 3
     assert pypaimon_table(location).snapshot_manager().get_latest_snapshot().id == 3
-    assert list_bitmap_index_entries(open_paimon_table(str(location), snapshot_id=1)) == {}
-    at_2 = list_bitmap_index_entries(open_paimon_table(str(location), snapshot_id=2))["status"]
-    at_3 = list_bitmap_index_entries(open_paimon_table(str(location)))["status"]
+    assert list_index_entries(open_paimon_table(str(location), snapshot_id=1)) == {}
+    at_2 = list_index_entries(open_paimon_table(str(location), snapshot_id=2))["status"]
+    at_3 = list_index_entries(open_paimon_table(str(location)))["status"]
     assert [(e.path, e.row_range_start, e.row_range_end) for e in at_3] == \
         [(e.path, e.row_range_start, e.row_range_end) for e in at_2]
     assert max(e.row_range_end for e in at_3) == 299  # the appended rows are not indexed yet
@@ -127,7 +127,7 @@ def test_index_files_under_a_global_index_external_path(table_factory: Callable[
     create_global_index(pypaimon_table(location), "status", index_type="bitmap")
     table = open_paimon_table(str(location))
     assert describe_table(table).global_index_external_path == f"file://{external}"  # pypaimon wants a scheme
-    entries = list_bitmap_index_entries(table)["status"]
+    entries = list_index_entries(table)["status"]
     assert entries and all(e.external_path == e.path and Path(e.path).parent == external for e in entries)
     by_value, null_ids = _expected(location, "status")
     got, got_nulls, _, _ = _answers(location, entries, list(by_value))  # table_storage allows the external root

@@ -23,7 +23,7 @@ from service.catalog.jobspec import JobSpec
 from service.tables.paimon import load_paimon_view, open_paimon_table, table_storage
 from service.tables.build_tasks import RESULT_SCHEMA
 from service.tables.paimon.commit import commit_index_files
-from service.tables.paimon.index_entries import list_bitmap_index_entries
+from service.tables.paimon.index_entries import list_index_entries
 from service.tables.paimon.origins import file_origins
 from service.tables.paimon.paimon_source import PaimonSource, built_files
 from tests.unit.tables.paimon.paimon_tables import append, create_table, make_rows, pypaimon_table
@@ -80,7 +80,7 @@ def test_origins_of_pypaimon_bgix_and_deix_writers(tmp_path: Path) -> None:
     assert by_pypaimon and by_bgix and by_other
 
     table = open_paimon_table(str(location))
-    entries = list_bitmap_index_entries(table)
+    entries = list_index_entries(table)
     origins = file_origins(table, entries)
     assert set(origins) == by_pypaimon | by_bgix | by_other
     assert {(o.writer, o.job_id, o.snapshot_id) for n, o in origins.items() if n in by_bgix} == \
@@ -119,5 +119,5 @@ def test_a_bgix_file_whose_commit_expired_falls_back_to_its_marker(tmp_path: Pat
     (location / "snapshot" / f"snapshot-{bgix_id}").unlink()
     assert pypaimon_table(location).snapshot_manager().get_snapshot_by_id(bgix_id) is None
     table = open_paimon_table(str(location))
-    origins = file_origins(table, list_bitmap_index_entries(table))
+    origins = file_origins(table, list_index_entries(table))
     assert origins and {o.writer for o in origins.values()} == {"paimon"}

@@ -15,7 +15,7 @@ from service.tables.paimon import (
     RowTrackingDisabledError,
     deleted_row_ids,
     describe_table,
-    list_bitmap_index_entries,
+    list_index_entries,
     open_paimon_table,
     read_rows,
     table_storage,
@@ -73,7 +73,7 @@ def test_a_table_with_no_snapshot_yet(table_factory: Callable[..., Path]) -> Non
     assert empty.num_rows == 0 and empty.column_names == ["status", "code", "_ROW_ID"]
     d = describe_table(table)
     assert (d.snapshot_id, d.row_count, d.next_row_id, d.data_files) == (None, 0, None, ())
-    assert list_bitmap_index_entries(table) == {} and len(deleted_row_ids(table)) == 0
+    assert list_index_entries(table) == {} and len(deleted_row_ids(table)) == 0
 
 
 def test_the_handle_pickles_and_storage_is_rooted_at_the_table(table_factory: Callable[..., Path]) -> None:
