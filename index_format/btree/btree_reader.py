@@ -15,6 +15,7 @@ import zlib
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pyroaring import BitMap64
@@ -74,8 +75,10 @@ def open_btree_index(source: RangeSource | str, kt: KeyType | str, *, storage: S
     """Open a btree file by reading only its footer; `size` should come from the manifest.
 
     Same call shape as index_format.global_index.reader.open_index. `source` is a RangeSource or a path
-    (resolved by `storage` when given, else a local file). `cache` and `bitmap_cache` (the bitmap family's
-    shared caches) are not used: decoded blocks stay in the reader's own byte-budgeted LRU.
+    (resolved by `storage` when given, else a local file). `cache`: a shared block cache (the bitmap family's
+    BlockCache, or anything with get(key) / put(key, block)) keeping decoded data blocks under (path, size,
+    offset) across readers; without it each reader keeps its own byte-budgeted LRU. `bitmap_cache` is not
+    used (a btree file has no per-key bitmaps).
     Raises:
         FileNotFoundError: a path that does not exist. IndexFormatError: a bad footer.
         PathNotAllowedError: a path outside the storage roots.
@@ -87,7 +90,35 @@ def open_btree_index(source: RangeSource | str, kt: KeyType | str, *, storage: S
         src = source
         if size is not None and size != src.size:
             src = SizedSource(src, size)
-    return BTreeIndexReader(src, parse_type(kt) if isinstance(kt, str) else kt)
+    return BTreeIndexReader(src, parse_type(kt) if isinstance(kt, str) else kt, shared_blocks=cache)
+
+
+class _OwnBlocks:
+    """Decoded data blocks of one reader, in a byte-budgeted LRU keyed by offset."""
+
+    def __init__(self, budget: int) -> None:
+        self._lru: ByteLRU[SstBlock] = ByteLRU(budget)
+
+    def get(self, offset: int) -> SstBlock | None:
+        return self._lru.get((offset,))
+
+    def put(self, offset: int, blk: SstBlock) -> None:
+        self._lru.put((offset,), blk, blk.nbytes)
+
+
+class _SharedBlocks:
+    """Decoded data blocks in a cache shared by readers, keyed by (path, size, offset)."""
+
+    def __init__(self, cache: Any, path: str, size: int) -> None:
+        self._cache = cache
+        self._id = (path, size)
+
+    def get(self, offset: int) -> SstBlock | None:
+        hit = self._cache.get((*self._id, offset))
+        return hit if isinstance(hit, SstBlock) else None
+
+    def put(self, offset: int, blk: SstBlock) -> None:
+        self._cache.put((*self._id, offset), blk)
 
 
 class BTreeIndexReader:
@@ -95,7 +126,8 @@ class BTreeIndexReader:
 
     key_order = "logical"
 
-    def __init__(self, source: RangeSource, kt: KeyType, *, block_budget: int = DEFAULT_BLOCK_BUDGET) -> None:
+    def __init__(self, source: RangeSource, kt: KeyType, *, block_budget: int = DEFAULT_BLOCK_BUDGET,
+                 shared_blocks: Any = None) -> None:
         self.source = source
         self.path: str = source.name
         self.kt = kt
@@ -106,8 +138,11 @@ class BTreeIndexReader:
                                      "footer", path=self.path, block="footer")
         self.footer: BTreeFooter = parse_btree_footer(
             self._read(self.size - BTREE_FOOTER_SIZE, BTREE_FOOTER_SIZE, "footer"), self.size, path=self.path)
-        self.block_budget = block_budget
-        self._blocks: ByteLRU[SstBlock] = ByteLRU(block_budget)
+        # with a shared cache the reader itself holds no decoded data blocks
+        self.block_budget = 0 if shared_blocks is not None else block_budget
+        self._blocks: _OwnBlocks | _SharedBlocks = (
+            _SharedBlocks(shared_blocks, self.path, self.size) if shared_blocks is not None
+            else _OwnBlocks(block_budget))
         self._lock = threading.Lock()
         self._index: _Index | None = None
         self._bloom: BTreeBloom | None = None
@@ -139,7 +174,7 @@ class BTreeIndexReader:
 
     def cache_cost(self) -> int:
         """Bytes a cached reader may hold at most: its decoded index block (about 12× the stored body), the null
-        bitmap and bloom filter, and its block LRU's budget."""
+        bitmap and bloom filter, and its own block LRU's budget (0 when blocks go to a shared cache)."""
         f = self.footer
         return 4096 + 12 * f.index_length + f.null_length + f.bloom_length + self.block_budget
 
@@ -340,7 +375,7 @@ class BTreeIndexReader:
         """Data block b, decoded and checked (from the LRU when there)."""
         idx = self.index()
         off = int(idx.offsets[b])
-        hit = self._blocks.get((off,))
+        hit = self._blocks.get(off)
         if hit is not None:
             self.stats.block_hits += 1
             return hit
@@ -370,7 +405,7 @@ class BTreeIndexReader:
         blk.extra["reps"] = reps
         blk.extra["cost"] = reps.nbytes if isinstance(reps, np.ndarray) else 80 * len(reps)
         if keep:
-            self._blocks.put((off,), blk, blk.nbytes)
+            self._blocks.put(off, blk)
         return blk
 
     def _walk(self, b0: int, b1: int) -> Iterator[tuple[int, SstBlock]]:
@@ -380,7 +415,7 @@ class BTreeIndexReader:
         keep = b1 - b0 <= _KEEP_BLOCKS
         b = b0
         while b < b1:
-            hit = self._blocks.get((int(idx.offsets[b]),))
+            hit = self._blocks.get(int(idx.offsets[b]))
             if hit is not None:
                 self.stats.block_hits += 1
                 yield b, hit
@@ -390,7 +425,7 @@ class BTreeIndexReader:
             e = b + 1
             end = start + int(idx.sizes[b]) + TRAILER_SIZE
             while (e < b1 and int(idx.offsets[e]) == end and end - start < _RUN_BYTES
-                   and self._blocks.get((end,)) is None):
+                   and self._blocks.get(end) is None):
                 end += int(idx.sizes[e]) + TRAILER_SIZE
                 e += 1
             run = self._read(start, end - start, f"data block at {start}")

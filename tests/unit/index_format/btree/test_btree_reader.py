@@ -153,3 +153,16 @@ def test_bloom_filter_skips_absent_keys(tmp_path: Path) -> None:
     present = rows[5][1]
     assert set(r.eq(present)) == {i for i, k in rows if k == present}
     assert set(r.isin([present, 3, 5])) == {i for i, k in rows if k == present}
+
+
+def test_a_shared_block_cache_serves_every_reader_of_a_file() -> None:
+    from index_format.global_index.reader import BlockCache
+    keys, rids = _strings()
+    data, _ = write_btree_bytes(keys, rids, S, {"btree-index.block-size": "512"})
+    cache = BlockCache(max_blocks=64)
+    first = open_btree_index(BytesSource(data, name="f.index"), S, cache=cache)
+    assert set(first.eq("w0007")) == {i for i, k in zip(rids, keys) if k == "w0007"}
+    assert first.cache_cost() < 1 << 20 and len(cache) == 1
+    second = open_btree_index(BytesSource(data, name="f.index"), S, cache=cache)
+    assert set(second.eq("w0007")) == set(first.eq("w0007"))
+    assert second.stats.blocks_decoded == 1 and second.stats.block_hits == 1   # its index block only
