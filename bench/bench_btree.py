@@ -87,8 +87,8 @@ def main() -> None:
         r, o, s = statistics.median(rust), statistics.median(one), statistics.median(shards)
         lines.append(f"| {shape} | {r:.2f} s | {o:.2f} s | {s:.2f} s | {'yes' if same else 'NO'} | "
                      f"{r / o:.1f}× / {r / s:.1f}× |")
-    lines += ["", f"Medians of {args.repeat} runs. pypaimon-rust's time includes reading the table's data files; bgix's "
-              "starts from the column in memory (the rows pypaimon-rust read back, in row-id order)."]
+    lines += ["", f"Medians of {args.repeat} runs. pypaimon-rust's time includes reading the table's data files; "
+              "bgix's starts from the column in memory (the rows pypaimon-rust read back, in row-id order)."]
     report = "\n".join(lines) + "\n"
     print(report)
     out = Path(__file__).resolve().parent / "results"

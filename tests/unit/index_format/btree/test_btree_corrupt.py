@@ -33,7 +33,8 @@ def _open(data: bytes | bytearray):  # type: ignore[no-untyped-def]
 def _ask_everything(data: bytes | bytearray) -> tuple:
     r = _open(data)
     return (frozenset(r.eq(KEYS[1])), frozenset(r.isin([KEYS[2], KEYS[50], 7])), frozenset(r.range(-1, 10**8)),
-            frozenset(r.null_rows()), frozenset(r.non_null_rows()), tuple((k, tuple(ids.tolist())) for k, ids in r.raw_entries()))
+            frozenset(r.null_rows()), frozenset(r.non_null_rows()),
+            tuple((k, tuple(ids.tolist())) for k, ids in r.raw_entries()))
 
 
 def _footer(data: bytes) -> list[int]:

@@ -16,7 +16,9 @@ from index_format.layout import BTREE_FOOTER_SIZE, TRAILER_SIZE
 from index_format.btree.btree_footer import parse_btree_footer
 from index_format.types import parse_type
 
-from tests.unit.index_format.btree.btree_cases import Vector, identity, java_order, load_rows, load_vectors, truth, where
+from tests.unit.index_format.btree.btree_cases import (
+    Vector, identity, java_order, load_rows, load_vectors, truth, where,
+)
 
 VECTORS = load_vectors()
 
