@@ -309,8 +309,9 @@ def _fixed_width_keys(kt: KeyType, rep: np.ndarray, valid: np.ndarray | None, st
         return [deserialize_key(kt, b) for b in key_bytes(rows)]
 
     def key_buffer(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        return (np.frombuffer(stored[rows].astype(dtype).tobytes(), dtype=np.uint8),
-                np.arange(len(rows) + 1, dtype=np.int64) * width)
+        # the gather makes a new array: converted in place when the dtype already fits, viewed as bytes
+        taken = stored[rows].astype(dtype, copy=False)
+        return taken.view(np.uint8), np.arange(0, (len(rows) + 1) * width, width, dtype=np.int64)
 
     return EncodedKeys(rep, valid, key_bytes, values, key_buffer)
 
