@@ -66,7 +66,7 @@ class _Sorted:
 
     null_rid: np.ndarray
     rows: np.ndarray      # index of each non-null row in the input
-    rep: np.ndarray       # its logical sort representation
+    rep: np.ndarray       # its key's rank: ascending, equal exactly for equal keys
     rid: np.ndarray       # its row id
 
 
@@ -84,22 +84,30 @@ def _sort(enc: EncodedKeys, rid: np.ndarray) -> _Sorted:
         if not rid_sorted:
             null_rid = np.sort(null_rid)
     if rid_sorted:
-        order = _key_order(rep)
+        order, ranks = _key_order(rep)
+        # local ids 0..n-1 in input order (the usual case): the sorted ids are the order itself
+        dense = len(r) and int(r[0]) == 0 and int(r[-1]) == len(r) - 1 and bool((r[1:] != r[:-1]).all())
+        srid = order if dense else r[order]
     else:
         # row ids into order first, so one stable key sort gives (key, row id) order
         pre = np.argsort(r, kind="stable")
-        order = pre[_key_order(rep[pre])]
-    return _Sorted(null_rid, order if idx is None else idx[order], rep[order], r[order])
+        order, ranks = _key_order(rep[pre])
+        order = pre[order]
+        srid = r[order]
+    return _Sorted(null_rid, order if idx is None else idx[order], ranks, srid)
 
 
-def _key_order(rep: np.ndarray) -> np.ndarray:
-    """Stable argsort of `rep`. Keys spanning < 2^32 values (most columns) are packed with their position
-    into one uint64 and sorted by value, several times faster than an argsort; wider ones take numpy's fast
-    unstable argsort, then equal keys are put back in position order by one more packed sort. In-place
-    arithmetic: a 10M-row sort touches as little fresh memory as it can."""
+def _key_order(rep: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(stable argsort of `rep`, the keys' ranks in that order: ascending, equal exactly for equal keys).
+
+    Keys spanning < 2^32 values (most columns) are packed with their position into one uint64 and sorted by
+    value, several times faster than an argsort; wider ones take numpy's fast unstable argsort, then equal keys
+    are put back in position order by one more packed sort. In-place arithmetic: a 10M-row sort touches as
+    little fresh memory as it can."""
     n = len(rep)
     if n < 2 or n >= 1 << 32 or rep.dtype.kind not in "iu":
-        return stable_order(rep)
+        order = stable_order(rep)
+        return order, rep[order]
     lo, hi = int(rep.min()), int(rep.max())
     if hi - lo < 1 << 32:
         packed = rep.astype(np.uint64)
@@ -116,8 +124,9 @@ def _key_order(rep: np.ndarray) -> np.ndarray:
         packed |= order.view(np.uint64)
         del order
     packed.sort()
+    ranks = packed >> np.uint64(32)
     packed &= np.uint64(0xFFFFFFFF)
-    return packed.view(np.int64)
+    return packed.view(np.int64), ranks
 
 
 def _or_positions(packed: np.ndarray) -> None:
@@ -143,7 +152,7 @@ class _Layout:
 
     kdata: np.ndarray       # distinct keys' bytes back to back
     koffs: np.ndarray       # their nk + 1 offsets
-    starts: np.ndarray      # first row of each key
+    starts: np.ndarray | None   # first row of each key (None: one row per key, key k is row k)
     counts: np.ndarray | None
     rid: np.ndarray         # row ids (r)
     rvl: np.ndarray         # varint size of each row id (r, uint8)
@@ -170,9 +179,9 @@ def _top(x: Sizes) -> int:
     return int(x.max()) if isinstance(x, np.ndarray) else x
 
 
-def _layout(kdata: np.ndarray, koffs: np.ndarray, starts: np.ndarray, rid: np.ndarray) -> _Layout:
-    n, nk = len(rid), len(starts)
-    counts = None if nk == n else np.diff(np.append(starts, n))
+def _layout(kdata: np.ndarray, koffs: np.ndarray, starts: np.ndarray | None, rid: np.ndarray) -> _Layout:
+    n = len(rid)
+    counts = None if starts is None else np.diff(np.append(starts, n))
     rvl = varint_sizes(rid, np.uint8)
     rsum = rvl.astype(np.int32) if counts is None else np.add.reduceat(rvl, starts, dtype=np.int64)
     cvl = 1 if counts is None else _one(varint_sizes(counts, np.uint8))
@@ -225,6 +234,8 @@ def _write_entries(lay: _Layout, opts: _Opts, chunks: list[bytes | memoryview]) 
 
 def _row_of(lay: _Layout, k: int) -> int:
     """First row of key k (n for k = nk)."""
+    if lay.starts is None:
+        return k
     return int(lay.starts[k]) if k < len(lay.starts) else len(lay.rid)
 
 
@@ -259,7 +270,7 @@ def _scattered(lay: _Layout, k0: int, k1: int) -> np.ndarray:
     rvl = lay.rvl[r0:r1].astype(np.int64)
     before = np.zeros(r1 - r0, dtype=np.int64)
     np.cumsum(rvl[:-1], out=before[1:])
-    first = lay.starts[k0:k1] - r0
+    first = np.arange(nk) if lay.starts is None else lay.starts[k0:k1] - r0
     before += np.repeat(at - before[first], counts)
     put_varints(out, before, lay.rid[r0:r1], rvl)
     return out
@@ -357,24 +368,36 @@ def _stored_blocks(lay: _Layout, part: np.ndarray, k0: int, cuts: list[tuple[int
 def _block_ends(e: np.ndarray, block_size: int) -> list[tuple[int, bool]]:
     """(end, aligned) of each data block over entries of sizes `e`, as Paimon's SstFileWriter closes them: after
     the first entry that takes the block's memory (entries + 5, + 4 per entry once sizes differ) past block_size.
-    `aligned`: every entry of the block has the same size."""
+    `aligned`: every entry of the block has the same size. Works through `e` a window at a time."""
     n = len(e)
-    window = block_size // 4 + 2   # an entry takes ≥ 4 bytes: a block never holds more
     ends: list[tuple[int, bool]] = []
     s = 0
     while s < n:
-        w = e[s:s + window].astype(np.int64)
-        total = np.cumsum(w)
-        other = np.flatnonzero(w != w[0])
-        d = int(other[0]) if len(other) else len(w)   # entries s..s+d-1 have the same size (aligned)
-        j = int(np.searchsorted(total, block_size - 5, side="right"))
-        if j >= d:
-            total += 4 * np.arange(1, len(w) + 1, dtype=np.int64)
-            j = max(int(np.searchsorted(total, block_size - 5, side="right")), d)
-        end = min(s + j + 1, n)
-        ends.append((end, end - s <= d))
-        s = end
+        # a window from the current block's start, at least one full block long (an entry takes ≥ 4 bytes)
+        stop = min(n, s + max(_CUT_WINDOW, block_size // 4 + 2))
+        total = np.cumsum(e[s:stop], dtype=np.int64)
+        change = np.flatnonzero(e[s + 1:stop] != e[s:stop - 1])   # i: entry s+i+1 differs from entry s+i
+        change += 1
+        while s < stop:
+            w0 = s - (stop - len(total))                     # s's place in the window
+            base = int(total[w0 - 1]) if w0 else 0
+            k = int(np.searchsorted(change, w0, side="right"))
+            d = int(change[k]) if k < len(change) else len(total)   # entries w0..d-1 have the same size
+            j = max(int(np.searchsorted(total, block_size - 5 + base, side="right")), w0)
+            if j >= d:
+                # unaligned from d on: + 4 per entry; the crossing lies between d and the aligned crossing j
+                top = min(j + 1, len(total))
+                w = total[d:top] + 4 * np.arange(d - w0 + 1, top - w0 + 1, dtype=np.int64)
+                j = d + int(np.searchsorted(w, block_size - 5 + base, side="right"))
+            if j >= len(total) and stop < n:
+                break                                        # the block runs past the window: next window
+            end = min(s + (j - w0) + 1, n)
+            ends.append((end, end - s <= d - w0))
+            s = end
     return ends
+
+
+_CUT_WINDOW = 1 << 20   # entries per window of the block cutter
 
 
 def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarray, rep: np.ndarray,
@@ -387,9 +410,10 @@ def _encode(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, rows: np.ndarra
     nk = 0
     bloom = None
     if len(rows):
-        starts = key_starts(rep)
-        nk = len(starts)
-        kdata, koffs = enc.buffer(rows if nk == len(rows) else rows[starts])
+        # one row per key (distinct keys) needs no table of key starts
+        starts = None if not bool((rep[1:] == rep[:-1]).any()) else key_starts(rep)
+        nk = len(rows) if starts is None else len(starts)
+        kdata, koffs = enc.buffer(rows if starts is None else rows[starts])
         first = kdata[koffs[0]:koffs[1]].tobytes()
         last = kdata[koffs[nk - 1]:koffs[nk]].tobytes()
         pos, index = _write_entries(_layout(kdata, koffs, starts, rid), opts, chunks)

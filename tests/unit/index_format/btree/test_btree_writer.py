@@ -237,3 +237,38 @@ def test_every_layout_path_equals_pypaimon(tmp_path: Path, shape: str) -> None:
     expected, meta = pypaimon_write(tmp_path, type_name, rows, 4096)
     data, written = write_btree_bytes(keys, rids, parse_type(type_name), {"btree-index.block-size": "4 kb"})
     assert data == expected and written.meta == meta
+
+
+def _java_block_ends(sizes: list[int], block_size: int) -> list[tuple[int, bool]]:
+    """Paimon's SstFileWriter/BlockWriter closing rule, entry by entry (the reference for the vectorized cuts)."""
+    ends, count, nbytes, aligned_size, aligned = [], 0, 0, 0, True
+    for i, size in enumerate(sizes):
+        count += 1
+        nbytes += size
+        if aligned:
+            if aligned_size == 0:
+                aligned_size = size
+            else:
+                aligned = aligned_size == size
+        if nbytes + 5 + (0 if aligned else 4 * count) > block_size:
+            ends.append((i + 1, aligned))
+            count, nbytes, aligned_size, aligned = 0, 0, 0, True
+    if count:
+        ends.append((len(sizes), aligned))
+    return ends
+
+
+@pytest.mark.parametrize("window", [1 << 20, 7, 64])
+@pytest.mark.parametrize("block_size", [1, 16, 100, 4096])
+def test_block_cuts_follow_java_entry_by_entry(monkeypatch: pytest.MonkeyPatch, window: int, block_size: int) -> None:
+    import index_format.btree.btree_writer as writer
+    monkeypatch.setattr(writer, "_CUT_WINDOW", window)
+    rng = random.Random(f"{window}-{block_size}")
+    for shape in ("mixed", "runs", "same"):
+        if shape == "mixed":
+            sizes = [rng.randint(4, 40) for _ in range(3000)]
+        elif shape == "runs":
+            sizes = [s for s in (rng.choice([11, 12, 13]) for _ in range(200)) for _ in range(rng.randint(1, 40))]
+        else:
+            sizes = [12] * 2000
+        assert writer._block_ends(np.array(sizes, dtype=np.int32), block_size) == _java_block_ends(sizes, block_size)
