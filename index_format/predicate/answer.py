@@ -225,19 +225,13 @@ class _Run:
 
     def pick(self, leaf: BoundLeaf) -> ColumnIndex | None:
         """The index of the leaf's column that answers it best: the one covering most rows, then one that
-        needs no fallback scan (its family seeks, or a range sidecar answers), then the family's rank.
-        None when no index of the column answers the operator."""
+        seeks rather than scans for it (a btree for a range: no fallback budget, no sidecar to wait for), then
+        the family's rank. None when no index of the column answers the operator."""
         able = [ci for ci in _all_indexes(self.columns[leaf.column]) if ci.answers_op(leaf.op)]
         if len(able) <= 1:
             return able[0] if able else None
-        op = spec_of(leaf.op)
-
-        def scans(ci: ColumnIndex) -> bool:
-            if not op.budgeted or leaf.op in ci.seeks:
-                return False
-            return not (op.positive in SIDECAR_OPS and ci.files and all(r.open_sidecar for r in ci.files))
-
-        return min(able, key=lambda ci: (-ci.covered_rows(), scans(ci), ci.rank))
+        budgeted = spec_of(leaf.op).budgeted
+        return min(able, key=lambda ci: (-ci.covered_rows(), budgeted and leaf.op not in ci.seeks, ci.rank))
 
     def indexes_used(self) -> list[ColumnIndex]:
         """The indexes whose coverage the answer has: those leaves were answered from, else each column's main."""
@@ -313,12 +307,12 @@ class _Run:
         for (start, end), refs in _groups(ci.files):
             got = self.range_answer(leaf, ci, start, end, refs, need_u, detail)
             if isinstance(got, Unsupported):
-                self.record_leaf(leaf, detail)
+                self.record_leaf(leaf, detail, ci)
                 return UNSUPPORTED  # spec §5.3 step 4: one range unsupported → the leaf is
             t |= got.t
             if got.u is not None:
                 u |= got.u
-        self.record_leaf(leaf, detail)
+        self.record_leaf(leaf, detail, ci)
         if not need_u:
             return _Result(t, None)
         # Rows another column (or index) covers but this index does not: this leaf is UNKNOWN there.
@@ -519,9 +513,10 @@ class _Run:
         return self.readers[key]
 
     # ------------------------------------------------------------------ explain
-    def record_leaf(self, leaf: BoundLeaf, detail: list[dict[str, object]]) -> None:
+    def record_leaf(self, leaf: BoundLeaf, detail: list[dict[str, object]], ci: ColumnIndex) -> None:
         if self.explain:
-            self.leaves.append({"leaf": repr(leaf), "column": leaf.column, "op": leaf.op, "ranges": detail})
+            self.leaves.append({"leaf": repr(leaf), "column": leaf.column, "op": leaf.op, "index": ci.family,
+                                "ranges": detail})
 
     def summary(self) -> dict[str, object]:
         totals = dict.fromkeys(_STAT_NAMES, 0)

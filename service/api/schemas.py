@@ -64,7 +64,8 @@ class PaimonIndexOriginPublic(BaseModel):
     origin: IndexOrigin = Field(
         description="Who wrote these files: 'bgix' (added by a snapshot with the bgix.job-id property), "
                     "'paimon' (DEIX source_meta: Paimon Java or another DEIX writer), 'pypaimon' (no "
-                    "source_meta: pypaimon's create_global_index), 'unknown' (other source_meta).")
+                    "source_meta: pypaimon's or pypaimon-rust's create_global_index; the two are not told apart), "
+                    "'unknown' (other source_meta).")
     job_id: str | None = Field(None, description="The bgix build job that committed them (origin 'bgix').")
     snapshot_id: int | None = Field(None, description="The Paimon snapshot that committed them, when known.")
     files: int

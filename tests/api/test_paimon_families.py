@@ -219,8 +219,13 @@ def test_each_leaf_uses_the_index_that_answers_it_best(fam: tuple[TestClient, Pa
     got = _ask(client, {"where": "name > 'a'"})
     assert got["row_ids"] == _want({"op": "gt", "column": "name", "value": "a"}, rows)
     assert got["explain"]["budget_decisions"] == [] and got["explain"]["fallback_scan"] is False
+    assert [leaf["index"] for leaf in got["explain"]["leaves"]] == ["btree"]
     point = _ask(client, {"where": "name = 'a'"})
     assert point["row_ids"] == _want({"op": "eq", "column": "name", "value": "a"}, rows)
+    assert [leaf["index"] for leaf in point["explain"]["leaves"]] == ["bitmap"]
+    # a zero scan budget declines nothing either family can answer without scanning
+    mixed = _ask(client, {"where": "name > 'a' AND uid = 70 AND array_contains(tags, 'vip')"})
+    assert sorted(leaf["index"] for leaf in mixed["explain"]["leaves"]) == ["btree", "btree", "multivalue"]
 
 
 @pytest.mark.parametrize("where", ["NOT array_contains(tags, 'vip')", "NOT arrays_overlap(tags, array('vip'))"])

@@ -206,7 +206,7 @@ function tableCard(d) {
 const ORIGIN_TITLES = {
   bgix: "committed by a bgix build (snapshot property bgix.job-id)",
   paimon: "DEIX source_meta: written by Paimon Java (or another DEIX writer)",
-  pypaimon: "no source_meta: written by pypaimon's create_global_index",
+  pypaimon: "no source_meta: written by pypaimon's or pypaimon-rust's create_global_index",
   unknown: "source_meta of an unknown writer",
 };
 
