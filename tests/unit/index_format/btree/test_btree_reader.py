@@ -3,8 +3,6 @@ checked against plain Python over the input rows (files from pypaimon's writer a
 from __future__ import annotations
 
 import random
-import statistics
-import time
 from pathlib import Path
 
 import numpy as np
@@ -55,22 +53,19 @@ def test_lazy_reads_and_block_cache() -> None:
     assert r.block_count > 20 and len(src.calls) <= 4
 
 
-def test_warm_bigint_lookup_is_fast() -> None:
+def test_warm_bigint_lookups_read_nothing_again() -> None:
+    """Warm look-ups are answered from the decoded blocks the reader keeps (the speed itself is measured by
+    bench/bench_btree.py, not here)."""
     n = 300_000
     rng = np.random.default_rng(3)
     keys = rng.permutation(n).astype(np.int64) * 7 - 1_000_000
     data, _ = write_btree_bytes(keys, np.arange(n), BIG)
     r = open_btree_index(BytesSource(data), BIG)
-    probes = rng.choice(keys, 200).tolist()
-    for k in probes:
-        r.eq(k)                                                  # warm: blocks decoded and cached
-    times = []
-    for k in probes:
-        t = time.perf_counter()
-        got = r.eq(k)
-        times.append(time.perf_counter() - t)
-        assert list(got) == [int(np.flatnonzero(keys == k)[0])]
-    assert statistics.median(times) < 1e-3
+    for k in rng.choice(keys, 200).tolist():
+        assert list(r.eq(k)) == [int(np.flatnonzero(keys == k)[0])]
+        reads, decoded = r.stats.reads, r.stats.blocks_decoded
+        assert list(r.eq(k)) == [int(np.flatnonzero(keys == k)[0])]   # warm: its block is kept decoded
+        assert (r.stats.reads, r.stats.blocks_decoded) == (reads, decoded)
 
 
 def test_isin_groups_lookups_by_block() -> None:
