@@ -210,17 +210,20 @@ class _Run:
         self.leaves: list[dict[str, object]] = []
         self.used = used
         self.chosen: dict[int, ColumnIndex] = {}   # id → every index a leaf was answered from
+        self._coverage: dict[int, BitMap64] = {}
 
     # built when first needed: a count from key counts never needs them (and sparse ids read every file)
-    @cached_property
-    def coverage(self) -> dict[int, BitMap64]:
-        """Rows covered, per index of the used columns (id of its ColumnIndex)."""
-        return {id(ci): self.column_rows(ci) for c in self.used for ci in _all_indexes(self.columns[c])}
+    def coverage(self, ci: ColumnIndex) -> BitMap64:
+        """Rows one index covers (computed once per evaluation, only for indexes it uses)."""
+        got = self._coverage.get(id(ci))
+        if got is None:
+            got = self._coverage[id(ci)] = self.column_rows(ci)
+        return got
 
     @cached_property
     def all(self) -> BitMap64:
         """The universe NOT and constants work in: every row some used column's main index covers."""
-        rows = [self.coverage[id(self.columns[c])] for c in self.used]
+        rows = [self.coverage(self.columns[c]) for c in self.used]
         return BitMap64.union(*rows) if rows else BitMap64()
 
     def pick(self, leaf: BoundLeaf) -> ColumnIndex | None:
@@ -316,7 +319,7 @@ class _Run:
         if not need_u:
             return _Result(t, None)
         # Rows another column (or index) covers but this index does not: this leaf is UNKNOWN there.
-        return _Result(t, u | (self.all - self.coverage[id(ci)]))
+        return _Result(t, u | (self.all - self.coverage(ci)))
 
     def range_answer(self, leaf: BoundLeaf, ci: ColumnIndex, start: int, end: int,
                      refs: list[IndexFileRef], need_u: bool, detail: list[dict[str, object]]) -> _Value:
@@ -570,8 +573,8 @@ def file_may_match(leaf: BoundLeaf, meta: FileMeta, *, positive: bool = False) -
         return True  # a bind-time constant: decided without reading files
     op = OPERATORS[leaf.op].positive if positive else leaf.op
     if leaf.op == "array_contains_all":   # every value must lie inside the file's keys
-        return not meta.only_nulls and len(_values_in_bounds(leaf, meta)) == len(
-            {keys.sort_key(leaf.kt, v) for v in leaf.values})
+        inside = {keys.sort_key(leaf.kt, v) for v in _values_in_bounds(leaf, meta)}
+        return not meta.only_nulls and len(inside) == len({keys.sort_key(leaf.kt, v) for v in leaf.values})
     op = OPERATORS[op].element_op or op   # array_contains / arrays_overlap prune as = / IN on the elements
     if op == "is_null":
         return meta.has_nulls
