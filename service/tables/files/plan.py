@@ -234,7 +234,8 @@ def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
         reader=FileTaskReader(storage.to_config(), table.format, column, table.row_id_column, tasks),
         names=FileNames(catalog.job_index_dir(table.name, column, spec.job_id)),
         options=spec.options.to_dict(), storage_config=storage.to_config(), test_hooks=dict(spec.test_hooks),
-        index_type=spec.index_type, spark_scan=SparkScan(table.format, column, tuple((f.path, f.first_row_id) for f in plan.files),
+        index_type=spec.index_type,
+        spark_scan=SparkScan(table.format, column, tuple((f.path, f.first_row_id) for f in plan.files),
                              table.row_id_column, sum(f.size for f in plan.files)),
         message=NOTHING_TO_BUILD if nothing else None, state=plan)
 

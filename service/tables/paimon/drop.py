@@ -1,12 +1,13 @@
-"""Drop a column's global indexes (every family bgix knows, or one) from a Paimon table: one new snapshot of index deletes, through pypaimon.
+"""Drop a column's global indexes (every family bgix knows, or one) from a Paimon table: one new snapshot of
+index deletes, through pypaimon.
 
 Follows pypaimon's own `globalindex.drop_global_index` (GlobalIndexDropper): scan the latest snapshot's index
 manifest, turn every matching entry into a delete (kind 1, same partition, bucket and IndexFileMeta) and
 commit them as CommitMessages grouped by partition, with no data files. Data is untouched.
 
 One difference: pypaimon matches entries whose indexed field ids are exactly [the column's id]; here every
-entry of the families dropped whose `index_field_id` is the column's goes (extra field ids or not), because that is what the
-serving side reads as the column's index (index_entries.list_index_entries).
+entry of the families dropped whose `index_field_id` is the column's goes (extra field ids or not), because
+that is what the serving side reads as the column's index (index_entries.list_index_entries).
 
 The index files themselves stay in storage: older snapshots still reference them (time travel, readers
 pinned to them), and Paimon's snapshot expiry / orphan-file cleanup owns deleting them.

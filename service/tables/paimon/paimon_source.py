@@ -129,7 +129,8 @@ class PaimonSource:
         t = self.table
         view = load_paimon_view(t.name, t.location, self.catalog.storage, self.origins)
         return IndexViewSource(
-            table=t, columns=view.columns, more_indexes=view.more, data_files=view.data_files, total_rows=view.total_rows, sparse=False,
+            table=t, columns=view.columns, more_indexes=view.more, data_files=view.data_files,
+            total_rows=view.total_rows, sparse=False,
             gone=view.deleted if view.deleted else None, live_ranges=view.row_ranges,
             version=view.snapshot_id if view.snapshot_id is not None else -1, summary=view,
             records_key_order=False)

@@ -1,6 +1,7 @@
 """A Paimon table at its latest snapshot in the shapes the query side already serves: per indexed column and
 index family (bitmap, btree, multivalue) a catalog Snapshot of the table's global index files (whoever wrote
-them; who did is in each PaimonIndexSummary's origins), the data files as a row-id map, the live row ranges and the deleted `_ROW_ID`s.
+them; who did is in each PaimonIndexSummary's origins), the data files as a row-id map, the live row ranges
+and the deleted `_ROW_ID`s.
 
 Built from this package's description, index entries and deletion vectors; imports no pypaimon itself.
 """
@@ -108,7 +109,8 @@ def load_paimon_view(name: str, location: str, storage: Storage,
     for (column, index_type), items in entries.items():
         readable = [e for e in items if e.key_type is not None and e.index_meta is not None]
         if readable:
-            per_column.setdefault(column, []).append(_snapshot(name, column, index_type, sid or 0, created, readable))
+            snap = _snapshot(name, column, index_type, sid or 0, created, readable)
+            per_column.setdefault(column, []).append(snap)
     columns, more = {}, {}
     for column, snaps in per_column.items():
         # the index covering most rows serves the column; the others answer what it cannot (answer.py)
@@ -148,7 +150,8 @@ def _summary(column: str, index_type: str, items: Sequence[GlobalIndexEntry],
              origins: dict[str, IndexOrigin]) -> PaimonIndexSummary:
     kt = items[0].key_type
     return PaimonIndexSummary(
-        column=column, index_type=index_type, field_id=items[0].index_field_id, key_type=None if kt is None else kt.spelling,
+        column=column, index_type=index_type, field_id=items[0].index_field_id,
+        key_type=None if kt is None else kt.spelling,
         files=len(items), rows=sum(e.row_count for e in items), bytes=sum(e.file_size for e in items),
         row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in items)),
         origins=_by_origin(items, origins))
