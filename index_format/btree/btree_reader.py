@@ -9,7 +9,6 @@ subclasses naming the file and the part ("footer", "index block", "data block at
 """
 from __future__ import annotations
 
-import os
 import threading
 import zlib
 from array import array
@@ -33,7 +32,8 @@ from index_format.errors import ChecksumError, CorruptFileError, TruncatedFileEr
 from index_format.keys import deserialize_key, prefix_upper_bound, serialize_key
 from index_format.layout import BTREE_FOOTER_SIZE, TRAILER_SIZE
 from index_format.lru import ByteLRU
-from index_format.storage import RangeSource, SizedSource, Storage, open_file
+from index_format.storage import RangeSource, Storage, as_source
+from index_format.storage.sources import read_exact
 from index_format.types import KeyType, parse_type
 
 __all__ = ["BTreeIndexReader", "BTreeReadStats", "open_btree_index"]
@@ -83,13 +83,7 @@ def open_btree_index(source: RangeSource | str, kt: KeyType | str, *, storage: S
         FileNotFoundError: a path that does not exist. IndexFormatError: a bad footer.
         PathNotAllowedError: a path outside the storage roots.
     """
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        src = storage.open_source(path, size) if storage is not None else open_file(path, size)
-    else:
-        src = source
-        if size is not None and size != src.size:
-            src = SizedSource(src, size)
+    src = as_source(source, storage=storage, size=size)
     return BTreeIndexReader(src, parse_type(kt) if isinstance(kt, str) else kt, shared_blocks=cache)
 
 
@@ -449,16 +443,7 @@ class BTreeIndexReader:
 
     def _read(self, offset: int, length: int, block: str) -> bytes:
         """Exactly `length` bytes at `offset` for the part named `block` (counted in stats)."""
-        if offset < 0 or length < 0 or offset + length > self.size:
-            raise CorruptFileError(f"{block} ({offset}+{length}) lies outside the file ({self.size} bytes)",
-                                   path=self.path, block=block, offset=offset)
-        try:
-            data = self.source.read(offset, length)
-        except TruncatedFileError as exc:
-            raise TruncatedFileError(exc.reason, path=self.path, block=block, offset=offset) from None
-        if len(data) != length:
-            raise TruncatedFileError(f"short read: {len(data)} of {length} bytes", path=self.path, block=block,
-                                     offset=offset)
+        data = read_exact(self.source, offset, length, block)
         self.stats.reads += 1
         self.stats.bytes_read += length
         return data

@@ -6,7 +6,6 @@ or from a path opened through index_format.storage.
 """
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Iterator
 
 import numpy as np
@@ -19,7 +18,7 @@ from index_format.global_index.footer import Footer, parse_footer
 from index_format.global_index.reads import BitmapCache, FileReads, ReadStats
 from index_format.keys import deserialize_key, serialize_key, sort_key_of_bytes
 from index_format.layout import FOOTER_SIZE
-from index_format.storage import RangeSource, SizedSource, Storage, open_file
+from index_format.storage import RangeSource, Storage, as_source
 from index_format.types import KeyType, parse_type
 
 __all__ = ["BitmapCache", "BlockCache", "IndexReader", "ReadStats", "open_index"]
@@ -38,13 +37,7 @@ def open_index(source: RangeSource | str, kt: KeyType | str, *, storage: Storage
         FileNotFoundError: a path that does not exist. IndexFormatError: a bad footer.
         PathNotAllowedError: a path outside the storage roots.
     """
-    if isinstance(source, (str, os.PathLike)):
-        path = os.fspath(source)
-        src = storage.open_source(path, size) if storage is not None else open_file(path, size)
-    else:
-        src = source
-        if size is not None and size != src.size:
-            src = SizedSource(src, size)
+    src = as_source(source, storage=storage, size=size)
     return IndexReader(src, parse_type(kt) if isinstance(kt, str) else kt, cache=cache, bitmap_cache=bitmap_cache)
 
 

@@ -11,10 +11,11 @@ from typing import Union
 from pyroaring import BitMap64, FrozenBitMap, FrozenBitMap64
 
 from index_format import bitmaps
-from index_format.errors import CorruptFileError, TruncatedFileError
+from index_format.errors import CorruptFileError
 from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
 from index_format.lru import ByteLRU
 from index_format.storage import RangeSource
+from index_format.storage.sources import read_exact
 
 # A decoded bitmap as the cache keeps it: 32-bit when every id is below 2^32 (unions of those are several
 # times faster), else 64-bit; frozen, so no caller can change a cached answer.
@@ -50,16 +51,7 @@ class FileReads:
             CorruptFileError: the range lies outside the file.
             TruncatedFileError: the source returned fewer bytes.
         """
-        if offset < 0 or length < 0 or offset + length > self.size:
-            raise CorruptFileError(f"{block} ({offset}+{length}) lies outside the file ({self.size} bytes)",
-                                   path=self.path, block=block, offset=offset)
-        try:
-            data = self.source.read(offset, length)
-        except TruncatedFileError as exc:
-            raise TruncatedFileError(exc.reason, path=self.path, block=block, offset=offset) from None
-        if len(data) != length:
-            raise TruncatedFileError(f"short read: {len(data)} of {length} bytes", path=self.path,
-                                     block=block, offset=offset)
+        data = read_exact(self.source, offset, length, block)
         self.stats.reads += 1
         self.stats.bytes_read += length
         return data

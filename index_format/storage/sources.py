@@ -19,7 +19,7 @@ from index_format.errors import (
 )
 
 __all__ = ["PATH_ERRORS", "BytesSource", "FsspecSource", "LocalSource", "RangeSource", "SizedSource",
-           "check_range", "guard"]
+           "check_range", "guard", "read_exact"]
 
 # Errors that mean "this path", not "the store": they propagate unchanged.
 PATH_ERRORS = (FileNotFoundError, FileExistsError, IsADirectoryError, NotADirectoryError)
@@ -147,6 +147,27 @@ class FsspecSource:
 
     def close(self) -> None:
         """Nothing to release; present so callers can close any source."""
+
+
+def read_exact(source: RangeSource, offset: int, length: int, block: str) -> bytes:
+    """Exactly `length` bytes at `offset` of `source`, for the part of an index file named `block` (its errors
+    name the file and the block).
+
+    Raises:
+        CorruptFileError: the range lies outside the file.
+        TruncatedFileError: the source returned fewer bytes.
+    """
+    if offset < 0 or length < 0 or offset + length > source.size:
+        raise CorruptFileError(f"{block} ({offset}+{length}) lies outside the file ({source.size} bytes)",
+                               path=source.name, block=block, offset=offset)
+    try:
+        data = source.read(offset, length)
+    except TruncatedFileError as exc:
+        raise TruncatedFileError(exc.reason, path=source.name, block=block, offset=offset) from None
+    if len(data) != length:
+        raise TruncatedFileError(f"short read: {len(data)} of {length} bytes", path=source.name,
+                                 block=block, offset=offset)
+    return data
 
 
 class SizedSource:

@@ -17,9 +17,9 @@ from typing import Any
 from index_format.errors import CorruptFileError, PathNotAllowedError, StorageUnavailableError, TruncatedFileError
 from index_format.storage import local
 from index_format.storage.paths import LOCAL, Roots, normalize_location, protocol_of
-from index_format.storage.sources import FsspecSource, LocalSource, RangeSource, check_range, guard
+from index_format.storage.sources import FsspecSource, LocalSource, RangeSource, SizedSource, check_range, guard
 
-__all__ = ["FsspecStorage", "Storage", "open_file"]
+__all__ = ["FsspecStorage", "Storage", "as_source", "open_file"]
 
 # One lock per process makes check-then-put atomic for memory:// (tests) — not across processes.
 _MEMORY_LOCK = threading.Lock()
@@ -263,6 +263,22 @@ class Storage:
 
 
 FsspecStorage = Storage
+
+
+def as_source(source: RangeSource | str | os.PathLike[str], *, storage: Storage | None = None,
+              size: int | None = None) -> RangeSource:
+    """What an index reader reads: `source` itself (with the manifest's `size` when that differs), or the
+    file at a path, resolved by `storage` when given (its roots apply), else a local file.
+
+    Raises:
+        FileNotFoundError: a path that does not exist. PathNotAllowedError: a path outside the roots.
+    """
+    if isinstance(source, (str, os.PathLike)):
+        path = os.fspath(source)
+        return storage.open_source(path, size) if storage is not None else open_file(path, size)
+    if size is not None and size != source.size:
+        return SizedSource(source, size)
+    return source
 
 
 def open_file(path: str, size: int | None = None) -> RangeSource:
