@@ -142,6 +142,7 @@ class BTreeIndexReader:
         self._bloom: BTreeBloom | None = None
         self._null: BitMap64 | None = None
         self._non_null: BitMap64 | None = None
+        self._non_null_count: int | None = None
         self._value_count: int | None = None
 
     # ------------------------------------------------------------ file structure
@@ -221,6 +222,35 @@ class BTreeIndexReader:
         if self._non_null is None:
             self._non_null = self._rows_between(None, True, None, True)
         return self._non_null.copy()
+
+    # ------------------------------------------------------------ counts (no row ids decoded)
+
+    def count_range(self, low: object = None, high: object = None, *, low_inclusive: bool = True,
+                    high_inclusive: bool = True) -> int:
+        """len(range(...)) from the entries' row counts: the row-id lists themselves are not decoded."""
+        kt = self.kt
+        lo = None if low is None else rep_of(kt, serialize_key(kt, low))
+        hi = None if high is None else rep_of(kt, serialize_key(kt, high))
+        return sum(int(self._counts(b, blk, a, e).sum()) for b, blk, a, e in self._spans(lo, low_inclusive, hi,
+                                                                                         high_inclusive))
+
+    def count_keys(self, values: Iterable[object]) -> int:
+        """len(isin(values)) from the entries' row counts."""
+        total = 0
+        for kb in {serialize_key(self.kt, v) for v in values if v is not None}:
+            if self._bloom_rejects(kb):
+                continue
+            loc = self._locate(rep_of(self.kt, kb))
+            if loc is not None:
+                b, blk, j = loc
+                total += int(self._counts(b, blk, j, j + 1)[0])
+        return total
+
+    def non_null_count(self) -> int:
+        """Rows with a key (the first call reads every data block's counts)."""
+        if self._non_null_count is None:
+            self._non_null_count = self.count_range()
+        return self._non_null_count
 
     def eq(self, value: object) -> BitMap64:
         if value is None:

@@ -383,11 +383,11 @@ class _Run:
             candidates = [r for r in refs if file_may_match(leaf, r.meta, positive=True)]
             matches = 0
             if candidates:
-                sidecars = self.sidecars(leaf, candidates, counting=True)
-                if sidecars is None:
+                counters = self.count_sources(leaf, ci, candidates)
+                if counters is None:
                     return None
                 try:
-                    got = sidecar_count(leaf, sidecars[0])
+                    got = sidecar_count(leaf, counters[0])
                 except IndexFormatError:
                     return None   # the full evaluation reads the bitmap files, and records the error
                 if got is None:
@@ -400,8 +400,17 @@ class _Run:
             total += matches
         self.counters["files_considered"] += len(ci.files)
         self.counters["files_pruned"] += len(ci.files) - used
-        self.counters["sidecars_used"] += used
+        if leaf.op not in ci.seeks:   # counted by range sidecars (a btree counts in its own files)
+            self.counters["sidecars_used"] += used
         return total
+
+    def count_sources(self, leaf: BoundLeaf, ci: ColumnIndex, candidates: list[IndexFileRef]) -> list[Any] | None:
+        """What counts a leaf's rows in each candidate file without listing them: a family that seeks for the
+        leaf counts from its own files (a btree's entry counts), a bitmap file from its range sidecar; None when
+        neither can."""
+        if leaf.op in ci.seeks:
+            return [self.reader(ci.column, ref) for ref in candidates]
+        return self.sidecars(leaf, candidates, counting=True)
 
     def sidecar_matches(self, leaf: BoundLeaf, start: int, candidates: list[IndexFileRef],
                         sidecars: list[RangeBitmapReader], entry: dict[str, object]) -> BitMap64 | None:

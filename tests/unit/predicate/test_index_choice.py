@@ -73,3 +73,15 @@ def test_the_index_covering_more_rows_answers_and_coverage_is_the_one_used() -> 
     rows, exact, covered, used = _ask("x < 0", only_btree)
     assert (rows, covered, used) == (_truth(lambda v: v < 0, 200), [(0, 199)], ["btree"])
     assert BitMap64(rows).issubset(BitMap64(range(200)))
+
+
+def test_a_btree_counts_a_leaf_from_its_entries() -> None:
+    """`result: count` on a btree leaf sums the entries' row counts; the count equals the rows the full
+    evaluation finds (and the plain-Python truth)."""
+    index = _index("btree", [(0, 199), (200, 399)])
+    for where, test in (("x > 10", lambda v: v > 10), ("x BETWEEN -5 AND 5", lambda v: -5 <= v <= 5),
+                        ("x = 7", lambda v: v == 7), ("x IN (1, 2, 3)", lambda v: v in (1, 2, 3)),
+                        ("x <> 7", lambda v: v != 7), ("x NOT BETWEEN -5 AND 5", lambda v: not -5 <= v <= 5)):
+        got = answer_over_files(bind(parse_where(where), {"x": KT}), {"x": index}, count_only=True,
+                                with_unknown=False)
+        assert got.count == len(_truth(test)), where

@@ -161,3 +161,19 @@ def test_a_shared_block_cache_serves_every_reader_of_a_file() -> None:
     second = open_btree_index(BytesSource(data, name="f.index"), S, cache=cache)
     assert set(second.eq("w0007")) == set(first.eq("w0007"))
     assert second.stats.blocks_decoded == 1 and second.stats.block_hits == 1   # its index block only
+
+
+def test_counts_equal_the_rows_they_count_without_decoding_them() -> None:
+    rng = np.random.default_rng(2)
+    keys = [None if rng.random() < 0.1 else int(x) for x in rng.integers(-50, 50, 5000)]
+    data, _ = write_btree_bytes(keys, list(range(5000)), BIG, {"btree-index.block-size": "512"})
+    r = open_btree_index(BytesSource(data), BIG)
+    for lo, hi, li, hi_incl in [(None, None, True, True), (-10, 10, True, False), (3, 3, True, True),
+                                (20, None, False, True), (None, -49, True, True), (60, None, True, True)]:
+        want = sum(1 for k in keys if k is not None and (lo is None or (k >= lo if li else k > lo))
+                   and (hi is None or (k <= hi if hi_incl else k < hi)))
+        assert r.count_range(lo, hi, low_inclusive=li, high_inclusive=hi_incl) == want
+    postings = r.stats.postings_read
+    assert r.count_keys([1, 2, 2, None, 99]) == sum(1 for k in keys if k in (1, 2))
+    assert r.non_null_count() == sum(1 for k in keys if k is not None)
+    assert r.stats.postings_read == postings   # counts come from the lists' count prefixes only
