@@ -443,7 +443,7 @@ def main() -> int:
         "",
         "## Targets",
         "",
-        "| target | bgix | pypaimon-rust | ratio | met |",
+        "| target | bgix | pypaimon-rust | pypaimon-rust ÷ bgix (time, p50) | met |",
         "|---|---|---|---|---|",
         f"| build btree `uid` + multivalue `tags` ≥ 2× pypaimon-rust | API, Spark {args.master}: "
         f"{spark_job['seconds']:.1f} s (runs {runs([j['seconds'] for j in sparks])} s); API, engine local: "
