@@ -29,23 +29,26 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def start_server(env: Mapping[str, str], log: Path, *, pythonpath: str | None = None, workers: int = 1
-                 ) -> tuple[subprocess.Popen[bytes], str]:
+def start_server(env: Mapping[str, str], log: Path, *, pythonpath: str | None = None, workers: int = 1,
+                 this_interpreter: bool = False) -> tuple[subprocess.Popen[bytes], str]:
     """Start `bgix serve` with `env` over this process's environment, output to `log`; (process, base URL).
 
     `workers`: `bgix serve --workers` (1 by default: the benchmarks measure one process's latency, CPU and
     memory; bench_workers.py compares several). `pythonpath`: serve from that source tree (e.g. a checkout of
-    another commit) instead of the installed `bgix`; its modules shadow the editable install. Exits (SystemExit) when the server dies or is not ready
-    within 60 s.
+    another commit) instead of the installed `bgix`; its modules shadow the editable install. `this_interpreter`:
+    run the installed `bgix` with this process's interpreter rather than the one the `bgix` script names, so the
+    build jobs the server spawns (with its sys.executable) see the same venv path as the caller (the build jobs'
+    JVM class archive is keyed by that path). Exits (SystemExit) when the server dies or is not ready within 60 s.
     """
     port = free_port()
     args = ["serve", "--host", "127.0.0.1", "--port", str(port), "--no-access-log", "--log-level", "warning"]
     if pythonpath is None or workers != 1:   # source trees from before --workers serve one process anyway
         args += ["--workers", str(workers)]
     cmd, full_env = [str(BGIX), *args], {**os.environ, **env}
+    if pythonpath or this_interpreter:
+        cmd = [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())", *args]
     if pythonpath:
         full_env["PYTHONPATH"] = pythonpath
-        cmd = [sys.executable, "-c", "import sys; from service.cli import main; sys.exit(main())", *args]
     with open(log, "wb") as out:
         proc = subprocess.Popen(cmd, env=full_env, stdout=out, stderr=subprocess.STDOUT, cwd=pythonpath or None)
     url = f"http://127.0.0.1:{port}"
