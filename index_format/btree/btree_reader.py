@@ -143,6 +143,7 @@ class BTreeIndexReader:
         self._null: BitMap64 | None = None
         self._non_null: BitMap64 | None = None
         self._non_null_count: int | None = None
+        self._totals: np.ndarray | None = None   # rows per data block, -1 until counted (_block_total)
         self._value_count: int | None = None
 
     # ------------------------------------------------------------ file structure
@@ -231,8 +232,20 @@ class BTreeIndexReader:
         kt = self.kt
         lo = None if low is None else rep_of(kt, serialize_key(kt, low))
         hi = None if high is None else rep_of(kt, serialize_key(kt, high))
-        return sum(int(self._counts(b, blk, a, e).sum()) for b, blk, a, e in self._spans(lo, low_inclusive, hi,
-                                                                                         high_inclusive))
+        bounds = self._span_bounds(lo, low_inclusive, hi, high_inclusive)
+        if bounds is None:
+            return 0
+        b0, j0, b1, j1 = bounds
+
+        def part(b: int, a: int, e: int | None) -> int:
+            if a == 0 and e is None:
+                return self._block_total(b)
+            blk = self._block(b)
+            return int(self._counts(b, blk, a, len(blk) if e is None else e).sum())
+
+        if b0 == b1:
+            return part(b0, j0, j1)
+        return part(b0, j0, None) + sum(self._block_total(b) for b in range(b0 + 1, b1)) + part(b1, 0, j1)
 
     def count_keys(self, values: Iterable[object]) -> int:
         """len(isin(values)) from the entries' row counts."""
@@ -505,22 +518,24 @@ class BTreeIndexReader:
             return counts.astype(np.int64)
         return self._rows(b, blk, np.arange(a, e, dtype=np.int64))[1]
 
-    def _spans(self, lo: object, lo_incl: bool, hi: object, hi_incl: bool
-               ) -> Iterator[tuple[int, SstBlock, int, int]]:
-        """(block, decoded block, first entry, end entry) of every run of keys within the bounds, in order."""
+    def _span_bounds(self, lo: object, lo_incl: bool, hi: object, hi_incl: bool
+                     ) -> tuple[int, int, int, int | None] | None:
+        """(first block, its first entry, last block, its end entry or None for all) of the keys within the
+        bounds; None when no key can be. Decodes at most the two edge blocks."""
         idx = self.index()
         n = len(idx)
         if n == 0:
-            return
+            return None
         if lo is not None and hi is not None and (hi < lo or (hi == lo and not (lo_incl and hi_incl))):
-            return
+            return None
         if lo is None:
             b0, j0 = 0, 0
         else:
             b0 = (lower_bound if lo_incl else upper_bound)(idx.reps, lo)
             if b0 == n:
-                return
+                return None
             j0 = (lower_bound if lo_incl else upper_bound)(self._block(b0).extra["reps"], lo)
+        j1: int | None
         if hi is None:
             b1, j1 = n - 1, None
         else:
@@ -529,8 +544,26 @@ class BTreeIndexReader:
                 b1, j1 = n - 1, None
             else:
                 j1 = (upper_bound if hi_incl else lower_bound)(self._block(b1).extra["reps"], hi)
-        if b0 > b1:
+        return None if b0 > b1 else (b0, j0, b1, j1)
+
+    def _block_total(self, b: int) -> int:
+        """Rows of data block b (its entries' counts summed once, then kept: a count over many blocks decodes
+        only its two edge blocks)."""
+        totals = self._totals
+        if totals is None:
+            totals = self._totals = np.full(len(self.index()), -1, dtype=np.int64)
+        if totals[b] < 0:
+            blk = self._block(b)
+            totals[b] = int(self._counts(b, blk, 0, len(blk)).sum())
+        return int(totals[b])
+
+    def _spans(self, lo: object, lo_incl: bool, hi: object, hi_incl: bool
+               ) -> Iterator[tuple[int, SstBlock, int, int]]:
+        """(block, decoded block, first entry, end entry) of every run of keys within the bounds, in order."""
+        bounds = self._span_bounds(lo, lo_incl, hi, hi_incl)
+        if bounds is None:
             return
+        b0, j0, b1, j1 = bounds
         for b, blk in self._walk(b0, b1 + 1):
             a = j0 if b == b0 else 0
             e = len(blk) if b < b1 or j1 is None else j1
