@@ -1,4 +1,5 @@
-"""Fast stable sorts of writer rows into (logical key, row id) order, and the distinct-key boundaries after.
+"""Fast stable sorts of writer rows into (logical key, row id) order, the distinct-key boundaries after, and
+the cut of one sorted order into files.
 
 Shared by the bitmap and btree global index writers. Imports numpy only.
 """
@@ -6,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["compact", "is_sorted", "key_starts", "stable_order"]
+__all__ = ["compact", "file_cuts", "is_sorted", "key_starts", "stable_order"]
 
 
 def is_sorted(a: np.ndarray) -> bool:
@@ -40,3 +41,15 @@ def key_starts(rep: np.ndarray) -> np.ndarray:
     if not len(rep):
         return np.zeros(0, dtype=np.int64)
     return np.concatenate(([0], np.flatnonzero(rep[1:] != rep[:-1]) + 1)).astype(np.int64, copy=False)
+
+
+def file_cuts(n_null: int, n_rows: int, per_file: int) -> list[tuple[slice, slice]]:
+    """spec §5.2: one global order, null rows first, cut into files of `per_file` records; per file (its slice
+    of the null row ids, its slice of the sorted non-null rows)."""
+    total = n_null + n_rows
+    out = []
+    for start in range(0, total, per_file):
+        end = min(start + per_file, total)
+        out.append((slice(min(start, n_null), min(end, n_null)),
+                    slice(max(start - n_null, 0), max(end - n_null, 0))))
+    return out

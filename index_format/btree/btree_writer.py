@@ -30,7 +30,7 @@ from index_format.keys import deserialize_key
 from index_format.layout import BTREE_BLOCK_TAIL, TRAILER_CRC, TRAILER_SIZE, varint
 from index_format.murmur_hash import binary_string_hashes_of
 from index_format.parallel import map_parts
-from index_format.row_order import is_sorted, key_starts, stable_order
+from index_format.row_order import file_cuts, is_sorted, key_starts, stable_order
 from index_format.types import KeyType, parse_type
 from index_format.written_files import FileRows, WriterInputError, WrittenFile, build_meta_bytes, check_row_ids
 
@@ -485,18 +485,14 @@ def write_btree_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
     enc = encode_arrow_keys(kt, keys)
     rid = check_row_ids(row_ids, len(enc.sort_rep))
     s = _sort(enc, rid)
-    n_null = len(s.null_rid)
-    total = n_null + len(s.rows)
     out: list[WrittenFile] = []
-    for start in range(0, total, records_per_file):
-        end = min(start + records_per_file, total)
-        nulls = s.null_rid[start:min(end, n_null)] if start < n_null else s.null_rid[:0]
-        a, b = max(start - n_null, 0), max(end - n_null, 0)
-        data, first, last, count = _encode(kt, enc, nulls, s.rows[a:b], s.rep[a:b], s.rid[a:b], opts)
+    for null_cut, cut in file_cuts(len(s.null_rid), len(s.rows), records_per_file):
+        nulls = s.null_rid[null_cut]
+        data, first, last, count = _encode(kt, enc, nulls, s.rows[cut], s.rep[cut], s.rid[cut], opts)
         path = new_path()
         storage.write_atomic(path, data)
-        written = _written(kt, path, data, end - start, first, last, len(nulls) > 0, count)
+        written = _written(kt, path, data, len(nulls) + len(s.rows[cut]), first, last, len(nulls) > 0, count)
         if keep_rows:
-            written = replace(written, rows=FileRows(s.rows[a:b], s.rid[a:b], key_starts(s.rep[a:b])))
+            written = replace(written, rows=FileRows(s.rows[cut], s.rid[cut], key_starts(s.rep[cut])))
         out.append(written)
     return out

@@ -85,6 +85,12 @@ class IndexReader:
         idx = self.blocks.decoded()
         return list(zip(idx.keys, idx.offsets, idx.lengths))
 
+    def cache_cost(self) -> int:
+        """Approximate bytes this reader holds once warm: its decoded block index (Python objects, about 12x the
+        on-disk body, as for dictionary blocks) plus the cached null / non-null bitmaps (spec §2.2 lengths)."""
+        f = self.footer
+        return 4096 + 12 * f.index_length + f.null_length + f.non_null_length
+
     def block_codec(self, i: int) -> int:
         """Compression type byte of dictionary block i (for inspection)."""
         idx = self.blocks.decoded()

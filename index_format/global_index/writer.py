@@ -23,7 +23,7 @@ from index_format.keys import deserialize_key
 from index_format.layout import varint
 from index_format.parallel import THREADS, map_parts
 from index_format.row_order import is_sorted as _is_sorted
-from index_format.row_order import key_starts
+from index_format.row_order import file_cuts, key_starts
 from index_format.row_order import stable_order as _stable_order
 from index_format.types import KeyType, parse_type
 from index_format.written_files import FileRows, WriterInputError, WrittenFile, build_meta_bytes
@@ -349,19 +349,16 @@ def _write_files(keys: object, row_ids: object, kt: KeyType, block_size: int, co
     enc, rid = _prepare(keys, row_ids, kt)
     s = sort_rows(enc, rid, split=False)  # one global order, cut into files below
     (whole,) = s.parts
-    n_null = len(s.null_rid)
-    total = n_null + len(whole.rows)
     out: list[WrittenFile] = []
-    for start in range(0, total, records_per_file):
-        end = min(start + records_per_file, total)
-        null_part = s.null_rid[start:min(end, n_null)] if start < n_null else s.null_rid[:0]
-        a, b = max(start - n_null, 0), max(end - n_null, 0)
-        part = SortedPart(whole.rows[a:b], whole.rep[a:b], whole.rid[a:b])
+    for null_cut, cut in file_cuts(len(s.null_rid), len(whole.rows), records_per_file):
+        null_part = s.null_rid[null_cut]
+        part = SortedPart(whole.rows[cut], whole.rep[cut], whole.rid[cut])
         data, first, last, count = encode_file(kt, enc, null_part, [part], block_size, codec, level,
                                            key_order=key_order)
         path = new_path()
         storage.write_atomic(path, data)
-        written = written_file(kt, path, data, end - start, first, last, len(null_part) > 0, count)
+        written = written_file(kt, path, data, len(null_part) + len(part.rows), first, last, len(null_part) > 0,
+                               count)
         if keep_rows:
             written = replace(written, rows=FileRows(part.rows, part.rid, key_starts(part.rep)))
         out.append(written)

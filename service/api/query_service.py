@@ -417,11 +417,5 @@ _BOUND_ENTRIES = 4096
 
 
 def _reader_cost(reader: IndexReader) -> int:
-    """Approximate bytes a cached reader holds: its decoded block index (Python objects, about 12x the
-    on-disk body, as for dictionary blocks) plus the cached null / non-null bitmaps (spec §2.2 lengths).
-    A family's reader that knows its own bound (cache_cost(): a btree's block cache) says it."""
-    own = getattr(reader, "cache_cost", None)
-    if own is not None:
-        return int(own())
-    f = reader.footer
-    return 4096 + 12 * f.index_length + f.null_length + f.non_null_length
+    """Approximate bytes a cached reader holds, as its family's reader reckons them."""
+    return int(reader.cache_cost())

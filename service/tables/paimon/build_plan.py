@@ -25,7 +25,7 @@ from index_format import ranges
 from index_format.errors import InvalidOptionError
 from index_format.families import BITMAP, family
 from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
-from service.tables.paimon.index_entries import list_index_entries
+from service.tables.paimon.index_entries import list_all_index_entries
 from service.tables.paimon.key_types import key_type_of_spelling
 from service.tables.paimon.rows import ROW_ID, plan_splits, read_rows
 from service.tables.paimon.table import PaimonTable
@@ -133,10 +133,10 @@ def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range:
     fams = {c: family((families or {}).get(c, BITMAP.name)).name for c in columns}
     key_types = check_build_columns(table, columns, partitions, fams)
     field_ids = {f.name: int(f.id) for f in table.table.fields if f.name in key_types}
-    covered = {}
-    for c in columns:
-        entries = list_index_entries(table, fams[c]).get(c, ()) if not rebuild else ()
-        covered[c] = ranges.merge((e.row_range_start, e.row_range_end) for e in entries if not e.extra_field_ids)
+    # one read of the index manifest for every column and family
+    entries = list_all_index_entries(table, tuple(set(fams.values()))) if not rebuild else {}
+    covered = {c: ranges.merge((e.row_range_start, e.row_range_end) for e in entries.get((c, fams[c]), ())
+                               if not e.extra_field_ids) for c in columns}
 
     def cut(c: str, todo: list[Range]) -> tuple[Range, ...]:
         if family(fams[c]).element_keys:   # one file per globally aligned shard (Java's multivalue build)

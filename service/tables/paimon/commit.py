@@ -26,7 +26,7 @@ from index_format.families import BITMAP
 from index_format.global_index.filemeta import deix_source_meta
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CommitConflictError
-from service.tables.paimon.index_entries import index_file_names, list_index_entries
+from service.tables.paimon.index_entries import index_file_names, list_all_index_entries
 from service.tables.paimon.location import PaimonLocation, to_storage_path
 from service.tables.paimon.table import PaimonTable, reopen
 
@@ -84,9 +84,9 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
 
 
 def _check_still_uncovered(latest: PaimonTable, files: Sequence[BuiltIndexFile], since: int) -> None:
-    entries = {t: list_index_entries(latest, t) for t in {f.index_type for f in files}}
+    entries = list_all_index_entries(latest, tuple({f.index_type for f in files}))
     for f in files:
-        covered = [(e.row_range_start, e.row_range_end) for e in entries[f.index_type].get(f.column, ())]
+        covered = [(e.row_range_start, e.row_range_end) for e in entries.get((f.column, f.index_type), ())]
         if ranges.intersect([(f.row_range_start, f.row_range_end)], covered):
             raise CommitConflictError(
                 f"column {f.column!r}: rows {f.row_range_start}..{f.row_range_end} were indexed by another "
@@ -97,10 +97,9 @@ def _check_no_overlap_after(table: PaimonTable, files: Sequence[BuiltIndexFile],
                             sid: int) -> None:
     """A writer that committed an index on our column between our check and our commit: take ours back."""
     mine = {f.file_name for f in files}
-    after = reopen(table, sid)
-    entries = {t: list_index_entries(after, t) for t in {f.index_type for f in files}}
+    entries = list_all_index_entries(reopen(table, sid), tuple({f.index_type for f in files}))
     for f in files:
-        others = [(e.row_range_start, e.row_range_end) for e in entries[f.index_type].get(f.column, ())
+        others = [(e.row_range_start, e.row_range_end) for e in entries.get((f.column, f.index_type), ())
                   if e.file_name not in mine]
         if ranges.intersect([(f.row_range_start, f.row_range_end)], others):
             commit_messages(writable, _messages(writable, files, table.snapshot_id or 0,

@@ -56,7 +56,7 @@ def list_index_entries(table: PaimonTable, index_type: str = BITMAP.name) -> dic
     Files on a field id the pinned schema no longer has (a dropped column) are left out: nothing
     can query them. Returns {} when the table has no snapshot or no such index.
     """
-    return {c: es for (c, t), es in list_all_index_entries(table, (family(index_type).name,)).items()}
+    return {c: es for (c, _), es in list_all_index_entries(table, (family(index_type).name,)).items()}
 
 
 def list_all_index_entries(table: PaimonTable, index_types: tuple[str, ...] | None = None
