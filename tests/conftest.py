@@ -18,6 +18,9 @@ pytest_plugins = ["tests.scheduling"]  # how the tests are spread over parallel 
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+# Apps and servers in tests start their build runner on the first build, not with the app (a JVM per app
+# would load CI's two cores); tests of the warm start set BGIX_BUILD_PREWARM=true themselves.
+os.environ.setdefault("BGIX_BUILD_PREWARM", "false")
 
 # Hypothesis profiles, chosen by BGIX_HYPOTHESIS_PROFILE. `ci` (the default, so CI=true and a bare clone
 # run the same cases): derandomized, each test's examples follow from the test itself, no example database.

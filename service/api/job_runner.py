@@ -1,11 +1,13 @@
-"""Start, cancel and track build jobs as separate processes; one build per index at a time (409).
+"""Start, cancel and track build jobs, run by build-runner processes apart from the web process; one build per
+index at a time (409).
 
-The job process (`python -m service.build_job.main --spec SPEC.json`) writes its own progress and final
-state to the catalog; this module only spawns, reaps and marks jobs whose process died. pyspark is never
+A build runner (service.build_job.build_runner, started and fed by service.api.build_runners: one warm runner
+for every build, or one per build) writes each job's progress and final state to the catalog; this module
+records, hands over, cancels and reaps jobs, and marks failed the jobs whose runner died. pyspark is never
 imported here (the web process stays Spark-free); service.build_job is not imported either.
 
 With `bgix serve --workers N` (a WorkerGroup, service.api.worker_group) every worker has a JobRunner but
-only the one holding the group's runner lock spawns, tracks, reaps and recovers build processes. Any
+only the one holding the group's runner lock starts runners, tracks, reaps and recovers builds. Any
 worker validates and records a job under the group's build lock (one build per index across workers);
 a worker that is not the job runner leaves the spec in the group's `pending/` directory, which the job
 runner spawns on its next poll. A cancel on another worker signals a recorded pid at once and leaves a
@@ -19,8 +21,6 @@ import logging
 import os
 import shutil
 import signal
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from index_format.storage import Storage
+from service.api.build_runners import BuildRunners, RunnerProcess
 from service.api.error_table import UnknownTableColumnError
 from service.api.settings import Settings
 from service.catalog import Catalog
@@ -45,8 +46,6 @@ if TYPE_CHECKING:
     from service.api.worker_group import WorkerGroup
 
 log = logging.getLogger("bgix.jobs")
-_LOG_TAIL = 2000
-_EXIT_GRACE = 10.0  # seconds close() waits for finished jobs' processes to exit
 # Worker groups: a queued record without a pid may belong to a build the previous job runner just spawned
 # (its process has not recorded itself yet); a new job runner waits this long before calling it gone.
 _ADOPT_GRACE = 30.0
@@ -57,15 +56,14 @@ class _Tracked:
     job_id: str
     table: str
     column: str
-    proc: subprocess.Popen[bytes] | None   # None: adopted from an earlier service run (pid only)
+    host: RunnerProcess | None   # the runner it was handed to; None: adopted from an earlier service (pid only)
     pid: int
-    log_path: Path | None
     cancelled: bool = False
     pid_start: int | None = None            # adopted jobs: the recorded start time of `pid`
 
 
 class JobRunner:
-    """Spawns build processes and reaps them with one watcher thread."""
+    """Hands builds to build runners and reaps them with one watcher thread."""
 
     def __init__(self, catalog: Catalog, storage: Storage, settings: Settings,
                  on_finished: Callable[[str], None], group: WorkerGroup | None = None) -> None:
@@ -81,6 +79,7 @@ class JobRunner:
         self._group = group
         self._deferred: dict[str, float] = {}   # job id -> when a pid-less queued record counts as gone
         self._spec_dir = group.spec_dir if group is not None else Path(tempfile.mkdtemp(prefix="bgix-jobs-"))
+        self.runners = BuildRunners(self._spec_dir / "runner", settings, owner=lambda: self.is_runner)
 
     @property
     def is_runner(self) -> bool:
@@ -91,6 +90,7 @@ class JobRunner:
     def start_watcher(self) -> None:
         if self._group is None:
             self.recover()
+            self.runners.start()
         else:
             self._claim_runner()
         self._thread = threading.Thread(target=self._watch, name="bgix-job-watcher", daemon=True)
@@ -104,30 +104,21 @@ class JobRunner:
         log.info("worker %s runs the build jobs", os.getpid())
         try:
             self.recover()
+            self.runners.start()
         except BaseException:
             self._group.release_runner()   # e.g. the catalog is briefly unreadable: a later poll tries again
             raise
 
     def close(self, *, kill: bool = False) -> None:
-        """Stop watching; with kill=True also terminate running job processes (tests)."""
-        if kill:
-            for t in list(self._tracked.values()):
-                self._signal(t, signal.SIGTERM)
+        """Stop watching; runners finish the builds they run (detached: adopted on the next start) and exit;
+        with kill=True they cancel them (tests)."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=5)
         if not self.is_runner:
             return   # a worker that never ran jobs: nothing to reap, the group's files are not its own
-        # Jobs whose record is final are only exiting: wait for them (bounded) so none is left a zombie.
-        # Builds still running keep running detached (own session) and are adopted on the next start.
-        deadline = time.monotonic() + _EXIT_GRACE
-        for t in list(self._tracked.values()):
-            if t.proc is None or t.proc.poll() is not None or self._job_active(t.job_id):
-                continue
-            try:
-                t.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                log.warning("job %s process %s did not exit after its record was final", t.job_id, t.pid)
+        busy = {t.host.pid for t in self._tracked.values() if t.host is not None and self._job_active(t.job_id)}
+        self.runners.close(kill=kill, busy=busy)
         self._reap_all()
         if self._group is not None:
             for t in list(self._tracked.values()):   # final records whose process was not seen to end
@@ -160,6 +151,11 @@ class JobRunner:
             if job.pid is not None and job_process_alive(job):
                 self._adopt(job)
                 continue
+            if job.pid is None and self.runners.box.is_waiting(job.id):
+                with self._lock:   # handed over, not yet taken: a runner takes it
+                    self._tracked[job.id] = _Tracked(job.id, job.table, job.column,
+                                                     self.runners.host_for_waiting(job.id), 0)
+                continue
             if self._group is not None and job.pid is None:
                 if (self._group.pending_dir / f"{job.id}.json").exists():
                     continue
@@ -169,11 +165,9 @@ class JobRunner:
             self._mark_failed(job.id, "build process is gone (service restarted while the job ran)")
 
     def _adopt(self, job: JobRecord) -> None:
-        log_path = self._spec_dir / f"{job.id}.log" if self._group is not None else None
         with self._lock:
             if job.id not in self._tracked:
                 self._tracked[job.id] = _Tracked(job.id, job.table, job.column, None, job.pid or 0,
-                                                 log_path if log_path is not None and log_path.exists() else None,
                                                  pid_start=job.pid_start)
 
     def _recheck_deferred(self) -> None:
@@ -198,9 +192,9 @@ class JobRunner:
 
     # ---- API operations ---------------------------------------------------------------------
     def start(self, table: str, column: str, index_type: str, partitions: Any, options: Any) -> JobRecord:
-        """Validate, record and spawn a build job.
+        """Validate, record and hand a build job to a build runner.
 
-        Everything the job could only fail on is refused here (400), before a process is spawned.
+        Everything the job could only fail on is refused here (400), before a runner sees it.
         Raises:
             TableNotFoundError; InvalidOptionError (from JobSpec: column name, index type, spec §7.1
             options and their ranges, a read-only codec, rebuild on a Paimon table, malformed partitions or
@@ -235,17 +229,21 @@ class JobRunner:
                     self._enqueue(spec)
             except BaseException as exc:
                 # A queued record without a process would block this index with 409 until a restart.
-                self._mark_failed(spec.job_id, f"could not start the build process: {type(exc).__name__}: {exc}")
-                (self._spec_dir / f"{spec.job_id}.json").unlink(missing_ok=True)
+                self._mark_failed(spec.job_id, f"could not start the build: {type(exc).__name__}: {exc}")
+                self.runners.box.withdraw(spec.job_id)
                 if self._group is not None:
                     (self._group.pending_dir / f"{spec.job_id}.json").unlink(missing_ok=True)
                 raise
-        # The job process records its own pid and state when it starts (service.build_job.main);
+        # The runner records the job's pid (its own) and state when it starts the build (service.build_job.main);
         # writing the pid here too would race with that read-modify-write.
         return self.catalog.get_job(spec.job_id)
 
     def cancel(self, job_id: str) -> JobRecord:
-        """Terminate a queued/running job and mark it cancelled; finished jobs are returned unchanged."""
+        """Stop a queued/running job and mark it cancelled; finished jobs are returned unchanged.
+
+        Its runner cancels it (a runner this service started, or any in a worker group's shared directory). A
+        build adopted from an earlier service's runner: that runner gets SIGTERM and cancels all it still runs.
+        """
         job = self.catalog.get_job(job_id)
         if not job.active:
             return job
@@ -254,13 +252,10 @@ class JobRunner:
             if tracked is not None:
                 tracked.cancelled = True
         if tracked is not None:
-            self._signal(tracked, signal.SIGTERM)
+            self._cancel_tracked(tracked)
         else:
-            if job.pid is not None and job_process_alive(job):
-                try:
-                    os.killpg(job.pid, signal.SIGTERM)
-                except OSError:
-                    pass
+            if job.pid is not None and job_process_alive(job) and self._group is None:
+                _terminate(job.pid)
             elif self._group is not None:
                 # Worker groups: the job runner drops the pending spec, or signals the process it spawned
                 # (which has not recorded its pid yet, and would overwrite "cancelled" with "running").
@@ -287,9 +282,13 @@ class JobRunner:
         os.replace(tmp, final)   # whole or not at all: the job runner only reads *.json
 
     def _spawn(self, spec: JobSpec) -> _Tracked:
-        spec_path = self._spec_dir / f"{spec.job_id}.json"
-        _write_private(spec_path, json.dumps(spec.to_dict()))   # may hold storage credentials
-        return self._popen(spec.job_id, spec.table, spec.index_column, spec_path)
+        host = self.runners.submit(spec.job_id, json.dumps(spec.to_dict()))   # may hold storage credentials
+        return _Tracked(spec.job_id, spec.table, spec.index_column, host, host.pid)
+
+    def _cancel_tracked(self, t: _Tracked) -> None:
+        self.runners.cancel(t.job_id, t.host)
+        if t.host is None and self._group is None:
+            _terminate(t.pid)   # adopted from an earlier service: its runner reads another directory
 
     def _spawn_pending(self) -> None:
         """The job runner of a group: spawn the jobs other workers recorded (unless cancelled meanwhile)."""
@@ -304,14 +303,15 @@ class JobRunner:
             if job.state != "queued" or job.pid is not None:
                 path.unlink(missing_ok=True)
                 continue
-            spec_path = self._spec_dir / path.name
-            os.replace(path, spec_path)
             with self._lock:
                 try:
-                    self._tracked[job_id] = self._popen(job_id, job.table, job.column, spec_path)
+                    host = self.runners.submit(job_id, path.read_text())
+                    self._tracked[job_id] = _Tracked(job_id, job.table, job.column, host, host.pid)
                 except Exception as exc:
-                    self._mark_failed(job_id, f"could not start the build process: {type(exc).__name__}: {exc}")
-                    spec_path.unlink(missing_ok=True)
+                    self._mark_failed(job_id, f"could not start the build: {type(exc).__name__}: {exc}")
+                    self.runners.box.withdraw(job_id)
+                finally:
+                    path.unlink(missing_ok=True)
 
     def _handle_cancels(self) -> None:
         """The job runner of a group: cancel requests that landed on other workers."""
@@ -325,29 +325,10 @@ class JobRunner:
                 if tracked is not None:
                     tracked.cancelled = True
             if tracked is not None and first:
-                self._signal(tracked, signal.SIGTERM)
+                self._cancel_tracked(tracked)
+            elif tracked is None:
+                self.runners.cancel(job_id, None)   # e.g. adopted and untracked: any runner here may hold it
             marker.unlink(missing_ok=True)
-
-    def _popen(self, job_id: str, table: str, column: str, spec_path: Path) -> _Tracked:
-        log_path = self._spec_dir / f"{job_id}.log"
-        env = dict(os.environ)
-        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        env.setdefault("PYSPARK_PYTHON", sys.executable)
-        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-        with open(log_path, "wb") as log_file:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "service.build_job.main", "--spec", str(spec_path)],
-                stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,
-                start_new_session=True, env=env,
-            )
-        log.info("job %s started (pid %s) for %s.%s", job_id, proc.pid, table, column)
-        return _Tracked(job_id, table, column, proc, proc.pid, log_path)
-
-    def _signal(self, t: _Tracked, sig: int) -> None:
-        try:
-            os.killpg(t.pid, sig)  # the whole session: Spark's JVM and Python workers too
-        except OSError:
-            pass
 
     def _watch(self) -> None:
         while not self._stop.wait(self.settings.job_poll_seconds):
@@ -361,6 +342,7 @@ class JobRunner:
                     if self._deferred:
                         self._recheck_deferred()
                 self._reap_all()
+                self.runners.poll()
             except Exception:  # the watcher must survive a briefly unreadable catalog
                 log.exception("job watcher iteration failed")
 
@@ -368,17 +350,26 @@ class JobRunner:
         with self._lock:
             items = list(self._tracked.values())
         for t in items:
-            if t.proc is not None:
-                rc = t.proc.poll()
-                if rc is None:
-                    continue
-            elif process_alive(t.pid, t.pid_start):
+            ended, rc = self._ended(t)
+            if not ended:
                 continue
-            else:
-                rc = None
             self._finish(t, rc)
             with self._lock:
                 self._tracked.pop(t.job_id, None)
+
+    def _ended(self, t: _Tracked) -> tuple[bool, int | None]:
+        """(the job is over, its runner's exit code when the runner died with it)."""
+        if not self._job_active(t.job_id):
+            return True, None
+        if t.host is None:   # adopted: over when its process is gone
+            return not process_alive(t.pid, t.pid_start), None
+        if t.host.alive():
+            return False, None
+        if self.runners.box.is_waiting(t.job_id):   # never taken (the runner had just exited idle): re-hand it
+            t.host = self.runners.host_for_waiting(t.job_id)
+            t.pid = t.host.pid
+            return False, None
+        return True, t.host.proc.returncode
 
     def _finish(self, t: _Tracked, rc: int | None) -> None:
         job = self.catalog.get_job(t.job_id)
@@ -386,30 +377,37 @@ class JobRunner:
             if t.cancelled:
                 self.catalog.update_job(t.job_id, state="cancelled", finished_at=now())
             else:
-                self._mark_failed(t.job_id, f"build process exited with code {rc} without finishing"
+                self._mark_failed(t.job_id, f"build runner exited with code {rc} without finishing the build"
                                   + self._log_tail(t))
         elif job.state == "failed" and not job.error:
             self.catalog.update_job(t.job_id, error=f"build failed (exit code {rc})" + self._log_tail(t))
-        log.info("job %s ended: exit code %s", t.job_id, rc)
-        # The spec may hold storage credentials: it lives only as long as its process.
-        (self._spec_dir / f"{t.job_id}.json").unlink(missing_ok=True)
-        if t.log_path is not None:
-            t.log_path.unlink(missing_ok=True)
+        log.info("job %s ended%s", t.job_id, "" if rc is None else f": its runner exited with code {rc}")
+        # The spec may hold storage credentials: it lives only as long as its build.
+        self.runners.box.withdraw(t.job_id)
         self._on_finished(t.table)
 
+    def readiness(self) -> tuple[bool, str]:
+        """Whether builds are ready to start at full speed (the warm runner is up), and the runner's state."""
+        return self.runners.readiness()
+
     def _remove_files(self, job_id: str) -> None:
-        (self._spec_dir / f"{job_id}.json").unlink(missing_ok=True)
-        (self._spec_dir / f"{job_id}.log").unlink(missing_ok=True)
+        self.runners.box.withdraw(job_id)
 
     def _mark_failed(self, job_id: str, error: str) -> None:
         self.catalog.update_job(job_id, state="failed", error=error, finished_at=now())
 
     @staticmethod
     def _log_tail(t: _Tracked) -> str:
-        if t.log_path is None or not t.log_path.exists():
-            return ""
-        data = t.log_path.read_bytes()[-_LOG_TAIL:].decode("utf-8", "replace").strip()
+        data = t.host.log_tail() if t.host is not None else ""
         return f"; output tail: {data}" if data else ""
+
+
+def _terminate(pid: int) -> None:
+    """SIGTERM to a runner this service did not start: it cancels every build it runs."""
+    try:
+        os.kill(pid, signal.SIGTERM)
+    except OSError:
+        pass
 
 
 def _write_private(path: Path, text: str) -> None:

@@ -42,6 +42,21 @@ class Settings(BaseSettings):
         1.0, ge=0, description="How long a resolved current-snapshot pointer is reused."
     )
     job_poll_seconds: float = Field(0.2, gt=0, description="Build-job watcher poll interval.")
+    build_runner: Literal["warm", "process"] = Field(
+        "warm", description="Where builds run: `warm`, one long-lived build runner whose Spark session and Python "
+        "workers stay up between builds; `process`, a new runner process (and Spark session) per build.",
+    )
+    build_idle_s: float = Field(
+        600.0, ge=0, description="A warm build runner idle this many seconds exits and gives its memory back; the "
+        "next build starts a new one (cold).",
+    )
+    build_prewarm: bool = Field(
+        True, description="Start the warm build runner (with the Spark engine: its session and Python workers) "
+        "with the service; /readyz answers 503 until it is warm, at most build_warmup_s.",
+    )
+    build_warmup_s: float = Field(
+        120.0, ge=0, description="Longest time /readyz waits for the warm build runner at start-up.",
+    )
     query_timeout_s: float = Field(
         30.0, gt=0, description="Time budget of one query in seconds; a query over it gets 503 query_timeout."
     )

@@ -78,6 +78,35 @@ def build_session(plan: BuildPlan, master: str, conf: dict[str, str]) -> SparkSe
     return spark_session(master, {**(light_driver_conf() if plan.light_driver else {}), **conf})
 
 
+# A runner's session keeps its Python workers (reuse) and forks them from a daemon that imported the build
+# worker's modules once (spark_daemon), so a build's tasks start warm even after Spark retired idle workers.
+_RUNNER_CONF = {"spark.python.worker.reuse": "true",
+                "spark.python.daemon.module": "service.build_job.spark_daemon"}
+
+
+def runner_session(master: str) -> SparkSession:
+    """The long-lived session of a build runner (service.build_job.build_runner): a light driver (the runner's
+    builds read their own input in their tasks) whose Python workers start warm."""
+    return spark_session(master, {**light_driver_conf(), **_RUNNER_CONF})
+
+
+def warm_workers(spark: SparkSession) -> None:
+    """Run one tiny task per slot, so the Python daemon and a worker per slot are up before the first build."""
+    slots = parallelism(str(spark.sparkContext.master), spark)
+    spark.sparkContext.parallelize(range(slots), slots).mapPartitions(_warm_task).collect()
+
+
+def _warm_task(items: Iterator[int]) -> Iterator[int]:
+    import service.build_job.worker  # noqa: F401  (already in the daemon: costs nothing there)
+    import service.tables.paimon.paimon_source  # noqa: F401
+    yield sum(1 for _ in items)
+
+
+def job_group(job_id: str) -> str:
+    """The Spark job group of one build (what a cancel cancels)."""
+    return f"bgix-{job_id}"
+
+
 def local_cores(master: str) -> int | None:
     """Task slots of a `local`, `local[N]` or `local[*]` master (None: a cluster; ask the session)."""
     m = re.fullmatch(r"local(?:\[(\*|\d+)(?:,\d+)?\])?", master.strip())

@@ -15,6 +15,7 @@ import logging
 import os
 import signal
 import sys
+import threading
 import time
 import traceback
 from collections.abc import Mapping
@@ -27,7 +28,7 @@ import pyarrow as pa
 from index_format.errors import BgixError, InvalidOptionError
 from index_format.storage import Storage
 from service.build_job.engines import (
-    build_session, parallelism, run_local, run_spark_direct, run_spark_scan, spark_frame, spark_key_type,
+    build_session, job_group, parallelism, run_local, run_spark_direct, run_spark_scan, spark_frame, spark_key_type,
 )
 from service.build_job.progress import Progress
 from service.catalog.catalog import Catalog
@@ -46,7 +47,22 @@ _PAUSE_LIMIT = 120.0  # seconds the pause_before_commit test hook waits at most
 
 
 class JobCancelled(BgixError):
-    """The job process received SIGTERM/SIGINT (the service's cancel)."""
+    """The build was cancelled: its process received SIGTERM/SIGINT, or its runner a cancel request."""
+
+
+class _Cancel:
+    """A build's cancel request as its runner sets it (None: only a signal cancels, as in a job process)."""
+
+    def __init__(self, event: threading.Event | None) -> None:
+        self.event = event
+
+    @property
+    def requested(self) -> bool:
+        return self.event is not None and self.event.is_set()
+
+    def check(self) -> None:
+        if self.requested:
+            raise JobCancelled("cancelled by request")
 
 
 def open_catalog(spec: JobSpec) -> Catalog:
@@ -87,10 +103,14 @@ class _Build:
         return ", ".join(f"{name} {seconds:.2f} s" for name, seconds in self.phases)
 
 
-def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None) -> Any:
+def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None, *,
+            cancel: threading.Event | None = None) -> Any:
     """Run one build to its commit; updates the job record (running → succeeded/failed/cancelled).
 
-    `spec` is a JobSpec or its JSON form (JobSpec.from_dict).
+    `spec` is a JobSpec or its JSON form (JobSpec.from_dict). `spark`: the session to run on (a build runner's;
+    None: the active one, or a new one). `cancel`: set by a build runner when the build is cancelled; the build
+    stops at its next check (between phases, between a local build's batches; a Spark job is cancelled by the
+    runner) and records itself cancelled; never after its commit began.
     Returns what the table's source committed: a catalog Snapshot for plain tables (or the unchanged current
     one when there was nothing to do), for a Paimon table a PaimonCommitted naming the new Paimon snapshot;
     None when the job had ended before it started. Either has `id` and `summary()`.
@@ -104,7 +124,7 @@ def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None
         return None
     build = _Build()
     try:
-        result, message = _build(catalog, spec, spark, build)
+        result, message = _build(catalog, spec, spark, build, _Cancel(cancel))
     except BaseException as exc:
         state = "cancelled" if isinstance(exc, (JobCancelled, KeyboardInterrupt)) else "failed"
         _cleanup_quietly(build, spec)
@@ -145,7 +165,8 @@ def _open_source(catalog: Catalog, spec: JobSpec) -> TableSource:
     return source
 
 
-def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _Build) -> tuple[Any, str | None]:
+def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _Build,
+           cancel: _Cancel) -> tuple[Any, str | None]:
     """plan → tasks → worker → commit, through the table's source. Returns (what was committed, the
     message of a build that had nothing to do)."""
     source = _open_source(catalog, spec)
@@ -156,14 +177,16 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
     build.source = source
     plan = build.plan = source.plan_build(spec)
     build.done("open and plan")
+    cancel.check()
     use_spark = spec.engine != "local" and plan.tasks > 0
     if use_spark:  # a build with nothing to do starts no JVM
         spark = spark or build_session(plan, spec.spark_master, spec.spark_conf)
         plan = build.plan = source.fit_plan(plan, parallelism(spec.spark_master, spark))
         build.done("Spark session")
+        cancel.check()
     log.info("job %s: %d task(s), %d range(s), %d row id(s) to index", spec.job_id, plan.tasks,
              len(plan.ranges), sum(plan.task_rows))
-    progress = Progress(catalog, spec.job_id, plan.progress_rows)
+    progress = Progress(catalog, spec.job_id, plan.progress_rows, check=cancel.check)
     if plan.message is not None:
         progress.finished = True  # nothing to index: done as soon as the source recorded what it must
         progress.flush(force=True)
@@ -171,19 +194,25 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
         return outcome.result, outcome.message
     progress.flush(force=True)
     build.written = []
-    group, what = f"bgix-{spec.job_id}", f"{spec.table}.{column}"
-    if not use_spark:
-        written = run_local(plan, progress, build.written)
-    elif spec.scan == "spark" and plan.spark_scan is not None:
-        assert spark is not None
-        df = spark_frame(spark, plan.spark_scan)
-        plan = build.plan = _with_key_type(plan, spark_key_type(df, column))
-        written = run_spark_scan(spark, plan, df, progress, group, what)
-    else:
-        assert spark is not None
-        written = run_spark_direct(spark, plan, progress, group, what)
+    group, what = job_group(spec.job_id), f"{spec.table}.{column}"
+    try:
+        if not use_spark:
+            written = run_local(plan, progress, build.written)
+        elif spec.scan == "spark" and plan.spark_scan is not None:
+            assert spark is not None
+            df = spark_frame(spark, plan.spark_scan)
+            plan = build.plan = _with_key_type(plan, spark_key_type(df, column))
+            written = run_spark_scan(spark, plan, df, progress, group, what)
+        else:
+            assert spark is not None
+            written = run_spark_direct(spark, plan, progress, group, what)
+    except Exception as exc:
+        if cancel.requested:   # the runner cancelled the Spark job group: that is the failure seen here
+            raise JobCancelled("cancelled by request") from exc
+        raise
     build.written = written.to_batches()
     build.done("tasks")
+    cancel.check()
     log.info("job %s: %d index file(s) written", spec.job_id, written.num_rows)
     _pause_before_commit(spec.test_hooks)
     build.written = None   # from here the commit cleans up after itself (it knows what it referenced)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from collections.abc import Callable
 
 from service.catalog.catalog import Catalog
 
@@ -13,8 +14,10 @@ from service.catalog.catalog import Catalog
 class Progress:
     """Counts rows per range as tasks report them; writes {fraction, rows_indexed, ranges_done, ranges_total}."""
 
-    def __init__(self, catalog: Catalog | None, job_id: str, range_rows: list[int], min_interval: float = 0.5) -> None:
+    def __init__(self, catalog: Catalog | None, job_id: str, range_rows: list[int], min_interval: float = 0.5,
+                 check: Callable[[], None] | None = None) -> None:
         self.catalog = catalog
+        self.check = check   # raises to stop the build (a cancel); called where the build's own thread reports
         self.job_id = job_id
         self.range_rows = range_rows
         self.total_rows = sum(range_rows)
@@ -27,6 +30,9 @@ class Progress:
         self._lock = threading.Lock()
 
     def range_rows_done(self, r: int, rows: int) -> None:
+        """A local build's worker report (in the build's thread): also where a cancel stops it."""
+        if self.check is not None:
+            self.check()
         with self._lock:
             self.done_rows[r] += rows
         self.flush()

@@ -196,7 +196,7 @@ def test_constant_predicates_report_the_coverage_they_were_answered_on(tmp_path:
 
 
 def test_a_build_process_that_cannot_start_does_not_block_the_index(tmp_path: Path, monkeypatch) -> None:
-    import service.api.job_runner as jobs_module
+    import service.api.build_runners as runners_module
 
     write_table(tmp_path / "data" / "t", make_frame(np.random.default_rng(4), 30), 1)
     with TestClient(create_app(make_settings(tmp_path)), raise_server_exceptions=False) as client:
@@ -206,7 +206,7 @@ def test_a_build_process_that_cannot_start_does_not_block_the_index(tmp_path: Pa
             raise OSError("Resource temporarily unavailable")
 
         with monkeypatch.context() as m:
-            m.setattr(jobs_module.subprocess, "Popen", no_process)
+            m.setattr(runners_module.subprocess, "Popen", no_process)
             r = client.post("/v1/create_global_index", json={"table": "t", "index_column": "age"})
             assert r.status_code == 500 and r.json()["error"]["code"] == "internal", r.text
         (job,) = client.get("/v1/jobs").json()["jobs"]

@@ -18,9 +18,11 @@ async def healthz() -> schemas.Health:
 
 
 @router.get("/readyz", response_model=schemas.Ready,
-            responses={503: {"model": schemas.Ready, "description": "Warehouse not reachable"}})
+            responses={503: {"model": schemas.Ready, "description": "Warehouse not reachable, or the build runner "
+                                                                        "still warming at start-up"}})
 def readyz(services: ServicesDep) -> JSONResponse:
-    """The warehouse root answers (a cheap list of the tables directory)."""
+    """The warehouse root answers (a cheap list of the tables directory), and the warm build runner is up
+    (`checks.builds`: at start-up, while its Spark session and workers warm, at most BGIX_BUILD_WARMUP_S)."""
     checks: dict[str, str] = {}
     try:
         services.catalog.list_tables()
@@ -29,6 +31,8 @@ def readyz(services: ServicesDep) -> JSONResponse:
     except Exception as exc:  # any failure means not ready; the reason is reported, not raised
         checks["warehouse"] = f"{type(exc).__name__}: {exc}"
         ready = False
+    builds_ready, checks["builds"] = services.jobs.readiness()
+    ready = ready and builds_ready
     body = schemas.Ready(status="ready" if ready else "not_ready", warehouse=services.storage.root,
                          checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

@@ -1,0 +1,19 @@
+"""Spark's Python daemon for build runners: it imports the build worker's modules once, then forks workers
+that start with them loaded (Spark runs `python -m <spark.python.daemon.module>`).
+
+pyspark's own daemon forks a fresh interpreter state per worker too, but every worker then imports pyarrow,
+numpy, pypaimon and bgix itself: about a second of CPU per worker on this kind of machine.
+"""
+from __future__ import annotations
+
+import os
+
+# A forked child must not inherit a BLAS thread pool it cannot use; the build never calls BLAS anyway.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import service.build_job.worker  # noqa: E402,F401  (pyarrow, numpy, index_format)
+import service.tables.paimon.paimon_source  # noqa: E402,F401  (pypaimon's read path)
+from pyspark.daemon import manager  # noqa: E402
+
+if __name__ == "__main__":
+    manager()
