@@ -138,6 +138,10 @@ class BuildRunners:
         """A runner for a spec still waiting after the runner it was given to ended (an idle exit's race)."""
         return self.warm_runner() if self.warm_mode else self._spawn(job=job_id)
 
+    def by_pid(self, pid: int | None) -> RunnerProcess | None:
+        """The live runner this service started with that pid."""
+        return next((r for r in self.processes if r.pid == pid and r.alive()), None)
+
     def cancel(self, job_id: str, runner: RunnerProcess | None) -> None:
         self.box.request_cancel(job_id)
         if runner is not None:

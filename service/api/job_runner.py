@@ -214,10 +214,17 @@ class JobRunner:
         for c in spec.columns:
             if known is not None and c not in known:
                 raise UnknownTableColumnError(table, c, known)
-        column = spec.index_column
         # What the build could only fail on later (partitions, column types, options differing from the
         # index's without rebuild: service.tables), refused now.
-        spec = source.check_build(spec, options)
+        return self.hand_over(source.check_build(spec, options))
+
+    def hand_over(self, spec: JobSpec) -> JobRecord:
+        """Record a checked spec as a queued job and hand it to a build runner (start() without the checks).
+
+        Raises:
+            BuildInProgressError naming the running job.
+        """
+        table, column = spec.table, spec.index_column
         # One check-then-record at a time (across the workers of a group too), so two requests cannot both pass.
         with self._lock, self._build_lock():
             self.catalog.check_no_active_build(table, column)
@@ -254,11 +261,13 @@ class JobRunner:
         if tracked is not None:
             self._cancel_tracked(tracked)
         else:
-            if job.pid is not None and job_process_alive(job) and self._group is None:
+            host = self.runners.by_pid(job.pid)
+            if host is not None or self._group is not None:
+                self.runners.cancel(job_id, host)   # a runner of this service, or of the group's shared directory
+            elif job.pid is not None and job_process_alive(job):
                 _terminate(job.pid)
-            elif self._group is not None:
-                # Worker groups: the job runner drops the pending spec, or signals the process it spawned
-                # (which has not recorded its pid yet, and would overwrite "cancelled" with "running").
+            if self._group is not None:
+                # Worker groups: the job runner drops the pending spec, or cancels the build it handed over.
                 (self._group.cancel_dir / job_id).touch()
         return self.catalog.update_job(job_id, state="cancelled", error="cancelled by request",
                                        finished_at=now())

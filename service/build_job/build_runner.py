@@ -62,6 +62,7 @@ class BuildRunner:
         self.draining = False        # the service is gone (stdin EOF): take nothing new
         self.stopping = False        # SIGTERM: cancel everything and leave
         self._spark: SparkSession | None = None
+        self.sessions = 0            # Spark sessions this runner started (one, unless a stop made it start again)
         self._spark_lock = threading.Lock()
         self._idle_since = time.monotonic()
         self._state = STARTING
@@ -78,6 +79,7 @@ class BuildRunner:
                     raise InvalidOptionError(f"this build runner's Spark session is for master {self.master!r}, "
                                              f"the job spec names {master!r}")
                 self._spark = runner_session(self.master)
+                self.sessions += 1
             elif master != self.master:
                 raise InvalidOptionError(f"this build runner's Spark session is for master {self.master!r}, "
                                          f"the job spec names {master!r}")
@@ -99,8 +101,12 @@ class BuildRunner:
     def write_state(self, state: str) -> None:
         with self._state_lock:
             self._state = state
+            if self.draining or self.only_job is not None:
+                return   # a successor may own the directory's state by now; a one-build runner has none to tell
+            app = self._spark.sparkContext.applicationId if self._spark is not None else None
             self.box.write_state({"pid": os.getpid(), "state": state, "master": self.master, "builds": self.builds,
-                                  "running": sorted(self.running), "error": self._error})
+                                  "running": sorted(self.running), "sessions": self.sessions, "spark_app": app,
+                                  "error": self._error})
 
     # ---- the loop -------------------------------------------------------------------------------
     def serve(self) -> int:

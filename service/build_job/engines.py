@@ -373,12 +373,16 @@ class WorkerFailedError(BgixError):
     """A Spark task failed; the message is the worker's own error line (e.g. a RowIdError)."""
 
 
+_CRASHED = "Python worker exited unexpectedly (crashed)"
 _ERROR_LINE = re.compile(r"^\s*([\w.]+(?:Error|Exception|Failure)): (.*)$", re.M)
 
 
 def worker_error(exc: Exception) -> BgixError:
     """Turn Spark's wrapped Python worker exception back into a typed, readable BgixError."""
     text = str(exc)
+    if _CRASHED in text:   # no Python error line: the worker process died (OOM killer, a signal, a native crash)
+        return WorkerFailedError(f"Spark task failed: a {_CRASHED} — its process died (out of memory, killed by "
+                                 "a signal, or a crash in native code); the runner's log has Spark's report")
     found = _ERROR_LINE.findall(text)
     worker = [(name, msg) for name, msg in found if not name.startswith(("org.", "java.", "py4j", "pyspark"))]
     name, msg = (worker or found or [("", text.strip().splitlines()[0] if text.strip() else repr(exc))])[-1]

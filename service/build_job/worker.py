@@ -7,6 +7,7 @@ index_format, service.catalog and service.tables; never pyspark and never servic
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 
@@ -120,6 +121,8 @@ class RangeBuilder:
         self.files_written += len(written)
         fail_after = self.plan.test_hooks.get("fail_after_files")
         if fail_after is not None and self.files_written >= int(fail_after):
+            if self.plan.test_hooks.get("crash"):   # the worker process dies, as a segfault or OOM kill would
+                os._exit(17)
             raise InjectedFailure(f"test hook: failing after {self.files_written} index file(s)")
         if self.report is not None and not self.plan.progress_by_task:
             self.report(r, rows)

@@ -105,7 +105,7 @@ class JobSpec:
                        table's own bitmap global indexes (one Paimon snapshot) and accept a comma list of
                        columns
       test_hooks       tests only: {"fail_after_files": n} makes a worker raise after writing n index
-                       files; {"sleep_per_batch": s} slows every batch down; {"skip_active_check": true}
+                       files (with {"crash": true} its process exits at once); {"sleep_per_batch": s} slows every batch down; {"skip_active_check": true}
                        lets two jobs race to the commit (CAS tests);
                        {"pause_before_commit": DIR} writes DIR/ready before the commit, then waits for DIR/go
 
