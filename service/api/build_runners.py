@@ -20,6 +20,7 @@ from pathlib import Path
 
 from service.api.settings import Settings
 from service.catalog.build_inbox import FAILED, READY, WARM, BuildInbox
+from service.catalog.liveness import process_alive
 
 log = logging.getLogger("bgix.jobs")
 _LOG_TAIL = 2000
@@ -174,6 +175,9 @@ class BuildRunners:
         if not self.warm_mode:
             return True, "a process per build"
         state = self.box.state() or {}
+        pid = state.get("pid")
+        if state and not (isinstance(pid, int) and pid > 0 and process_alive(pid)):
+            state = {"state": "no runner"}   # it exited (idle) or died: the next build starts one
         name = str(state.get("state") or "no runner")
         if state.get("error"):
             name = f"{name}: {state['error']}"

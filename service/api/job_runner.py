@@ -296,7 +296,9 @@ class JobRunner:
 
     def _cancel_tracked(self, t: _Tracked) -> None:
         self.runners.cancel(t.job_id, t.host)
-        if t.host is None and self._group is None:
+        if t.host is not None and t.host.job == t.job_id:
+            t.host.terminate()   # a runner of this build only: ending it ends the build at once, wherever it is
+        elif t.host is None and self._group is None:
             _terminate(t.pid)   # adopted from an earlier service: its runner reads another directory
 
     def _spawn_pending(self) -> None:

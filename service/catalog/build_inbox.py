@@ -83,7 +83,10 @@ class BuildInbox:
         return claimed
 
     def cancel_requests(self) -> list[str]:
-        return [p.name for p in self.cancels.iterdir()]
+        try:
+            return [p.name for p in self.cancels.iterdir()]
+        except FileNotFoundError:   # the service removed its directory on the way out
+            return []
 
     def write_state(self, doc: dict[str, Any]) -> None:
         tmp = self.root / f".state.{os.getpid()}.tmp"

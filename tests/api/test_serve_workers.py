@@ -6,9 +6,10 @@ from the worker that did not start them; after a build commits, every worker ans
 even with a snapshot TTL of an hour (read-your-writes across workers); when the job-runner worker dies,
 another worker adopts its build; SIGTERM to the parent leaves no worker behind.
 
-Build processes are slowed down by a `sitecustomize` (on PYTHONPATH) that only acts in the build-job
-process: it writes its pid to a directory and sleeps before the job starts, so a job stays queued long
-enough to be raced, cancelled or orphaned.
+Most of these tests run one build runner per build (BGIX_BUILD_RUNNER=process), slowed down by a
+`sitecustomize` (on PYTHONPATH) that only acts in a build runner: it writes its pid to a directory and sleeps
+before the runner takes its job, so a job stays queued long enough to be raced, cancelled or orphaned. The
+last runs the default warm runner, shared by both workers' builds.
 """
 from __future__ import annotations
 
@@ -36,7 +37,7 @@ HEADER = "x-bgix-worker"
 REPO = Path(__file__).resolve().parents[2]
 SITECUSTOMIZE = '''
 import os, sys, time
-if "service.build_job.main" in getattr(sys, "orig_argv", ()):
+if "service.build_job.build_runner" in getattr(sys, "orig_argv", ()):
     _d = os.environ.get("TEST_BGIX_JOB_PIDS")
     if _d:
         open(os.path.join(_d, str(os.getpid())), "w").close()
@@ -151,7 +152,7 @@ def _frame(rows: int = 2000) -> pd.DataFrame:
 
 
 @contextmanager
-def _served(root: Path, job_delay: float) -> Iterator[Served]:
+def _served(root: Path, job_delay: float, runner: str = "process") -> Iterator[Served]:
     df = _frame()
     write_table(root / "data" / "t", df, 2)
     (root / "site").mkdir()
@@ -161,7 +162,8 @@ def _served(root: Path, job_delay: float) -> Iterator[Served]:
     path = os.pathsep.join(p for p in (str(root / "site"), str(REPO), os.environ.get("PYTHONPATH")) if p)
     env = {"BGIX_WAREHOUSE": str(root / "warehouse"), "BGIX_ALLOWED_ROOTS": str(root),
            "BGIX_BUILD_ENGINE": "local", "BGIX_SNAPSHOT_TTL_SECONDS": "3600", "BGIX_JOB_POLL_SECONDS": "0.05",
-           "PYTHONPATH": path, "TEST_BGIX_JOB_PIDS": str(pids_dir), "TEST_BGIX_JOB_DELAY": str(job_delay)}
+           "PYTHONPATH": path, "TEST_BGIX_JOB_PIDS": str(pids_dir), "TEST_BGIX_JOB_DELAY": str(job_delay),
+           "BGIX_BUILD_RUNNER": runner}
     with bgix_process(env, root / "serve.log", workers=2) as (url, proc):
         r = httpx.put(f"{url}/v1/tables/t", json={"location": str(root / "data" / "t")}, timeout=60)
         assert r.status_code == 200, r.text
@@ -278,11 +280,16 @@ def test_a_dead_job_runner_is_replaced_and_its_build_adopted(tmp_path: Path) -> 
 
 
 def test_sigterm_to_the_parent_stops_every_worker(tmp_path: Path) -> None:
-    with _served(tmp_path, job_delay=0.0) as srv:
+    with _served(tmp_path, job_delay=0.0, runner="warm") as srv:
         w1, w2 = srv.workers()
         r = srv.create(w1, "s")   # the job runner has been busy once
         assert r.status_code == 202
         assert srv.wait_job(w2, r.json()["job_id"])["state"] == "succeeded"
+        r = srv.create(w2, "n")   # requested on the other worker: the same warm runner builds it
+        assert r.status_code == 202
+        assert srv.wait_job(w1, r.json()["job_id"])["state"] == "succeeded"
+        (runner,) = srv.job_pids()   # one build runner for both builds
+        assert _alive(runner)
         assert _workers_of(srv.proc.pid) == {w1, w2}
         workers = _children(srv.proc.pid)   # the workers and multiprocessing's resource tracker
         group_dir = _group_dir((w1, w2))
@@ -292,6 +299,7 @@ def test_sigterm_to_the_parent_stops_every_worker(tmp_path: Path) -> None:
         assert [pid for pid in (w1, w2) if _alive(pid)] == []
         # multiprocessing's resource tracker ends when it reads EOF from the (gone) parent: a moment later
         _wait(lambda: not any(_alive(pid) for pid in workers), 10, f"no child of bgix serve is left: {workers}")
+        _wait(lambda: not _alive(runner), 30, "the build runner exited with the service")
         assert not group_dir.exists()   # the shared directory (spec files may hold credentials) is gone
 
 
