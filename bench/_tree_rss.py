@@ -38,11 +38,11 @@ def tree_pids(root: int) -> set[int]:
     return tree
 
 
-def tree_rss(root: int) -> int:
-    """Bytes resident now in `root`'s process tree (0 once it is gone)."""
+def tree_rss(root: int, descendants: bool = True) -> int:
+    """Bytes resident now in `root`'s process tree, or in `root` alone (0 once it is gone)."""
     page = os.sysconf("SC_PAGE_SIZE")
     total = 0
-    for p in tree_pids(root):
+    for p in tree_pids(root) if descendants else (root,):
         try:
             with open(f"/proc/{p}/statm") as fh:
                 total += int(fh.read().split()[1]) * page
@@ -52,10 +52,11 @@ def tree_rss(root: int) -> int:
 
 
 class TreeRss:
-    """Peak of tree_rss(root) over the `with` block, sampled every `interval` seconds (`peak`, bytes)."""
+    """Peak of tree_rss(root, descendants) over the `with` block, sampled every `interval` seconds (`peak`, bytes)."""
 
-    def __init__(self, root: int | None = None, interval: float = 0.25) -> None:
+    def __init__(self, root: int | None = None, interval: float = 0.25, descendants: bool = True) -> None:
         self.root = os.getpid() if root is None else root
+        self.descendants = descendants
         self.interval = interval
         self.peak = 0
         self._stop = threading.Event()
@@ -63,14 +64,14 @@ class TreeRss:
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
-            self.peak = max(self.peak, tree_rss(self.root))
+            self.peak = max(self.peak, tree_rss(self.root, self.descendants))
 
     def __enter__(self) -> TreeRss:
-        self.peak = tree_rss(self.root)
+        self.peak = tree_rss(self.root, self.descendants)
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join(timeout=5)
-        self.peak = max(self.peak, tree_rss(self.root))
+        self.peak = max(self.peak, tree_rss(self.root, self.descendants))

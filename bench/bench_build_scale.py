@@ -104,7 +104,7 @@ class Scale:
         this process while writing)."""
         warehouse = self.root / name / "warehouse"
         writer = write_pypaimon if self.args.writer == "pypaimon" else write_table
-        with TreeRss() as mem:
+        with TreeRss(descendants=False) as mem:   # not the serve process, a child of this one
             t0 = time.perf_counter()
             writer(warehouse, gen, commits)
             seconds = time.perf_counter() - t0
@@ -291,8 +291,9 @@ def render(args: argparse.Namespace, run: Scale, warm: dict[str, Any], archive: 
         f"load average at start {load0[0]:.1f}/{load0[1]:.1f}/{load0[2]:.1f}, at end "
         f"{load1[0]:.1f}/{load1[1]:.1f}/{load1[2]:.1f}",
         "",
-        f"Tables: written by {WRITERS[args.writer]} in {args.commits} commits (batches of 2^20 rows), row tracking + data "
-        f"evolution: `id` BIGINT, `{COLUMN}` STRING with {args.distinct:,} distinct values (uniform, seeded)"
+        f"Tables: written by {WRITERS[args.writer]} in {args.commits} commits (batches of 2^20 rows; the write column: "
+        "its time, the table's size, this process's peak RSS), row tracking + data evolution: `id` BIGINT, "
+        f"`{COLUMN}` STRING with {args.distinct:,} distinct values (uniform, seeded)"
         + (f", `part` STRING with {args.partitions} values, PARTITIONED BY (part)" if args.partitions else "")
         + f". bgix built on {part('bgix')} tables, pypaimon-rust on {part('rust')} ones.",
         *(f"NOTE: {n}" for n in run.notes),
