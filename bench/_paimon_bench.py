@@ -313,6 +313,14 @@ def check_counts(gen: Generated, columns: Sequence[str], client: httpx.Client | 
     return checked
 
 
+def log_tail(path: Path, chars: int = 4000) -> str:
+    """The end of a log file, for a failure's message ("" when there is none)."""
+    try:
+        return path.read_text(errors="replace")[-chars:]
+    except OSError:
+        return ""
+
+
 def median(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, dtype=float))) if values else float("nan")
 

@@ -46,7 +46,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
-    NAME, Generated, api_build, check_counts, copy_table, index_layout, layout_text, mb, register, rust_build,
+    NAME, Generated, api_build, check_counts, copy_table, index_layout, layout_text, log_tail, mb, register, rust_build,
     scratch_dir, serve_env, unregister, wait_served, write_table)
 from _server import start_server, stop_server  # noqa: E402  (bench/_server.py)
 from _tree_rss import TreeRss, tree_rss  # noqa: E402
@@ -240,6 +240,9 @@ def main() -> int:
             time.sleep(args.pause)
             for rows in sizes:
                 run.rows.append(run.size(client, proc.pid, rows))
+    except BaseException:
+        print(f"serve log tail:\n{log_tail(root / 'serve.log')}", file=sys.stderr)
+        raise
     finally:
         if proc is not None:
             stop_server(proc)

@@ -45,8 +45,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
-    Generated, api_build, check_counts, copy_table, index_layout, layout_text, mb, median, register, rust_build,
-    scratch_dir, serve_env, wait_served, write_table)
+    Generated, api_build, check_counts, copy_table, index_layout, layout_text, log_tail, mb, median, register,
+    rust_build, scratch_dir, serve_env, wait_served, write_table)
 from _server import start_server, stop_server  # noqa: E402  (bench/_server.py)
 from _tree_rss import tree_rss  # noqa: E402
 from bench_paimon import _CDS_WAIT, cds_archive_ready, git_sha, wait_for_cds_archive  # noqa: E402
@@ -155,6 +155,9 @@ def main() -> int:
                 wait_served(client, name, set(columns))
                 checked += check_counts(gen, columns, client, name, warehouses[name], failures)
             layouts = {n: index_layout(locations[n]) for n in ("rust1", "rust3", "first", w1_names[0], w3_names[0])}
+    except BaseException:
+        print(f"serve log tail:\n{log_tail(root / 'serve.log')}", file=sys.stderr)
+        raise
     finally:
         if proc is not None:
             stop_server(proc)
