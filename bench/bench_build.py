@@ -14,7 +14,6 @@ import platform
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -28,6 +27,8 @@ sys.path.insert(0, str(REPO))
 os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+
+from _tree_rss import TreeRss  # noqa: E402  (bench/_tree_rss.py)
 
 
 def generate(data_dir: Path, rows: int, files: int, distinct: int, seed: int = 7) -> list[Path]:
@@ -46,61 +47,6 @@ def generate(data_dir: Path, rows: int, files: int, distinct: int, seed: int = 7
         pq.write_table(pa.table({"s": col, "v": pa.array(rng.integers(0, 1 << 40, n))}), p)
     marker.touch()
     return paths
-
-
-class TreeRss:
-    """Peak resident memory of this process and all its descendants (psutil if present, else /proc)."""
-
-    def __init__(self, interval: float = 0.25) -> None:
-        self.interval = interval
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _tree_rss(self) -> int:
-        try:
-            import psutil  # type: ignore[import-not-found]
-            me = psutil.Process()
-            procs = [me, *me.children(recursive=True)]
-            return sum(p.memory_info().rss for p in procs if p.is_running())
-        except ImportError:
-            pass
-        parents: dict[int, int] = {}
-        for d in os.listdir("/proc"):
-            if d.isdigit():
-                try:
-                    with open(f"/proc/{d}/stat") as fh:
-                        parents[int(d)] = int(fh.read().rsplit(")", 1)[1].split()[1])
-                except (OSError, IndexError, ValueError):
-                    continue
-        tree, frontier = {os.getpid()}, [os.getpid()]
-        while frontier:
-            p = frontier.pop()
-            for c, pp in parents.items():
-                if pp == p and c not in tree:
-                    tree.add(c)
-                    frontier.append(c)
-        total = 0
-        for p in tree:
-            try:
-                with open(f"/proc/{p}/statm") as fh:
-                    total += int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-            except (OSError, ValueError):
-                continue
-        return total
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            self.peak = max(self.peak, self._tree_rss())
-
-    def __enter__(self) -> TreeRss:
-        self.peak = self._tree_rss()
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(timeout=5)
 
 
 def baseline(spark, files: list[Path], column: str) -> int:  # type: ignore[no-untyped-def]

@@ -48,12 +48,12 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 from index_format.options import IndexOptions  # noqa: E402
-from service.tables.paimon import list_all_index_entries, open_paimon_table  # noqa: E402
 from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
+from _paimon_bench import api_build as shared_api_build  # noqa: E402  (bench/_paimon_bench.py)
+from _paimon_bench import copy_table, index_layout, register  # noqa: E402
 from _server import KeepAlive, start_server, stop_server  # noqa: E402  (bench/_server.py)
-from bench_paimon import (  # noqa: E402
-    _CDS_WAIT, _PHASES, cds_archive_ready, git_sha, job_log_phases, job_timeline, wait_for_cds_archive)
+from bench_paimon import _CDS_WAIT, cds_archive_ready, git_sha, wait_for_cds_archive  # noqa: E402
 from bench_service import process_cpu_seconds  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "families.md"
@@ -109,18 +109,9 @@ def write_table(warehouse: Path, source: Source, commits: int) -> Path:
     return location
 
 
-def copy_table(src: Path, root: Path, name: str) -> Path:
-    """A private copy of the source warehouse; returns the table directory in it."""
-    shutil.copytree(src, root / name / "warehouse")
-    return root / name / "warehouse" / f"{rt.DB}.db" / NAME
-
-
 def index_files(location: Path) -> dict[str, tuple[int, int]]:
     """Per family of the table's committed global indexes: (files, bytes)."""
-    out = {}
-    for (_column, index_type), entries in list_all_index_entries(open_paimon_table(str(location))).items():
-        out[index_type] = (len(entries), sum(int(e.file_size) for e in entries))
-    return out
+    return {index_type: v for (_column, index_type), v in index_layout(location).items()}
 
 
 # ---- builds ----------------------------------------------------------------------------------------
@@ -136,36 +127,9 @@ def rust_build(location: Path, options: str | None) -> dict[str, float]:
     return out
 
 
-def register(client: httpx.Client, name: str, location: Path) -> None:
-    client.put(f"/v1/tables/{name}", json={"format": "paimon", "location": str(location)}).raise_for_status()
-
-
 def api_build(client: httpx.Client, table: str) -> dict[str, Any]:
-    """POST create_global_index for both families, poll the job until it ends: the job record plus `seconds`
-    (client side), `phases` (the job log's timing line) and `timeline` (spawn / run / seen)."""
-    t0 = time.perf_counter()
-    r = client.post("/v1/create_global_index", json={"table": table, "index_column": COLUMNS,
-                                                     "index_type": FAMILIES})
-    r.raise_for_status()
-    job_id = r.json()["job_id"]
-    phases, log = "", None
-    while True:
-        job = client.get(f"/v1/jobs/{job_id}").json()
-        # the job's log goes once the service sees its process exit: read its phase line while it is there
-        log = log or next(Path(tempfile.gettempdir()).glob(f"bgix-jobs-*/{job_id}.log"), None)
-        if log is not None and not phases:
-            try:
-                found = _PHASES.search(log.read_text(errors="replace"))
-                phases = found.group(1) if found else ""
-            except OSError:
-                pass
-        if job["state"] not in ("queued", "running"):
-            job["seconds"] = time.perf_counter() - t0
-            job["seen_at"] = time.time()
-            job["phases"] = phases or job_log_phases(job_id)
-            job["timeline"] = job_timeline(job) if job.get("started_at") and job.get("finished_at") else {}
-            return job
-        time.sleep(0.05)
+    """POST create_global_index for both families, poll the job until it ends (_paimon_bench.api_build)."""
+    return shared_api_build(client, table, COLUMNS, FAMILIES)
 
 
 def wait_served(client: httpx.Client, table: str, timeout: float = 60) -> None:

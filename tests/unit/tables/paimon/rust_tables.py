@@ -3,6 +3,7 @@ build global indexes with its `sys.create_global_index`, and ask its DataFusion 
 (its scans use the global indexes, so a wrong index file shows up as missing rows)."""
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pyarrow as pa
@@ -24,21 +25,25 @@ def run(ctx: SQLContext, sql: str) -> pa.Table:
     return pa.Table.from_batches(batches) if batches else pa.table({})
 
 
-def create_table(warehouse: Path, name: str, columns_ddl: str, options: dict[str, str] | None = None) -> Path:
-    """`CREATE TABLE default.<name> (<columns_ddl>)` with row tracking and data evolution (plus `options`)."""
+def create_table(warehouse: Path, name: str, columns_ddl: str, options: dict[str, str] | None = None,
+                 partition_keys: Sequence[str] = ()) -> Path:
+    """`CREATE TABLE default.<name> (<columns_ddl>) [PARTITIONED BY (<partition_keys>)]` with row tracking and data
+    evolution (plus `options`)."""
     opts = {**ROW_TRACKING, **(options or {})}
     with_ = ", ".join(f"'{k}'='{v}'" for k, v in opts.items())
-    run(sql_context(warehouse), f"CREATE TABLE {DB}.{name} ({columns_ddl}) WITH ({with_})")
+    partitioned = f" PARTITIONED BY ({', '.join(partition_keys)})" if partition_keys else ""
+    run(sql_context(warehouse), f"CREATE TABLE {DB}.{name} ({columns_ddl}){partitioned} WITH ({with_})")
     return warehouse / f"{DB}.db" / name
 
 
-def append(warehouse: Path, name: str, data: pa.Table) -> None:
-    """One commit of `data` (its column names and types must match the table's)."""
+def append(warehouse: Path, name: str, data: pa.Table | Iterable[pa.RecordBatch]) -> None:
+    """One commit of `data`, a table or batches written one at a time as they come (their column names and types
+    must match the table's)."""
     table = PaimonCatalog({"warehouse": str(warehouse)}).get_table(f"{DB}.{name}")
     builder = table.new_batch_write_builder()
     write = builder.new_write()
     try:
-        for batch in data.to_batches():
+        for batch in data.to_batches() if isinstance(data, pa.Table) else data:
             write.write_arrow(batch)
         messages = write.prepare_commit()
     finally:
