@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 
 from index_format.errors import InvalidOptionError
+from index_format.families import BITMAP
 from index_format.options import option_error, parse_options
 from service.catalog import index_stats
 from service.catalog.catalog import Catalog
@@ -21,6 +22,7 @@ from service.catalog.partitions import check_keys, check_matches
 from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan, BuildRange, FileNames
 from service.tables.paimon.build_plan import PaimonBuildPlan, check_build_columns, cut_tasks, plan_build, read_task
 from service.tables.paimon.commit import BuiltIndexFile, commit_index_files, index_dir
+from service.tables.paimon.direct_read import direct_batches
 from service.tables.paimon.drop import drop_column_indexes
 from service.tables.paimon.origins import BGIX_JOB_PROPERTY, OriginsCache
 from service.tables.paimon.rows import ROW_ID as PAIMON_ROW_ID
@@ -47,14 +49,20 @@ class PaimonCommitted:
 
 @dataclass(frozen=True)
 class PaimonTaskReader:
-    """Reads a task's split once with pypaimon's reader: every requested column plus `_ROW_ID`."""
+    """Reads a task's split once: every requested column plus `_ROW_ID`, straight from its Parquet files where
+    they need nothing of pypaimon's reader (direct_read), else with pypaimon's reader."""
 
     plan: PaimonBuildPlan
 
     def read(self, task: int) -> Iterator[pa.RecordBatch]:
-        data = read_task(self.plan.table, self.plan.tasks[task])
-        names = [ROW_ID if n == PAIMON_ROW_ID else n for n in data.column_names]
-        yield from data.rename_columns(names).to_batches()  # per chunk: the builder concatenates per range
+        t = self.plan.tasks[task]
+        columns = list(t.ranges)
+        # bitmap writers sort a dictionary-encoded string column by its dictionary
+        dictionary = [c for c in columns if self.plan.family_of(c) == BITMAP.name]
+        direct = direct_batches(self.plan.table, t.split, columns, dictionary)
+        batches = direct if direct is not None else read_task(self.plan.table, t).to_batches()
+        for batch in batches:   # per chunk: the builder concatenates per range
+            yield batch.rename_columns([ROW_ID if n == PAIMON_ROW_ID else n for n in batch.schema.names])
 
 
 class PaimonSource:
