@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from index_format.errors import InvalidOptionError
 from service.build_job.engines import job_group, runner_session, warm_workers
 from service.build_job.main import parse_spec, run_job
+from service.build_job.warm_up import warm_up_build
 from service.catalog.build_inbox import FAILED, READY, STARTING, STOPPED, WARM, BuildInbox
 from service.catalog.jobspec import JobSpec
 
@@ -91,6 +92,7 @@ class BuildRunner:
         try:
             spark = self.session(self.master)
             warm_workers(spark)
+            warm_up_build(spark, self.master)
         except Exception as exc:  # builds will report it too; the runner stays up for local-engine builds
             log.exception("could not warm the Spark session")
             self._error = f"{type(exc).__name__}: {exc}"

@@ -97,9 +97,7 @@ def warm_workers(spark: SparkSession) -> None:
 
 
 def _warm_task(items: Iterator[int]) -> Iterator[int]:
-    import service.build_job.worker  # noqa: F401  (already in the daemon: costs nothing there)
-    import service.tables.paimon.paimon_source  # noqa: F401
-    yield sum(1 for _ in items)
+    yield sum(1 for _ in items)   # the daemon (spark_daemon) loaded the build's modules before forking us
 
 
 def job_group(job_id: str) -> str:

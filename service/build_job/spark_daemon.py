@@ -11,9 +11,11 @@ import os
 # A forked child must not inherit a BLAS thread pool it cannot use; the build never calls BLAS anyway.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import service.build_job.worker  # noqa: E402,F401  (pyarrow, numpy, index_format)
-import service.tables.paimon.paimon_source  # noqa: E402,F401  (pypaimon's read path)
+import service.build_job.worker  # noqa: E402,F401  (pyarrow, numpy, index_format, every family's writer)
 from pyspark.daemon import manager  # noqa: E402
+from service.tables import load_task_readers  # noqa: E402
+
+load_task_readers()
 
 if __name__ == "__main__":
     manager()

@@ -16,7 +16,8 @@ from service.catalog.jobspec import JobSpec
 from service.catalog.model import PAIMON, Table
 from service.tables.table_source import IndexViewSource, TableSource
 
-__all__ = ["IndexViewSource", "TableSource", "TableSources", "check_spec", "open_source", "register_table"]
+__all__ = ["IndexViewSource", "TableSource", "TableSources", "check_spec", "open_source", "register_table",
+           "load_task_readers", "warm_up_table"]
 
 
 def _kind(table_format: str) -> Any:
@@ -76,3 +77,19 @@ def check_spec(spec: JobSpec) -> JobSpec:
         InvalidOptionError.
     """
     return _kind(spec.table_format).check_spec(spec)  # type: ignore[no-any-return]
+
+
+def warm_up_table(warehouse: Any) -> tuple[Table, str]:
+    """A tiny Paimon table written under the directory `warehouse` for a build runner's warm-up build: (its
+    registration, the column to index)."""
+    from service.tables.paimon.warm_table import WARM_UP_COLUMN, write_warm_up_table
+    return Table(name="warm-up", location=write_warm_up_table(warehouse), format=PAIMON), WARM_UP_COLUMN
+
+
+def load_task_readers() -> None:
+    """Import what every kind's build tasks read with (pypaimon, pyarrow.parquet), e.g. in a process that forks
+    the build's Python workers, so each starts with it loaded."""
+    import pyarrow.parquet  # noqa: F401
+
+    import service.tables.files.slice_reader  # noqa: F401
+    import service.tables.paimon.paimon_source  # noqa: F401
