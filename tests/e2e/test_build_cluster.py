@@ -146,3 +146,38 @@ def test_paimon_build_on_standalone_cluster(standalone: tuple[str, int], tmp_pat
 def _build_apps(webui: int) -> int:
     state = _master_state(webui)
     return sum(a.get("name") == "bgix-build" for a in state.get("completedapps", []) + state.get("activeapps", []))
+
+
+def test_warm_runner_on_standalone_cluster(standalone: tuple[str, int], tmp_path: Path) -> None:
+    """The service's warm build runner as one application of the cluster: two builds through the API on its one
+    session (one more application for both), answers checked against the rows."""
+    from fastapi.testclient import TestClient
+
+    from service.api.app import create_app
+    from tests.api.helpers import make_settings, wait_job
+
+    master_url, webui = standalone
+    apps_before = _build_apps(webui)
+    gen = make_parquet_table(tmp_path / "data", rows_per_file=(900, 1400, 700))
+    settings = make_settings(tmp_path, build_engine="spark", spark_master=master_url, build_prewarm=True,
+                             build_warmup_s=300.0)
+    with TestClient(create_app(settings)) as client:
+        deadline = time.monotonic() + 300
+        while client.get("/readyz").status_code != 200:
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+        assert client.put("/v1/tables/t", json={"location": str(gen.location)}).status_code == 200
+        state = client.app.state.services.jobs.runners.box.state()
+        assert state is not None and state["state"] == "warm" and state["master"] == master_url
+        jobs = []
+        for column in ("s", "n"):
+            r = client.post("/v1/create_global_index", json={"table": "t", "index_column": column})
+            assert r.status_code == 202, r.text
+            jobs.append(wait_job(client, r.json()["job_id"], timeout=300))
+        assert [j["state"] for j in jobs] == ["succeeded", "succeeded"], jobs
+        catalog = client.app.state.services.catalog
+        assert {catalog.get_job(j["id"]).pid for j in jobs} == {state["pid"]}
+        for column in ("s", "n"):
+            snap = catalog.current_snapshot("t", column)
+            assert assert_index_matches(catalog, snap, oracle_table(gen.files, [column]), column) > 5
+    assert _build_apps(webui) == apps_before + 1   # the warm-up and both builds: one application
