@@ -61,7 +61,8 @@ def job_public(j: JobRecord) -> schemas.JobPublic:
     p = j.progress or {}
     progress = schemas.JobProgress(
         fraction=float(p.get("fraction") or 0.0), rows_indexed=int(p.get("rows_indexed") or 0),
-        ranges_done=int(p.get("ranges_done") or 0), ranges_total=int(p.get("ranges_total") or 0))
+        ranges_done=int(p.get("ranges_done") or 0), ranges_total=int(p.get("ranges_total") or 0),
+        phases={str(k): float(v) for k, v in p["phases"].items()} if isinstance(p.get("phases"), dict) else None)
     return schemas.JobPublic(
         id=j.id, table=j.table, index_column=j.column,
         index_type=str((j.spec or {}).get("index_type", "bitmap")), state=j.state,

@@ -184,6 +184,9 @@ class JobProgress(BaseModel):
     rows_indexed: int = 0
     ranges_done: int = 0
     ranges_total: int = 0
+    phases: dict[str, float] | None = Field(
+        None, description="A succeeded build's seconds per phase, in order: `open and plan`, `Spark session` "
+        "(0 on a warm runner), `tasks` (read, sort, write), `commit`.")
 
 
 class JobPublic(BaseModel):

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from index_format.errors import InvalidOptionError
 from service.build_job.engines import job_group, runner_session, warm_workers
-from service.build_job.main import parse_spec, run_job
+from service.build_job.main import parse_spec, record_failure, run_job
 from service.build_job.warm_up import warm_up_build
 from service.catalog.build_inbox import FAILED, READY, STARTING, STOPPED, WARM, BuildInbox
 from service.catalog.jobspec import JobSpec
@@ -173,7 +173,11 @@ class BuildRunner:
     def _run(self, spec: JobSpec, claimed: Path) -> None:
         run = self.running[spec.job_id]
         try:
-            spark = self.session(spec.spark_master) if spec.engine != "local" else None
+            try:
+                spark = self.session(spec.spark_master) if spec.engine != "local" else None
+            except Exception as exc:   # e.g. no Java: the job must not stay queued
+                record_failure(spec, exc)
+                raise
             run_job(spec, spark, cancel=run.cancel)
             log.info("job %s: done", spec.job_id)
         except BaseException as exc:  # recorded in the job record by run_job; the runner goes on

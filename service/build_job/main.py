@@ -131,11 +131,18 @@ def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None
         catalog.update_job(spec.job_id, state=state, finished_at=now(),
                            error=f"{type(exc).__name__}: {exc}")
         raise
-    if message is not None:
-        catalog.write_progress(spec.job_id, {"message": message})  # a succeeded job must say it built nothing
+    # a succeeded job must say it built nothing; where its time went is for operators and benchmarks
+    catalog.write_progress(spec.job_id, {"phases": {name: round(sec, 3) for name, sec in build.phases},
+                                         **({"message": message} if message is not None else {})})
     catalog.update_job(spec.job_id, state="succeeded", finished_at=now(),
                        snapshot_id=None if result is None else result.id)
     return result
+
+
+def record_failure(spec: JobSpec, exc: BaseException) -> None:
+    """Record in the job's record a failure that came before run_job could (e.g. no Spark session)."""
+    open_catalog(spec).update_job(spec.job_id, state="failed", finished_at=now(),
+                                  error=f"{type(exc).__name__}: {exc}")
 
 
 def _cleanup_quietly(build: _Build, spec: JobSpec) -> None:

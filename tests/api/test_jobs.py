@@ -121,3 +121,17 @@ def test_job_of_unknown_table_is_404_and_pid_free(tmp_path: Path) -> None:
         assert r.status_code == 404 and r.json()["error"]["code"] == "not_found"
         assert client.get("/v1/jobs").json()["jobs"] == []
     assert os.getpid() > 0
+
+
+def test_a_build_whose_spark_session_cannot_start_fails_with_the_reason(tmp_path: Path, monkeypatch) -> None:
+    """No Java for the runner's Spark session: the job fails naming it (never stays queued) and the service goes on."""
+    df = make_frame(np.random.default_rng(8), 50)
+    write_table(tmp_path / "data" / "t", df, 1)
+    monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-java"))   # the runner inherits the service's environment
+    with TestClient(create_app(make_settings(tmp_path, build_engine="spark", spark_master="local[1]"))) as client:
+        client.put("/v1/tables/t", json={"location": str(tmp_path / "data" / "t")})
+        r = client.post("/v1/create_global_index", json={"table": "t", "index_column": "age"})
+        assert r.status_code == 202, r.text
+        job = wait_job(client, r.json()["job_id"])
+        assert job["state"] == "failed" and "java" in job["error"].lower(), job
+        assert client.get("/readyz").status_code == 200
