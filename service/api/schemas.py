@@ -185,8 +185,8 @@ class JobProgress(BaseModel):
     ranges_done: int = 0
     ranges_total: int = 0
     phases: dict[str, float] | None = Field(
-        None, description="A succeeded build's seconds per phase, in order: `open and plan`, `Spark session` "
-        "(0 on a warm runner), `tasks` (read, sort, write), `commit`.")
+        None, description="A succeeded build's seconds per phase: `open and plan`, `Spark session` (0 on a warm "
+        "runner), `tasks` (read, sort, write), `commit` (null for builds recorded before phases were kept).")
 
 
 class JobPublic(BaseModel):

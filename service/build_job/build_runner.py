@@ -69,21 +69,19 @@ class BuildRunner:
         self._state = STARTING
         self._error: str | None = None
         self._state_lock = threading.Lock()   # the prewarm thread writes the state too
+        self.warming = False                  # the idle clock starts once the warm-up is over
 
     # ---- the Spark session ----------------------------------------------------------------------
     def session(self, master: str) -> SparkSession:
         """The runner's one session (created on first use); every build of this runner uses the same master."""
         with self._spark_lock:
-            if self._spark is None:
-                self.master = self.master or master
-                if master != self.master:
-                    raise InvalidOptionError(f"this build runner's Spark session is for master {self.master!r}, "
-                                             f"the job spec names {master!r}")
-                self._spark = runner_session(self.master)
-                self.sessions += 1
-            elif master != self.master:
+            self.master = self.master or master
+            if master != self.master:
                 raise InvalidOptionError(f"this build runner's Spark session is for master {self.master!r}, "
                                          f"the job spec names {master!r}")
+            if self._spark is None:
+                self._spark = runner_session(self.master)
+                self.sessions += 1
             return self._spark
 
     def prewarm(self) -> None:
@@ -97,8 +95,11 @@ class BuildRunner:
             log.exception("could not warm the Spark session")
             self._error = f"{type(exc).__name__}: {exc}"
             self.write_state(FAILED)
-            return
-        self.write_state(WARM)
+        else:
+            self.write_state(WARM)
+        finally:
+            self._idle_since = time.monotonic()
+            self.warming = False
 
     def write_state(self, state: str) -> None:
         with self._state_lock:
@@ -124,7 +125,8 @@ class BuildRunner:
                 continue
             if self.draining or (self.only_job is not None and self.builds):
                 return self._leave()
-            if self.idle_s >= 0 and time.monotonic() - self._idle_since > self.idle_s and not self._waiting():
+            if (self.idle_s >= 0 and not self.warming and time.monotonic() - self._idle_since > self.idle_s
+                    and not self._waiting()):
                 log.info("build runner idle for %.0f s: exiting to give its memory back", self.idle_s)
                 return self._leave()
 
@@ -244,6 +246,7 @@ def main(argv: list[str] | None = None) -> int:
     signal.signal(signal.SIGINT, on_term)
     runner.write_state(STARTING)
     if args.prewarm and args.master:
+        runner.warming = True
         threading.Thread(target=runner.prewarm, name="prewarm", daemon=True).start()
     else:
         runner.write_state(READY)

@@ -393,6 +393,11 @@ def _poll(sc: Any, group: str, acc: Any, progress: Progress, stop: threading.Eve
     """Driver-side progress: finished tasks / all tasks of the job group, plus the row accumulator."""
     tracker = sc.statusTracker()
     while not stop.wait(0.5):
+        if progress.check is not None:
+            try:
+                progress.check()
+            except Exception:   # a cancel that came before the job group's jobs were submitted, too
+                sc.cancelJobGroup(group)
         try:
             done = total = 0
             for job_id in tracker.getJobIdsForGroup(group):
