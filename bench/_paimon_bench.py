@@ -162,7 +162,8 @@ def rust_build(warehouse: Path, calls: Sequence[tuple[str, str]], log: Path, *, 
     """pypaimon-rust's `CALL sys.create_global_index`, one call per (column, index type), in order, in one child
     process that nothing else runs in. Returns `status` ("ok", "timeout" after `timeout` seconds, "killed by signal
     N" — 9 unasked is the kernel's OOM killer as a rule — or "failed (exit N)"), `seconds` per finished call (timed
-    in the child, around the call alone), `total` (their sum), `wall` (the child's life), `peak_rss` (bytes: the
+    in the child, around the call alone), `total` (their sum), `wall` (the child's life), `cpu` (its CPU seconds,
+    user + system, interpreter start included), `peak_rss` (bytes: the
     child's own high-water mark from the kernel, wait4's ru_maxrss) and `error` (the log's tail)."""
     cmd = [sys.executable, "-c", _RUST_CHILD, str(warehouse), table, options or "", *(f"{c}:{t}" for c, t in calls)]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)}
@@ -196,7 +197,8 @@ def rust_build(warehouse: Path, calls: Sequence[tuple[str, str]], log: Path, *, 
     else:
         state = "ok"
     return {"status": state, "seconds": seconds, "total": sum(seconds.values()), "wall": wall,
-            "peak_rss": int(usage.ru_maxrss) * 1024, "error": "" if state == "ok" else log.read_text()[-1500:]}
+            "cpu": usage.ru_utime + usage.ru_stime, "peak_rss": int(usage.ru_maxrss) * 1024,
+            "error": "" if state == "ok" else log.read_text()[-1500:]}
 
 
 # ---- bgix through the API --------------------------------------------------------------------------
