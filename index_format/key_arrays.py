@@ -203,15 +203,22 @@ def _string_ranks(dictionary: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndar
     Python and Arrow both order strings by code point = unsigned UTF-8 bytes = Java's order (spec §3).
     """
     if len(dictionary) <= _PY_RANK_MAX:
-        values = dictionary.to_pylist()
+        # the strings as bytes, sliced from the array's own buffers: to_pylist builds an Arrow scalar per
+        # value, several times slower; byte order is the order wanted, so nothing is decoded
+        data, offs = string_buffers(dictionary)
+        raw, at_off = data.tobytes(), offs.tolist()
+        values: list[bytes | None] = [raw[at_off[i]:at_off[i + 1]] for i in range(len(dictionary))]
+        if dictionary.null_count:
+            for i in np.flatnonzero(~_valid_of(dictionary)).tolist():
+                values[i] = None
         distinct = sorted({v for v in values if v is not None})
         rdt = np.uint16 if len(distinct) <= (1 << 16) else np.int32
-        at = {v: i for i, v in enumerate(distinct)}
-        rank = np.fromiter((at.get(v, 0) for v in values), dtype=rdt, count=len(values))
-        encoded = [v.encode() for v in distinct]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-        return rank, np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+        at: dict[bytes | None, int] = {v: i for i, v in enumerate(distinct)}
+        at[None] = 0   # a null slot's rank is never read (its rows are null)
+        rank = np.fromiter(map(at.__getitem__, values), dtype=rdt, count=len(values))
+        offsets = np.zeros(len(distinct) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct)), out=offsets[1:])
+        return rank, np.frombuffer(b"".join(distinct), dtype=np.uint8), offsets
     import pyarrow.compute as pc
     uniq = pc.dictionary_encode(dictionary)
     order = numpy_of(pc.array_sort_indices(uniq.dictionary))
