@@ -109,7 +109,9 @@ def key_bitmaps(codes: np.ndarray, rid: np.ndarray) -> KeyBitmaps:
     slow = np.flatnonzero(slow_code[present])
     if len(slow):
         slow_bytes, slow_offs = serialize_parts([_slow_ids(p, slow_code, present[slow]) for p in parts])
-        data, sizes = splice_keys(data, sizes, slow, slow_bytes, slow_offs)
+        view, at = memoryview(slow_bytes), slow_offs.tolist()
+        joined, sizes = splice_keys(data, sizes, slow, [view[at[j]:at[j + 1]] for j in range(len(slow))])
+        data = np.frombuffer(joined, dtype=np.uint8)
     offsets = np.zeros(nk + 1, dtype=np.int64)
     np.cumsum(sizes, out=offsets[1:])
     return KeyBitmaps(present, first_row, data, offsets)
