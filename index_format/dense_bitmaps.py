@@ -13,6 +13,7 @@ Imports numpy and index_format.{bitmaps,parallel} only.
 """
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -28,6 +29,7 @@ _PART_ROWS = 1 << 19
 # blocks averaging fewer rows than this are sorted all at once (64-bit words led by the block number): a
 # Python loop over thousands of tiny blocks would cost more than it saves
 _LOOP_ROWS = 1024
+_LITTLE = sys.byteorder == "little"
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,10 +125,7 @@ def _sort_part(codes: np.ndarray, rid: np.ndarray, lo: int, hi: int, blocks: np.
     n = hi - lo
     words = codes[lo:hi].astype(np.uint32)
     words <<= 16
-    low = rid[lo:hi].astype(np.uint32)   # ids < 2^32: the cast keeps them whole
-    low &= 0xFFFF
-    words |= low
-    del low
+    words |= rid[lo:hi].astype(np.uint16)   # the cast keeps an id's low 16 bits
     rel = starts - lo
     if len(blocks) * _LOOP_ROWS <= n:
         at = rel.tolist() + [n]
@@ -139,7 +138,8 @@ def _sort_part(codes: np.ndarray, rid: np.ndarray, lo: int, hi: int, blocks: np.
         led.sort()
         words = led.astype(np.uint32)
         del led
-    code = (words >> 16).astype(np.uint16)
+    # each word's high half: a view of its upper two bytes where they come second (little-endian)
+    code = words.view(np.uint16)[1::2] if _LITTLE else (words >> 16).astype(np.uint16)
     change = np.empty(n, dtype=bool)
     change[0] = True
     np.not_equal(code[1:], code[:-1], out=change[1:])
@@ -176,24 +176,30 @@ def _fill_part(w: np.ndarray, p: _Part, head: np.ndarray, ncont: np.ndarray, cpr
     per code, its containers / ids in the parts before."""
     o, sc = p.order, p.sorted_code
     sl = p.seg_len[o]
-    # container index within its key: its rank among the code's containers here, after the earlier parts'
-    cidx = np.arange(len(o), dtype=np.int64) + (cprev - (np.cumsum(p.ncont) - p.ncont))[sc]
-    hw = head[sc] + 2 * cidx            # (block, ids - 1) header words
+    before = np.cumsum(sl)
+    before -= sl                        # ids of the earlier containers in this part
+    # per code: where its containers' headers start (after the earlier parts'), and its ids before this part
+    # less this part's earlier codes' (so that `before` + it counts the key's own ids before a container)
+    head_at = head + 2 * (cprev - (np.cumsum(p.ncont) - p.ncont))
+    ids_at = vprev - (np.cumsum(p.card) - p.card)
+    hw = head_at[sc]
+    hw += np.arange(0, 2 * len(o), 2, dtype=np.int64)   # (block, ids - 1) header words
     w[hw] = p.seg_block[o]
     w[hw + 1] = sl - 1
-    nc = ncont[sc]
-    before = np.cumsum(sl) - sl         # ids of earlier containers in this part…
-    before += (vprev - (np.cumsum(p.card) - p.card))[sc]   # … of the same key, and of earlier parts
-    hw += 2 * nc                        # u32 offset words: 8 + 8·containers + 2·(ids before) bytes
-    off = 8 + 8 * nc + 2 * before
+    hw += (2 * ncont)[sc]               # u32 offset words: 8 + 8·containers + 2·(the key's ids before) bytes
+    off = (8 + 8 * ncont + 2 * ids_at)[sc]
+    off += 2 * before
     w[hw] = off & 0xFFFF
     w[hw + 1] = off >> 16
     # every id's low 16 bits, at its container's first value word plus its place in the container
+    first = (head + 4 * ncont + ids_at)[sc]
+    first += before
+    first -= p.seg_start[o]
     shift = np.empty(len(o), dtype=it)
-    shift[o] = head[sc] + 4 * nc + before - p.seg_start[o]
+    shift[o] = first
     dst = np.repeat(shift, p.seg_len)
     dst += np.arange(len(p.words), dtype=it)
-    w[dst] = p.words.astype(np.uint16)
+    w[dst] = p.words   # the assignment keeps each word's low 16 bits
 
 
 def _slow_ids(p: _Part, slow_code: np.ndarray, slow_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
