@@ -14,6 +14,7 @@ Imports numpy and index_format.{bitmaps,parallel} only.
 from __future__ import annotations
 
 import sys
+from bisect import bisect_right
 from dataclasses import dataclass
 
 import numpy as np
@@ -30,6 +31,8 @@ _PART_ROWS = 1 << 19
 # Python loop over thousands of tiny blocks would cost more than it saves
 _LOOP_ROWS = 1024
 _LITTLE = sys.byteorder == "little"
+# rows handled at once by the row-level steps (whole blocks; a bigger block alone)
+_CHUNK_ROWS = 1 << 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +54,7 @@ class _Part:
     seg_start: np.ndarray   # each container's first position in `words`
     seg_len: np.ndarray     # its id count
     seg_block: np.ndarray   # its block (the ids' high 16 bits)
+    seg_chunks: list[int]   # the first container of each chunk of rows (see _sort_part), then their count
     order: np.ndarray       # the containers by code, then block (a stable sort of their codes)
     sorted_code: np.ndarray  # each container's code, in that order (int64)
     ncont: np.ndarray       # containers per code (length 65536)
@@ -121,39 +125,50 @@ def key_bitmaps(codes: np.ndarray, rid: np.ndarray) -> KeyBitmaps:
 
 def _sort_part(codes: np.ndarray, rid: np.ndarray, lo: int, hi: int, blocks: np.ndarray,
                starts: np.ndarray) -> _Part:
-    """Rows lo..hi (whole blocks: `blocks`, first rows `starts`) sorted per block and cut into containers."""
+    """Rows lo..hi (whole blocks: `blocks`, first rows `starts`) sorted per block and cut into containers.
+
+    Row-level work runs a chunk of whole blocks (about _CHUNK_ROWS rows) at a time, so its temporaries stay
+    small, in cache and in the same few pages instead of part-sized arrays each faulted in afresh.
+    """
     n = hi - lo
     words = codes[lo:hi].astype(np.uint32)
     words <<= 16
     words |= rid[lo:hi].astype(np.uint16)   # the cast keeps an id's low 16 bits
-    rel = starts - lo
-    if len(blocks) * _LOOP_ROWS <= n:
-        at = rel.tolist() + [n]
-        for a, b in zip(at[:-1], at[1:]):
-            words[a:b].sort()
-    else:
-        led = np.repeat(np.arange(len(blocks), dtype=np.uint64), np.diff(np.append(rel, n)))
-        led <<= 32
-        led |= words
-        led.sort()
-        words = led.astype(np.uint32)
-        del led
-    # each word's high half: a view of its upper two bytes where they come second (little-endian)
-    code = words.view(np.uint16)[1::2] if _LITTLE else (words >> 16).astype(np.uint16)
-    change = np.empty(n, dtype=bool)
-    change[0] = True
-    np.not_equal(code[1:], code[:-1], out=change[1:])
-    change[rel] = True
-    seg_start = np.flatnonzero(change)
+    rel = (starts - lo).tolist() + [n]
+    chunks = _chunks(rel)
+    seg_starts, pair_list = [], []
+    for i, j in chunks:
+        a, b = rel[i], rel[j]
+        piece = words[a:b]
+        if (j - i) * _LOOP_ROWS <= b - a:
+            for x, y in zip(rel[i:j], rel[i + 1:j + 1]):
+                words[x:y].sort()
+        else:   # many small blocks: one sort, of 64-bit words led by the block
+            led = np.repeat(np.arange(j - i, dtype=np.uint64), np.diff(rel[i:j + 1]))
+            led <<= 32
+            led |= piece
+            led.sort()
+            piece[:] = led   # keeps the low 32 bits
+        # each word's high half: a view of its upper two bytes where they come second (little-endian)
+        code = piece.view(np.uint16)[1::2] if _LITTLE else (piece >> 16).astype(np.uint16)
+        change = np.empty(b - a, dtype=bool)
+        change[0] = True
+        np.not_equal(code[1:], code[:-1], out=change[1:])
+        change[np.array(rel[i:j]) - a] = True
+        seg_starts.append(np.flatnonzero(change) + a)
+        # two ids of one container side by side (a word one above the one before, same code): Java keeps an
+        # array container of c ids in r runs only while c <= 2r + 1 (spec §1), like BitMap64
+        near = np.flatnonzero((piece[1:] - piece[:-1]) == 1)
+        if len(near):
+            pair_list.append(near[~change[near + 1]] + a)
+    seg_start = np.concatenate(seg_starts)
     seg_len = np.diff(seg_start, append=n)
-    seg_code = code[seg_start]
-    del code
-    seg_block = np.repeat(blocks.astype(np.uint16), np.diff(np.searchsorted(seg_start, np.append(rel, n))))
-    # two ids of one container side by side (a word one above the one before, in the same container): Java
-    # keeps an array container of c ids in r runs only while c <= 2r + 1 (spec §1), like BitMap64
+    seg_code = words.view(np.uint16)[1::2][seg_start] if _LITTLE else (words[seg_start] >> 16).astype(np.uint16)
+    seg_block = np.repeat(blocks.astype(np.uint16), np.diff(np.searchsorted(seg_start, rel)))
+    # segment index where each chunk's rows begin (chunks start at a block, so at a container)
+    seg_chunks = np.searchsorted(seg_start, [rel[i] for i, _ in chunks] + [n]).tolist()
     bad = seg_len > MAX_ARRAY
-    pairs = np.flatnonzero((words[1:] - words[:-1]) == 1)
-    pairs = pairs[~change[pairs + 1]]
+    pairs = np.concatenate(pair_list) if pair_list else np.zeros(0, np.int64)
     if len(pairs):
         per_seg = np.bincount(np.searchsorted(seg_start, pairs, side="right") - 1, minlength=len(seg_start))
         bad |= 2 * per_seg > seg_len + 1
@@ -167,7 +182,19 @@ def _sort_part(codes: np.ndarray, rid: np.ndarray, lo: int, hi: int, blocks: np.
     first_seg = order[(np.cumsum(ncont) - ncont)[ncont > 0]]
     first_id = np.zeros(_CODES, dtype=np.int64)
     first_id[ncont > 0] = (seg_block[first_seg].astype(np.int64) << 16) | (words[seg_start[first_seg]] & 0xFFFF)
-    return _Part(lo, words, seg_start, seg_len, seg_block, order, sorted_code, ncont, card, slow, first_id)
+    return _Part(lo, words, seg_start, seg_len, seg_block, seg_chunks, order, sorted_code, ncont, card, slow,
+                 first_id)
+
+
+def _chunks(rel: list[int]) -> list[tuple[int, int]]:
+    """Runs of whole blocks (block indices i..j) of about _CHUNK_ROWS rows; `rel`: block starts, then the end."""
+    out, i = [], 0
+    nb = len(rel) - 1
+    while i < nb:
+        j = max(i + 1, bisect_right(rel, rel[i] + _CHUNK_ROWS, i + 1, nb + 1) - 1)
+        out.append((i, j))
+        i = j
+    return out
 
 
 def _fill_part(w: np.ndarray, p: _Part, head: np.ndarray, ncont: np.ndarray, cprev: np.ndarray,
@@ -197,9 +224,12 @@ def _fill_part(w: np.ndarray, p: _Part, head: np.ndarray, ncont: np.ndarray, cpr
     first -= p.seg_start[o]
     shift = np.empty(len(o), dtype=it)
     shift[o] = first
-    dst = np.repeat(shift, p.seg_len)
-    dst += np.arange(len(p.words), dtype=it)
-    w[dst] = p.words   # the assignment keeps each word's low 16 bits
+    for a, b in zip(p.seg_chunks[:-1], p.seg_chunks[1:]):   # chunk by chunk: small temporaries (see _sort_part)
+        e0 = int(p.seg_start[a])
+        e1 = int(p.seg_start[b]) if b < len(o) else len(p.words)
+        dst = np.repeat(shift[a:b], p.seg_len[a:b])
+        dst += np.arange(e0, e1, dtype=it)
+        w[dst] = p.words[e0:e1]   # the assignment keeps each word's low 16 bits
 
 
 def _slow_ids(p: _Part, slow_code: np.ndarray, slow_codes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,9 @@ from contextlib import contextmanager
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _M_MMAP_MAX = -4
+# "never trim", as large as mallopt's C int argument holds (ctypes masks a wider int: 1 << 40 would be 0,
+# which trims on every free and gives back the very pages this module is here to keep)
+_NEVER = (1 << 31) - 1
 _LOCK = threading.Lock()
 _ACTIVE = 0
 
@@ -62,7 +65,7 @@ def reuse_freed_pages() -> Iterator[None]:
         _ACTIVE += 1
         if _ACTIVE == 1:
             libc.mallopt(_M_MMAP_MAX, 0)
-            libc.mallopt(_M_TRIM_THRESHOLD, 1 << 40)
+            libc.mallopt(_M_TRIM_THRESHOLD, _NEVER)
     try:
         yield
     finally:

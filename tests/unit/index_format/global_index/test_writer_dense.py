@@ -36,10 +36,11 @@ def dense_calls(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 @pytest.fixture(params=["one part, per-block sorts", "parts, per-block sorts", "parts, one sort per part"])
 def layout(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Small parts on three workers, and each way of sorting a part's blocks."""
+    """Small parts (in chunks of few rows) on three workers, and each way of sorting a part's blocks."""
     if request.param != "one part, per-block sorts":
         monkeypatch.setattr(dense_bitmaps, "_PART_ROWS", 1500)
         monkeypatch.setattr(dense_bitmaps, "THREADS", 3)
+        monkeypatch.setattr(dense_bitmaps, "_CHUNK_ROWS", 700)
     monkeypatch.setattr(dense_bitmaps, "_LOOP_ROWS", 1 << 40 if "one sort" in request.param else 0)
 
 
