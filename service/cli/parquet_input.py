@@ -7,7 +7,8 @@ Not pyarrow.parquet.read_table either: it goes through pyarrow.dataset, whose im
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -54,6 +55,30 @@ class ParquetInput:
         wanted = {c: i for i, c in enumerate(columns)}
         leaves = sorted((wanted[path[0]], i) for i, path in enumerate(self._reader.column_paths) if path[0] in wanted)
         return self._reader.read_all(column_indices=[i for _, i in leaves], use_threads=True)
+
+    def read_in_background(self, columns: Sequence[str]) -> Callable[[], pa.Table]:
+        """Start read(columns) on a thread of its own (pyarrow reads without holding the GIL, so the caller
+        can import or compute meanwhile); the returned function waits for the table, or raises what the
+        read raised. Close the input only after calling it."""
+        out: list[Any] = []
+
+        def work() -> None:
+            try:
+                out.append((True, self.read(columns)))
+            except BaseException as exc:  # handed to the waiting caller
+                out.append((False, exc))
+
+        thread = threading.Thread(target=work, name="bgix-parquet-read", daemon=True)
+        thread.start()
+
+        def wait() -> pa.Table:
+            thread.join()
+            ok, value = out[0]
+            if not ok:
+                raise value
+            return value
+
+        return wait
 
     def check_columns(self, columns: Sequence[str]) -> None:
         """InvalidOptionError naming the first column the file does not have, and the columns it has."""

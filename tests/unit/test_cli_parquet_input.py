@@ -61,3 +61,17 @@ def test_errors(sample: Path, tmp_path: Path, mode: str) -> None:
     with ParquetInput(str(sample)) as source:
         with pytest.raises(InvalidOptionError, match="no column 'zz' in .*columns: s, m, st, n"):
             source.check_columns(["s", "zz"])
+
+
+def test_read_in_background(sample: Path, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    with ParquetInput(str(sample), dictionary=["s"]) as source:
+        wait = source.read_in_background(["s", "m"])
+        assert wait().equals(pq.ParquetFile(sample, read_dictionary=["s"]).read(columns=["s", "m"]))
+
+        def broken(columns: list[str]) -> pa.Table:
+            raise pa.ArrowInvalid("bad page")
+
+        monkeypatch.setattr(source, "read", broken)
+        wait = source.read_in_background(["s"])
+        with pytest.raises(pa.ArrowInvalid, match="bad page"):
+            wait()
