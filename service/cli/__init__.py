@@ -37,6 +37,9 @@ def main(argv: list[str] | None = None) -> int:
         # numpy's OpenBLAS starts a worker thread per core that spins for a while after numpy's import, taking
         # a core from a command that never multiplies a matrix; unless the user chose a count, it gets none
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+        # no cyclic garbage collection in a one-command process: numpy's and pyarrow's imports alone would
+        # trigger passes over their 100k+ new objects (15-20 ms), and the command makes little cyclic garbage
+        gc.disable()
     module = importlib.import_module(_COMMANDS[argv[0]][0])
     sub_parser = argparse.ArgumentParser(prog=f"bgix {argv[0]}", description=_COMMANDS[argv[0]][1])
     module.configure(sub_parser)
@@ -45,8 +48,8 @@ def main(argv: list[str] | None = None) -> int:
         return int(module.run(args) or 0)
     finally:
         if short:
-            # the process ends next: Python's collection at exit would walk every object numpy and pyarrow
-            # made (15-20 ms); frozen objects are skipped, and the OS frees the memory anyway
+            # the process ends next: Python's collection at exit (disabled or not) would walk every object
+            # numpy and pyarrow made (15-20 ms); frozen objects are skipped, and the OS frees the memory anyway
             gc.freeze()
 
 
