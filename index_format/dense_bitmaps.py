@@ -49,7 +49,6 @@ class KeyBitmaps:
 class _Part:
     """One part's rows sorted block by block, cut into containers ("segments"), and its per-code tallies."""
 
-    lo: int                 # first input row of the part
     words: np.ndarray       # uint32 code << 16 | low bits, sorted within each block
     seg_start: np.ndarray   # each container's first position in `words`
     seg_len: np.ndarray     # its id count
@@ -182,7 +181,7 @@ def _sort_part(codes: np.ndarray, rid: np.ndarray, lo: int, hi: int, blocks: np.
     first_seg = order[(np.cumsum(ncont) - ncont)[ncont > 0]]
     first_id = np.zeros(_CODES, dtype=np.int64)
     first_id[ncont > 0] = (seg_block[first_seg].astype(np.int64) << 16) | (words[seg_start[first_seg]] & 0xFFFF)
-    return _Part(lo, words, seg_start, seg_len, seg_block, seg_chunks, order, sorted_code, ncont, card, slow,
+    return _Part(words, seg_start, seg_len, seg_block, seg_chunks, order, sorted_code, ncont, card, slow,
                  first_id)
 
 
