@@ -168,9 +168,9 @@ def _sort_part(codes: np.ndarray, rid: np.ndarray, lo: int, hi: int, blocks: np.
     seg_chunks = np.searchsorted(seg_start, [rel[i] for i, _ in chunks] + [n]).tolist()
     bad = seg_len > MAX_ARRAY
     pairs = np.concatenate(pair_list) if pair_list else np.zeros(0, np.int64)
-    if len(pairs):
-        per_seg = np.bincount(np.searchsorted(seg_start, pairs, side="right") - 1, minlength=len(seg_start))
-        bad |= 2 * per_seg > seg_len + 1
+    if len(pairs):   # few: only their containers are looked at
+        seg, count = np.unique(np.searchsorted(seg_start, pairs, side="right") - 1, return_counts=True)
+        bad[seg] |= 2 * count > seg_len[seg] + 1
     slow = np.zeros(_CODES, dtype=bool)
     slow[seg_code[bad]] = True
     ncont = np.bincount(seg_code, minlength=_CODES)
