@@ -226,8 +226,12 @@ def _fill_part(w: np.ndarray, p: _Part, head: np.ndarray, ncont: np.ndarray, cpr
     for a, b in zip(p.seg_chunks[:-1], p.seg_chunks[1:]):   # chunk by chunk: small temporaries (see _sort_part)
         e0 = int(p.seg_start[a])
         e1 = int(p.seg_start[b]) if b < len(o) else len(p.words)
-        dst = np.repeat(shift[a:b], p.seg_len[a:b])
-        dst += np.arange(e0, e1, dtype=it)
+        # destination of row e: e + its container's shift, as a running sum of steps (1 inside a container;
+        # at a container's first row, also the change of shift): several times faster than np.repeat
+        dst = np.ones(e1 - e0, dtype=it)
+        dst[p.seg_start[a + 1:b] - e0] += np.diff(shift[a:b])
+        dst[0] = e0 + shift[a]
+        np.cumsum(dst, out=dst)
         w[dst] = p.words[e0:e1]   # the assignment keeps each word's low 16 bits
 
 
