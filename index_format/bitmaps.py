@@ -21,10 +21,11 @@ def ids_array(sorted_ids: np.ndarray) -> array:
     return array("Q", sorted_ids.astype("<u8", copy=False).tobytes())
 
 
-def serialize_sorted(ids: np.ndarray) -> bytes:
-    """serialize_ids of an ascending int64 array; one add_range when the ids are contiguous."""
+def serialize_sorted(ids: np.ndarray, *, distinct: bool = False) -> bytes:
+    """serialize_ids of an ascending int64 array; one add_range when the ids are contiguous. distinct: no id
+    repeats (the caller knows), so the first and last id alone tell whether they are contiguous."""
     n = len(ids)
-    if n > 1 and int(ids[-1]) - int(ids[0]) + 1 == n and _consecutive(ids):
+    if n > 1 and int(ids[-1]) - int(ids[0]) + 1 == n and (distinct or _consecutive(ids)):
         bm64 = BitMap64()
         bm64.add_range(int(ids[0]), int(ids[-1]) + 1)
         bm64.run_optimize()

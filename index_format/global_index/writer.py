@@ -239,9 +239,10 @@ def encode_file(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, parts: Sequ
 
 def assemble_file(kdata: np.ndarray, koffs: np.ndarray, allbm: bytes | np.ndarray, cum: np.ndarray,
                   null_rid: np.ndarray, nn_rid: np.ndarray, block_size: int, codec: str, level: int, *,
-                  nulls_first: bool = False, zstd_content_size: bool = False) -> bytes:
+                  nulls_first: bool = False, zstd_content_size: bool = False, nn_distinct: bool = False) -> bytes:
     """A file's bytes from its keys in file order (bytes `kdata`, int64 offsets `koffs`), their bitmaps
-    (`allbm`, int64 offsets `cum`) and the ascending null-rows and non-null-rows ids (see encode_file)."""
+    (`allbm`, int64 offsets `cum`) and the ascending null-rows and non-null-rows ids (see encode_file);
+    nn_distinct: no non-null row id repeats (the caller knows; saves a pass over them)."""
     nk = len(koffs) - 1
     lengths = np.diff(cum)
     klen = np.diff(koffs)
@@ -249,7 +250,7 @@ def assemble_file(kdata: np.ndarray, koffs: np.ndarray, allbm: bytes | np.ndarra
     lvl = varint_lengths(lengths)
     window = block_size // 3 + 2  # every entry takes ≥ 3 bytes, so a block never holds more
     null_bytes = serialize_sorted(null_rid)
-    nn_bytes = serialize_sorted(nn_rid)
+    nn_bytes = serialize_sorted(nn_rid, distinct=nn_distinct)
     # spec §2.1: pypaimon (and pypaimon-rust) lead with the null-rows and non-null-rows bitmaps
     chunks: list[bytes] = [null_bytes, nn_bytes] if nulls_first else []
     index: list[bytes] = []
@@ -337,7 +338,8 @@ def write_index_bytes(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
             kdata, koffs = enc.buffer(first_row) if count else (np.zeros(0, np.uint8), np.zeros(1, np.int64))
             first = kdata[koffs[0]:koffs[1]].tobytes() if count else None
             last = kdata[koffs[count - 1]:koffs[count]].tobytes() if count else None
-            data = assemble_file(kdata, koffs, kb.data, kb.offsets, null_rid, nn_rid, block_size, codec, level)
+            data = assemble_file(kdata, koffs, kb.data, kb.offsets, null_rid, nn_rid, block_size, codec, level,
+                                 nn_distinct=True)
         else:
             s = sort_rows(enc, rid, split=logical)
             null_rid = s.null_rid
@@ -357,9 +359,11 @@ def _dense_keys(enc: EncodedKeys, rid: np.ndarray) -> tuple[KeyBitmaps, np.ndarr
     rep = enc.sort_rep
     if len(rep) < _DENSE_ROWS or rep.dtype not in (np.uint16, np.int64):
         return None
-    if rid[-1] >= (1 << 32) or not _is_sorted(rid):
-        return None
     valid = enc.valid
+    # the null rows' ids must ascend too (their bitmap is built from them in order); without nulls the
+    # strict check below covers every id
+    if rid[-1] >= (1 << 32) or (valid is not None and not _is_sorted(rid)):
+        return None
     idx = None if valid is None else np.flatnonzero(valid)
     nn_rid = rid if idx is None else rid[idx]
     if not strictly_ascending(nn_rid):
