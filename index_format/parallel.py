@@ -37,6 +37,16 @@ def _jobs() -> SimpleQueue[Callable[[], None]]:
         return _JOBS
 
 
+def _forget_workers() -> None:
+    # a forked child has none of the parent's threads: it starts its own workers on first use
+    global _JOBS, _LOCK
+    _JOBS, _LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_workers)
+
+
 def map_parts(fn: Callable[[T], R], parts: Sequence[T]) -> list[R]:
     """fn over every part, in order; parts beyond the first run on the workers, the first in this thread.
     An exception from any part is raised here (the first part's first, then the others' in order)."""
