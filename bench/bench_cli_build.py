@@ -6,7 +6,12 @@ per-row `write` loop plus `finish` in this process, on the keys already in memor
 Parquet read are not counted). Both files must give the same rows for sampled keys (read back with bgix's
 reader). Writes bench/results/cli_build.md.
 
-    .venv/bin/python bench/bench_cli_build.py [--rows 3000000] [--distinct 10000] [--repeat 3]
+The command runs as the `bgix` console script does (`main()` of service.cli with the process's own argv), with
+this interpreter and this checkout's modules first on PYTHONPATH, so the installed script's editable install
+(possibly another worktree) is never what gets timed. `--pythonpath DIR` times another source tree instead
+(e.g. an export of an older commit, for before/after figures).
+
+    .venv/bin/python bench/bench_cli_build.py [--rows 3000000] [--distinct 10000] [--repeat 3] [--pythonpath DIR]
 """
 from __future__ import annotations
 
@@ -30,7 +35,8 @@ from bench_ranges import git_sha
 
 REPO = Path(__file__).resolve().parents[1]
 RESULTS = REPO / "bench" / "results" / "cli_build.md"
-BGIX = Path(sys.executable).with_name("bgix")
+# what the `bgix` console script runs
+BGIX_MAIN = "import sys; from service.cli import main; sys.exit(main())"
 TARGET = 10.0
 
 
@@ -40,6 +46,7 @@ def main() -> int:
     ap.add_argument("--distinct", type=int, default=10_000)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--no-write", action="store_true")
+    ap.add_argument("--pythonpath", default=str(REPO), help="source tree whose `bgix` is timed (default: this one)")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bgix-bench-cli-"))
     started, load0 = time.time(), os.getloadavg()
@@ -49,11 +56,16 @@ def main() -> int:
     # As on a user's machine, Python may cache bytecode (a sandbox's PYTHONDONTWRITEBYTECODE=1 would make every
     # run compile the project's modules again); the first run, which may write that cache, is reported apart.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["PYTHONPATH"] = os.pathsep.join([args.pythonpath] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    probe = subprocess.run([sys.executable, "-c", "import service; print(service.__file__)"], env=env, check=True,
+                           capture_output=True, text=True, cwd=tmp).stdout.strip()
+    if not Path(probe).resolve().is_relative_to(Path(args.pythonpath).resolve()):
+        raise SystemExit(f"`bgix` would run {probe}, not {args.pythonpath}'s")
     ours = []
     for i in range(args.repeat + 1):
         t0 = time.perf_counter()
-        subprocess.run([str(BGIX), "file", "build", str(tmp / "in.parquet"), "--column", "s", "-o",
-                        str(tmp / "ours.index")], check=True, capture_output=True, env=env)
+        subprocess.run([sys.executable, "-c", BGIX_MAIN, "file", "build", str(tmp / "in.parquet"), "--column", "s",
+                        "-o", str(tmp / "ours.index")], check=True, capture_output=True, env=env, cwd=tmp)
         ours.append(time.perf_counter() - t0)
     first, ours = ours[0], ours[1:]
     from pypaimon.globalindex.key_serializer import StringSerializer
@@ -74,7 +86,8 @@ def main() -> int:
         "# `bgix file build` (whole process) vs pypaimon's writer loop",
         "",
         f"Command: `.venv/bin/python bench/bench_cli_build.py --rows {args.rows} --distinct {args.distinct} --repeat "
-        f"{args.repeat}` — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}",
+        f"{args.repeat}`" + (f" (timing `{args.pythonpath}`)" if Path(args.pythonpath).resolve() != REPO else "")
+        + f" — {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}",
         "",
         f"- git {git_sha()} · {platform.platform()} · {os.cpu_count()} cores · load average at start {load0[0]:.1f}, "
         f"at end {load1[0]:.1f}",

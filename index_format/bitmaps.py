@@ -21,15 +21,29 @@ def ids_array(sorted_ids: np.ndarray) -> array:
     return array("Q", sorted_ids.astype("<u8", copy=False).tobytes())
 
 
-def serialize_sorted(ids: np.ndarray) -> bytes:
-    """serialize_ids of an ascending int64 array; one add_range when the ids are contiguous."""
+def serialize_sorted(ids: np.ndarray, *, distinct: bool = False) -> bytes:
+    """serialize_ids of an ascending int64 array; one add_range when the ids are contiguous. distinct: no id
+    repeats (the caller knows), so the first and last id alone tell whether they are contiguous."""
     n = len(ids)
-    if n > 1 and int(ids[-1]) - int(ids[0]) + 1 == n and bool(np.all(ids[1:] - ids[:-1] == 1)):
+    if n > 1 and int(ids[-1]) - int(ids[0]) + 1 == n and (distinct or _consecutive(ids)):
         bm64 = BitMap64()
         bm64.add_range(int(ids[0]), int(ids[-1]) + 1)
         bm64.run_optimize()
         return bm64.serialize()
     return serialize_ids(ids_array(ids))
+
+
+_STRIDE = 1 << 16
+
+
+def _consecutive(ids: np.ndarray) -> bool:
+    """Does every id follow the one before by exactly 1? Checked a cache-sized slice at a time: one pass over
+    a whole 3M-row array would allocate and fault in a 24 MB difference array."""
+    for a in range(0, len(ids) - 1, _STRIDE):
+        piece = ids[a:a + _STRIDE + 1]
+        if not bool(np.all(piece[1:] - piece[:-1] == 1)):
+            return False
+    return True
 
 
 def serialize_ids(ids: Sequence[int] | array) -> bytes:
@@ -181,7 +195,7 @@ def _array_only_bytes(parts: Sequence[tuple[np.ndarray, np.ndarray]]) -> tuple[n
     it = np.int32 if max(total, 2 * int(card.sum())) < (1 << 31) - 1 else np.int64
     w = np.empty(total, dtype="<u2")
     b = base[:-1]
-    for k, v in enumerate((1, 0, 0, 0, 0, 0, _COOKIE_NO_RUNS, 0)):
+    for k, v in enumerate((1, 0, 0, 0, 0, 0, COOKIE_NO_RUNS, 0)):
         w[b + k] = v
     w[b + 8] = ncont & 0xFFFF
     w[b + 9] = ncont >> 16
@@ -233,10 +247,18 @@ def serialize_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]], *,
         return b"".join(slow_bytes), offs
     if not len(slow):
         return fast_bytes.tobytes(), offs
-    # interleave: runs of consecutive fast keys are contiguous in fast_bytes
-    fmv = memoryview(fast_bytes)  # type: ignore[arg-type]
+    return splice_keys(fast_bytes, vec_sizes, slow, slow_bytes)[0], offs
+
+
+def splice_keys(fast: np.ndarray, fast_sizes: np.ndarray, slow: np.ndarray,
+                slow_bytes: Sequence[bytes | memoryview]) -> tuple[bytes, np.ndarray]:
+    """Keys' bytes back to back, with some keys' bytes replaced: `fast` (uint8) holds every key's bytes,
+    fast_sizes[g] each; key slow[j] (ascending) gets slow_bytes[j] instead. Returns (bytes, sizes)."""
+    nk = len(fast_sizes)
+    # runs of consecutive kept keys are contiguous in fast
+    fmv = memoryview(fast)  # type: ignore[arg-type]
     vpos = np.zeros(nk + 1, dtype=np.int64)
-    np.cumsum(vec_sizes, out=vpos[1:])
+    np.cumsum(fast_sizes, out=vpos[1:])
     vpos_l = vpos.tolist()
     pieces: list[bytes | memoryview] = []
     prev = 0  # first key not yet emitted
@@ -247,7 +269,9 @@ def serialize_parts(parts: Sequence[tuple[np.ndarray, np.ndarray]], *,
         prev = g + 1
     if prev < nk:
         pieces.append(fmv[vpos_l[prev]:vpos_l[nk]])
-    return b"".join(pieces), offs
+    sizes = np.array(fast_sizes, dtype=np.int64)
+    sizes[slow] = np.fromiter(map(len, slow_bytes), dtype=np.int64, count=len(slow))
+    return b"".join(pieces), sizes
 
 
 def _slow_bytes(parts: Sequence[tuple[np.ndarray, np.ndarray]], slow: np.ndarray,
@@ -317,8 +341,8 @@ def union(maps: Sequence[BitMap64]) -> BitMap64:
     return BitMap64.union(*maps)
 
 
-_COOKIE_NO_RUNS = 12346   # portable 32-bit format without run containers (spec §1)
-_MAX_ARRAY = 4096         # larger containers are bitmap containers
+COOKIE_NO_RUNS = 12346   # portable 32-bit format without run containers (spec §1)
+MAX_ARRAY = 4096         # larger containers are bitmap containers
 
 
 class _Words:
@@ -367,7 +391,7 @@ def decode_array_bitmaps(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray) ->
     wb = (o >> 1) + (o & 1) * w.half    # word index of each bitmap's first byte
     # 12-byte prefix: bucket count 1 (u64) and high key 0 (u32); then the 32-bit cookie and count
     good = ((words[wb] == 1) & (words[wb + 1] == 0) & (words[wb + 2] == 0) & (words[wb + 3] == 0)
-            & (words[wb + 4] == 0) & (words[wb + 5] == 0) & (words[wb + 6] == _COOKIE_NO_RUNS)
+            & (words[wb + 4] == 0) & (words[wb + 5] == 0) & (words[wb + 6] == COOKIE_NO_RUNS)
             & (words[wb + 7] == 0) & (words[wb + 9] == 0))
     cand, wb = cand[good], wb[good]
     n = words[wb + 8].astype(np.int64)
@@ -383,7 +407,7 @@ def decode_array_bitmaps(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray) ->
     key = words[hw]
     card = words[hw + 1].astype(np.int64) + 1
     tot = np.add.reduceat(card, cstart[:-1])
-    keep = (np.maximum.reduceat(card, cstart[:-1]) <= _MAX_ARRAY) & (20 + 8 * n + 2 * tot == ln)
+    keep = (np.maximum.reduceat(card, cstart[:-1]) <= MAX_ARRAY) & (20 + 8 * n + 2 * tot == ln)
     if not bool(keep.all()):
         kc = np.repeat(keep, n)
         key, card = key[kc], card[kc]
@@ -421,8 +445,8 @@ def header_cardinalities(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray) ->
     cand, wb = cand[good], wb[good]
     cookie = words[wb + 6].astype(np.int64)
     hi = words[wb + 7].astype(np.int64)
-    no_runs = (cookie == _COOKIE_NO_RUNS) & (hi == 0)
-    runs = cookie == _COOKIE_NO_RUNS + 1
+    no_runs = (cookie == COOKIE_NO_RUNS) & (hi == 0)
+    runs = cookie == COOKIE_NO_RUNS + 1
     n = np.where(no_runs, words[wb + 8].astype(np.int64) | (words[wb + 9].astype(np.int64) << 16), hi + 1)
     # header start in bytes from the bitmap start: 20 (no runs) or 16 + run-flag bytes
     hstart = np.where(no_runs, 20, 16 + (n + 7) // 8)

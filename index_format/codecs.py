@@ -1,15 +1,14 @@
 """Trailed block codecs (spec §2.4): none/zstd/lz4/lzo bodies, the keep-uncompressed rule, CRC trailer.
 
-Imports lz4, zstandard and index_format.{layout,errors}; nothing that reads files. LZO is decode-only:
-a small LZO1X decompressor written from the stream format (no maintained PyPI package fits).
+Imports lz4, zstandard (each on first use: an uncompressed build never loads them) and
+index_format.{layout,errors}; nothing that reads files. LZO is decode-only: a small LZO1X decompressor
+written from the stream format (no maintained PyPI package fits).
 """
 from __future__ import annotations
 
 import threading
 import zlib
-
-import lz4.block
-import zstandard
+from typing import TYPE_CHECKING
 
 from index_format.errors import ChecksumError, CorruptFileError, InvalidOptionError
 from index_format.layout import LE_I32_PAIR, TRAILER_CRC, TRAILER_SIZE, read_varint, varint
@@ -21,6 +20,16 @@ WRITABLE = ("none", "zstd", "lz4")
 MAX_UNCOMPRESSED = 256 * 1024 * 1024
 _local = threading.local()
 
+if TYPE_CHECKING:
+    import zstandard
+
+
+def _codec_errors() -> tuple[type[BaseException], ...]:
+    """What a failed zstd, lz4 or LZO decode raises."""
+    import lz4.block
+    import zstandard
+    return zstandard.ZstdError, lz4.block.LZ4BlockError, LzoError, ValueError
+
 
 def _zstd_compressor(level: int, content_size: bool = False) -> zstandard.ZstdCompressor:
     cache = getattr(_local, "zstd", None)
@@ -28,6 +37,7 @@ def _zstd_compressor(level: int, content_size: bool = False) -> zstandard.ZstdCo
         cache = _local.zstd = {}
     comp = cache.get((level, content_size))
     if comp is None:
+        import zstandard
         # Java's ZstdOutputStream writes no content size (spec §2.4); mimic it. pypaimon-rust compresses in one
         # shot with the content size (a single-segment frame); both decode alike.
         comp = cache[level, content_size] = zstandard.ZstdCompressor(level=level, write_content_size=content_size)
@@ -61,6 +71,7 @@ def encode_block(body: bytes, codec: str = "none", level: int = 1, *,
     if codec == "zstd":
         payload = _zstd_compressor(level, zstd_content_size).compress(body)
     elif codec == "lz4":
+        import lz4.block
         raw = lz4.block.compress(body, store_size=False)
         payload = LE_I32_PAIR.pack(len(raw), n) + raw
     else:
@@ -98,6 +109,7 @@ def decode_block(data: bytes | memoryview, *, path: str | None = None, block: st
     payload = body[pos:]
     try:
         if type_id == 1:
+            import zstandard
             out = zstandard.ZstdDecompressor().decompress(bytes(payload), max_output_size=max(n, 1))
         else:
             if len(payload) < 8:
@@ -112,12 +124,15 @@ def decode_block(data: bytes | memoryview, *, path: str | None = None, block: st
             if n == 0:
                 out = b""
             elif type_id == 2:
+                import lz4.block
                 out = lz4.block.decompress(raw, uncompressed_size=n)
             else:
                 out = lzo_decompress(raw, n)
     except CorruptFileError:
         raise
-    except (zstandard.ZstdError, lz4.block.LZ4BlockError, LzoError, ValueError) as exc:
+    except Exception as exc:
+        if not isinstance(exc, _codec_errors()):
+            raise
         raise CorruptFileError(f"{CODEC_NAMES[type_id]} decompression failed: {exc}",
                                path=path, block=block, offset=offset) from None
     if len(out) != n:

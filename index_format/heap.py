@@ -10,7 +10,6 @@ and free heap memory is returned to the system (malloc_trim). Elsewhere than gli
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,42 +17,62 @@ from contextlib import contextmanager
 _M_TRIM_THRESHOLD = -1
 _M_MMAP_THRESHOLD = -3
 _M_MMAP_MAX = -4
+# "never trim", as large as mallopt's C int argument holds (ctypes masks a wider int: 1 << 40 would be 0,
+# which trims on every free and gives back the very pages this module is here to keep)
+_NEVER = (1 << 31) - 1
 _LOCK = threading.Lock()
 _ACTIVE = 0
 
 
-def _libc() -> ctypes.CDLL | None:
+_UNLOADED = object()
+_LIBC: object = _UNLOADED
+
+
+def _load_libc() -> ctypes.CDLL | None:
+    # glibc's soname first: ctypes.util.find_library would import subprocess and run ldconfig (a few ms of
+    # every command-line build)
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt  # noqa: B018 - glibc only
-        libc.malloc_trim  # noqa: B018
-        return libc
-    except (OSError, AttributeError):
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        from ctypes.util import find_library
+        name = find_library("c")
+        try:
+            libc = ctypes.CDLL(name) if name else None
+        except OSError:
+            libc = None
+    if libc is None or not (hasattr(libc, "mallopt") and hasattr(libc, "malloc_trim")):  # glibc only
         return None
+    return libc
 
 
-_LIBC = _libc()
+def _libc() -> ctypes.CDLL | None:
+    """glibc, loaded on first use (None elsewhere)."""
+    global _LIBC
+    if _LIBC is _UNLOADED:
+        _LIBC = _load_libc()
+    return _LIBC  # type: ignore[return-value]
 
 
 @contextmanager
 def reuse_freed_pages() -> Iterator[None]:
     """While active (nesting and threads allowed), freed memory stays in the heap for reuse."""
     global _ACTIVE
-    if _LIBC is None:
+    libc = _libc()
+    if libc is None:
         yield
         return
     with _LOCK:
         _ACTIVE += 1
         if _ACTIVE == 1:
-            _LIBC.mallopt(_M_MMAP_MAX, 0)
-            _LIBC.mallopt(_M_TRIM_THRESHOLD, 1 << 40)
+            libc.mallopt(_M_MMAP_MAX, 0)
+            libc.mallopt(_M_TRIM_THRESHOLD, _NEVER)
     try:
         yield
     finally:
         with _LOCK:
             _ACTIVE -= 1
             if _ACTIVE == 0:
-                _LIBC.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
-                _LIBC.mallopt(_M_TRIM_THRESHOLD, 64 << 20)
-                _LIBC.mallopt(_M_MMAP_MAX, 65536)
-                _LIBC.malloc_trim(0)
+                libc.mallopt(_M_MMAP_THRESHOLD, 32 << 20)
+                libc.mallopt(_M_TRIM_THRESHOLD, 64 << 20)
+                libc.mallopt(_M_MMAP_MAX, 65536)
+                libc.malloc_trim(0)

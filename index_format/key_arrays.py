@@ -112,7 +112,7 @@ def encode_arrow_keys(kt: KeyType, arr: object) -> EncodedKeys:
     a = to_arrow_array(kt, arr)
     valid = None
     if a.null_count:
-        valid = a.is_valid().to_numpy(zero_copy_only=False)
+        valid = _valid_of(a)
     if name == "boolean":
         rep = a.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int8)
         return EncodedKeys(rep, valid, lambda rows: [b"\x01" if rep[i] else b"\x00" for i in rows],
@@ -203,15 +203,22 @@ def _string_ranks(dictionary: pa.Array) -> tuple[np.ndarray, np.ndarray, np.ndar
     Python and Arrow both order strings by code point = unsigned UTF-8 bytes = Java's order (spec §3).
     """
     if len(dictionary) <= _PY_RANK_MAX:
-        values = dictionary.to_pylist()
+        # the strings as bytes, sliced from the array's own buffers: to_pylist builds an Arrow scalar per
+        # value, several times slower; byte order is the order wanted, so nothing is decoded
+        data, offs = string_buffers(dictionary)
+        raw, at_off = data.tobytes(), offs.tolist()
+        values: list[bytes | None] = [raw[at_off[i]:at_off[i + 1]] for i in range(len(dictionary))]
+        if dictionary.null_count:
+            for i in np.flatnonzero(~_valid_of(dictionary)).tolist():
+                values[i] = None
         distinct = sorted({v for v in values if v is not None})
         rdt = np.uint16 if len(distinct) <= (1 << 16) else np.int32
-        at = {v: i for i, v in enumerate(distinct)}
-        rank = np.fromiter((at.get(v, 0) for v in values), dtype=rdt, count=len(values))
-        encoded = [v.encode() for v in distinct]
-        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, encoded), dtype=np.int64, count=len(encoded)), out=offsets[1:])
-        return rank, np.frombuffer(b"".join(encoded), dtype=np.uint8), offsets
+        at: dict[bytes | None, int] = {v: i for i, v in enumerate(distinct)}
+        at[None] = 0   # a null slot's rank is never read (its rows are null)
+        rank = np.fromiter(map(at.__getitem__, values), dtype=rdt, count=len(values))
+        offsets = np.zeros(len(distinct) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, distinct), dtype=np.int64, count=len(distinct)), out=offsets[1:])
+        return rank, np.frombuffer(b"".join(distinct), dtype=np.uint8), offsets
     import pyarrow.compute as pc
     uniq = pc.dictionary_encode(dictionary)
     order = numpy_of(pc.array_sort_indices(uniq.dictionary))
@@ -286,7 +293,7 @@ def _encode_ints(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedK
         if not pa.types.is_integer(a.type):
             raise UnsupportedTypeError(f"expected integers for {kt.spelling}, got {a.type}")
         raw = a
-    rep = numpy_of(raw.fill_null(0)).astype(np.int64)
+    rep = _int_values(raw)
     dtype = NUMPY_DTYPE[name]
     width = FIXED_WIDTH[name]
     if len(rep):
@@ -296,6 +303,18 @@ def _encode_ints(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedK
             raise UnsupportedTypeError(f"values outside the {kt.spelling} range")
 
     return _fixed_width_keys(kt, rep, valid, rep, dtype, width)
+
+
+def _int_values(a: pa.Array) -> np.ndarray:
+    """An integer array as int64, 0 at nulls; a plain integer array straight from its buffers (fill_null would
+    import pyarrow.compute, and with it pandas: most of a small command-line build's time)."""
+    t = a.type
+    if pa.types.is_integer(t) and a.null_count:
+        width = t.bit_width // 8
+        kind = "i" if pa.types.is_signed_integer(t) else "u"
+        raw = np.frombuffer(a.buffers()[1], dtype=f"<{kind}{width}", count=len(a), offset=a.offset * width)
+        return np.where(_valid_of(a), raw, 0).astype(np.int64)
+    return numpy_of(a if a.null_count == 0 else a.fill_null(0)).astype(np.int64)
 
 
 def _fixed_width_keys(kt: KeyType, rep: np.ndarray, valid: np.ndarray | None, stored: np.ndarray,

@@ -14,6 +14,7 @@ import pyarrow as pa
 
 from index_format import codecs
 from index_format.bitmaps import serialize_parts, serialize_sorted
+from index_format.dense_bitmaps import KeyBitmaps, key_bitmaps
 from index_format.global_index.dictionary import encode_entries, encode_entry, varint_lengths
 from index_format.global_index.filemeta import build_meta
 from index_format.global_index.footer import Footer
@@ -23,7 +24,7 @@ from index_format.keys import deserialize_key
 from index_format.layout import varint
 from index_format.parallel import THREADS, map_parts
 from index_format.row_order import is_sorted as _is_sorted
-from index_format.row_order import file_cuts, key_starts
+from index_format.row_order import compact, file_cuts, key_starts, strictly_ascending
 from index_format.row_order import stable_order as _stable_order
 from index_format.types import KeyType, parse_type
 from index_format.written_files import FileRows, WriterInputError, WrittenFile, build_meta_bytes
@@ -228,16 +229,28 @@ def encode_file(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, parts: Sequ
         groups = [(rid, bounds)]
     # spec §2.9 step 3: every key's bitmap is written in key order
     allbm, cum = serialize_parts(groups, run_optimize=run_optimize)
+    if nn_rid is None:
+        rid = groups[0][0] if len(groups) == 1 else np.concatenate([g[0] for g in groups])
+        nn_rid = rid if _is_sorted(rid) else np.sort(rid)
+    data = assemble_file(kdata, koffs, allbm, cum, null_rid, nn_rid, block_size, codec, level,
+                         nulls_first=nulls_first, zstd_content_size=zstd_content_size)
+    return data, first, last, nk
+
+
+def assemble_file(kdata: np.ndarray, koffs: np.ndarray, allbm: bytes | np.ndarray, cum: np.ndarray,
+                  null_rid: np.ndarray, nn_rid: np.ndarray, block_size: int, codec: str, level: int, *,
+                  nulls_first: bool = False, zstd_content_size: bool = False, nn_distinct: bool = False) -> bytes:
+    """A file's bytes from its keys in file order (bytes `kdata`, int64 offsets `koffs`), their bitmaps
+    (`allbm`, int64 offsets `cum`) and the ascending null-rows and non-null-rows ids (see encode_file);
+    nn_distinct: no non-null row id repeats (the caller knows; saves a pass over them)."""
+    nk = len(koffs) - 1
     lengths = np.diff(cum)
     klen = np.diff(koffs)
     kvl = varint_lengths(klen)
     lvl = varint_lengths(lengths)
     window = block_size // 3 + 2  # every entry takes ≥ 3 bytes, so a block never holds more
     null_bytes = serialize_sorted(null_rid)
-    if nn_rid is None:
-        rid = groups[0][0] if len(groups) == 1 else np.concatenate([g[0] for g in groups])
-        nn_rid = rid if _is_sorted(rid) else np.sort(rid)
-    nn_bytes = serialize_sorted(nn_rid)
+    nn_bytes = serialize_sorted(nn_rid, distinct=nn_distinct)
     # spec §2.1: pypaimon (and pypaimon-rust) lead with the null-rows and non-null-rows bitmaps
     chunks: list[bytes] = [null_bytes, nn_bytes] if nulls_first else []
     index: list[bytes] = []
@@ -291,7 +304,7 @@ def encode_file(kt: KeyType, enc: EncodedKeys, null_rid: np.ndarray, parts: Sequ
     chunks.append(stored)
     footer = Footer(null_off, len(null_bytes), non_null_off, len(nn_bytes), index_off, index_len, nk)
     chunks.append(footer.to_bytes())
-    return b"".join(chunks), first, last, nk
+    return b"".join(chunks)
 
 
 def written_file(kt: KeyType, path: str, data: bytes, row_count: int, first: bytes | None,
@@ -316,10 +329,55 @@ def write_index_bytes(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
     kt = parse_type(kt) if isinstance(kt, str) else kt
     with reuse_freed_pages():
         enc, rid = _prepare(keys, row_ids, kt)
-        s = sort_rows(enc, rid, split=key_order == "logical" or kt.byte_order_is_logical)
-        data, first, last, count = encode_file(kt, enc, s.null_rid, s.parts, block_size, codec, level, s.nn_rid,
-                                           key_order)
-    return data, written_file(kt, "", data, len(rid), first, last, len(s.null_rid) > 0, count)
+        logical = key_order == "logical" or kt.byte_order_is_logical
+        dense = _dense_keys(enc, rid) if logical else None
+        if dense is not None:
+            kb, null_rid, nn_rid = dense
+            first_row = kb.first_row
+            count = len(first_row)
+            kdata, koffs = enc.buffer(first_row) if count else (np.zeros(0, np.uint8), np.zeros(1, np.int64))
+            first = kdata[koffs[0]:koffs[1]].tobytes() if count else None
+            last = kdata[koffs[count - 1]:koffs[count]].tobytes() if count else None
+            data = assemble_file(kdata, koffs, kb.data, kb.offsets, null_rid, nn_rid, block_size, codec, level,
+                                 nn_distinct=True)
+        else:
+            s = sort_rows(enc, rid, split=logical)
+            null_rid = s.null_rid
+            data, first, last, count = encode_file(kt, enc, s.null_rid, s.parts, block_size, codec, level,
+                                                   s.nn_rid, key_order)
+    return data, written_file(kt, "", data, len(rid), first, last, len(null_rid) > 0, count)
+
+
+# Inputs of at least this many rows go the dense way when they can (see _dense_keys)
+_DENSE_ROWS = 1 << 16
+
+
+def _dense_keys(enc: EncodedKeys, rid: np.ndarray) -> tuple[KeyBitmaps, np.ndarray, np.ndarray] | None:
+    """(every key's bitmap, null-rows ids, non-null-rows ids) by dense_bitmaps.key_bitmaps, or None when the
+    input does not suit it: fewer than _DENSE_ROWS rows, more than 65536 possible keys (a sort
+    representation that is not 16-bit), or row ids (of the non-null rows) not strictly ascending below 2^32."""
+    rep = enc.sort_rep
+    if len(rep) < _DENSE_ROWS or rep.dtype not in (np.uint16, np.int64):
+        return None
+    valid = enc.valid
+    # the null rows' ids must ascend too (their bitmap is built from them in order); without nulls the
+    # strict check below covers every id
+    if rid[-1] >= (1 << 32) or (valid is not None and not _is_sorted(rid)):
+        return None
+    idx = None if valid is None else np.flatnonzero(valid)
+    nn_rid = rid if idx is None else rid[idx]
+    if not strictly_ascending(nn_rid):
+        return None
+    codes = rep if idx is None else rep[idx]
+    if codes.dtype != np.uint16:
+        codes = compact(codes)   # only the order of the representation matters
+        if codes.dtype != np.uint16:
+            return None
+    kb = key_bitmaps(codes, nn_rid)
+    if idx is not None:
+        kb = replace(kb, first_row=idx[kb.first_row])
+    null_rid = np.empty(0, dtype=np.int64) if valid is None else rid[~valid]
+    return kb, null_rid, nn_rid
 
 
 def write_index_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.Array | np.ndarray | Sequence[int],

@@ -23,7 +23,7 @@ from pyroaring import BitMap, BitMap64, FrozenBitMap64
 
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
 from index_format.layout import BE_I32, BE_I32_PAIR, BITMAP64_ONE_BUCKET_HIGH0, RANGE_BSI_HEAD, be_i32s
-from index_format.parallel import THREADS, pool
+from index_format.parallel import THREADS, map_parts
 from index_format.range_bitmap import planes as planes_mod
 from index_format.storage import RangeSource
 
@@ -323,7 +323,7 @@ class BitSliceIndex:
             if len(parts) == 1:
                 states = [_plane_part(sweep, pl, arg, and_ebm, 0, len(pl.ebm))]
             else:   # numpy releases the GIL: the word ranges sweep on all cores at once
-                states = list(pool().map(lambda ab: _plane_part(sweep, pl, arg, and_ebm, *ab), parts))
+                states = map_parts(lambda ab: _plane_part(sweep, pl, arg, and_ebm, *ab), parts)
             n = sum(c for _, c in states)
             if count:
                 return n

@@ -177,29 +177,30 @@ def _is_text(t: Any) -> bool:
 
 
 def _build(args: argparse.Namespace) -> int:
-    import numpy as np
-    import pyarrow.parquet as pq
-
-    from index_format.global_index.writer import write_index_bytes
-    from index_format.options import IndexOptions
-    from index_format.storage import Storage
-    from index_format.types import from_arrow, parse_type
+    from service.cli.parquet_input import ParquetInput
 
     columns = [args.column] + ([args.row_id_column] if args.row_id_column else [])
-    # ParquetFile, not read_table: read_table goes through pyarrow.dataset, whose import pulls in pandas
-    # (a quarter of a second of a 3M-row build)
-    source = pq.ParquetFile(args.input)
-    names = source.schema_arrow.names
-    missing = [c for c in columns if c not in names]
-    if missing:  # checked here: pyarrow would raise a bare ArrowInvalid with a traceback
-        print(f"bgix file build: no column {missing[0]!r} in {args.input}; columns: {', '.join(names)}",
-              file=sys.stderr)
-        return 2
-    if _is_text(source.schema_arrow.field(args.column).type):
-        # a string column read as Parquet stores it, dictionary-encoded: the writer ranks each chunk's
-        # dictionary instead of hashing every row
-        source = pq.ParquetFile(args.input, read_dictionary=[args.column])
-    table = source.read(columns=columns)
+    with ParquetInput(args.input) as probe:
+        names = probe.schema.names
+        missing = [c for c in columns if c not in names]
+        if missing:  # checked here: pyarrow would raise a bare ArrowInvalid with a traceback
+            print(f"bgix file build: no column {missing[0]!r} in {args.input}; columns: {', '.join(names)}",
+                  file=sys.stderr)
+            return 2
+        text = _is_text(probe.schema.field(args.column).type)
+    # a string column read as Parquet stores it, dictionary-encoded: the writer ranks each chunk's dictionary
+    # instead of hashing every row
+    with ParquetInput(args.input, dictionary=[args.column] if text else ()) as source:
+        table_of = source.read_in_background(columns)
+        try:   # the writer's modules load while pyarrow reads the file
+            import numpy as np
+
+            from index_format.global_index.writer import write_index_bytes
+            from index_format.options import IndexOptions
+            from index_format.storage import Storage
+            from index_format.types import from_arrow, parse_type
+        finally:
+            table = table_of()   # the read ends before the file closes, whatever happened
     if args.row_id_column and table.column(args.row_id_column).null_count:
         print(f"bgix file build: row-id column {args.row_id_column!r} has "
               f"{table.column(args.row_id_column).null_count} null values; every row needs an id",
@@ -208,7 +209,7 @@ def _build(args: argparse.Namespace) -> int:
     keys = table.column(args.column)
     kt = parse_type(args.key_type) if args.key_type else from_arrow(keys.type)
     if args.row_id_column:
-        row_ids = table.column(args.row_id_column).to_numpy()
+        row_ids = table.column(args.row_id_column)  # the writer reads it from its buffer (to_numpy imports pandas)
     else:
         row_ids = np.arange(table.num_rows, dtype=np.int64)
     opts = IndexOptions(dictionary_block_size=args.block_size, compression=args.compression,

@@ -40,13 +40,10 @@ def _write(output: str, data: bytes) -> None:
 
 
 def _read_parquet(path: str, columns: list[str] | None) -> Any:
-    import pyarrow.parquet as pq
-    source = pq.ParquetFile(path)  # not read_table: that imports pandas through pyarrow.dataset
-    names = source.schema_arrow.names
-    for c in columns or ():
-        if c not in names:
-            raise InvalidOptionError(f"no column {c!r} in {path}; columns: {', '.join(names)}")
-    return source.read(columns=columns)
+    from service.cli.parquet_input import ParquetInput
+    with ParquetInput(path) as source:
+        source.check_columns(columns or ())
+        return source.read(source.schema.names if columns is None else columns)
 
 
 def build_payload(args: argparse.Namespace) -> int:
