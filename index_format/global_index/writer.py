@@ -329,23 +329,31 @@ def write_index_bytes(keys: pa.Array | np.ndarray | Sequence[object], row_ids: p
     kt = parse_type(kt) if isinstance(kt, str) else kt
     with reuse_freed_pages():
         enc, rid = _prepare(keys, row_ids, kt)
-        logical = key_order == "logical" or kt.byte_order_is_logical
-        dense = _dense_keys(enc, rid) if logical else None
-        if dense is not None:
-            kb, null_rid, nn_rid = dense
-            first_row = kb.first_row
-            count = len(first_row)
-            kdata, koffs = enc.buffer(first_row) if count else (np.zeros(0, np.uint8), np.zeros(1, np.int64))
-            first = kdata[koffs[0]:koffs[1]].tobytes() if count else None
-            last = kdata[koffs[count - 1]:koffs[count]].tobytes() if count else None
-            data = assemble_file(kdata, koffs, kb.data, kb.offsets, null_rid, nn_rid, block_size, codec, level,
-                                 nn_distinct=True)
-        else:
-            s = sort_rows(enc, rid, split=logical)
-            null_rid = s.null_rid
-            data, first, last, count = encode_file(kt, enc, s.null_rid, s.parts, block_size, codec, level,
-                                                   s.nn_rid, key_order)
-    return data, written_file(kt, "", data, len(rid), first, last, len(null_rid) > 0, count)
+        data, first, last, count, nulls = _one_file(enc, rid, kt, block_size, codec, level, key_order)
+    return data, written_file(kt, "", data, len(rid), first, last, nulls, count)
+
+
+def _one_file(enc: EncodedKeys, rid: np.ndarray, kt: KeyType, block_size: int, codec: str, level: int,
+              key_order: str) -> tuple[bytes, bytes | None, bytes | None, int, bool]:
+    """All the input as one file: (bytes, first key, last key, distinct keys, has null rows). The dense way
+    when the input suits it, else sorted in parts on the thread pool."""
+    logical = key_order == "logical" or kt.byte_order_is_logical
+    dense = _dense_keys(enc, rid) if logical else None
+    if dense is not None:
+        kb, null_rid, nn_rid = dense
+        first_row = kb.first_row
+        count = len(first_row)
+        kdata, koffs = enc.buffer(first_row) if count else (np.zeros(0, np.uint8), np.zeros(1, np.int64))
+        first = kdata[koffs[0]:koffs[1]].tobytes() if count else None
+        last = kdata[koffs[count - 1]:koffs[count]].tobytes() if count else None
+        data = assemble_file(kdata, koffs, kb.data, kb.offsets, null_rid, nn_rid, block_size, codec, level,
+                             nn_distinct=True)
+    else:
+        s = sort_rows(enc, rid, split=logical)
+        null_rid = s.null_rid
+        data, first, last, count = encode_file(kt, enc, s.null_rid, s.parts, block_size, codec, level,
+                                               s.nn_rid, key_order)
+    return data, first, last, count, len(null_rid) > 0
 
 
 # Inputs of at least this many rows go the dense way when they can (see _dense_keys)
@@ -405,6 +413,11 @@ def _write_files(keys: object, row_ids: object, kt: KeyType, block_size: int, co
                  key_order: str, records_per_file: int, new_path: Callable[[], str], storage: Storage,
                  keep_rows: bool) -> list[WrittenFile]:
     enc, rid = _prepare(keys, row_ids, kt)
+    if not keep_rows and len(rid) <= records_per_file:   # one file (a build range's usual case): its fastest way
+        data, first, last, count, nulls = _one_file(enc, rid, kt, block_size, codec, level, key_order)
+        path = new_path()
+        storage.write_atomic(path, data)
+        return [written_file(kt, path, data, len(rid), first, last, nulls, count)]
     s = sort_rows(enc, rid, split=False)  # one global order, cut into files below
     (whole,) = s.parts
     out: list[WrittenFile] = []
