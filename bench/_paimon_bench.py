@@ -28,7 +28,7 @@ if str(REPO) not in sys.path:
 
 from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
-from _tree_rss import TreeRss  # noqa: E402  (bench/_tree_rss.py)
+from _tree_rss import TreeRss, tree_cpu  # noqa: E402  (bench/_tree_rss.py)
 from bench_paimon import _PHASES, job_log_phases, job_timeline  # noqa: E402
 
 NAME = "t"                       # every benchmark table is default.t in its own warehouse
@@ -227,9 +227,11 @@ def api_build(client: httpx.Client, table: str, columns: str, index_type: str = 
     the POST to the poll that saw the job end), `posted`/`ended` (time.perf_counter() at those two points),
     `phases` (the build job's timing line from its log, "" when the service keeps no such log where
     bench_paimon.job_log_phases looks), `timeline` (spawn / run / seen, from the record's timestamps) and, with
-    `rss_root`, `peak_rss` (bytes: that process tree, sampled, during the build). After `timeout` seconds the job
+    `rss_root`, `peak_rss` (bytes: that process tree, sampled, during the build) and `cpu` (CPU seconds that tree
+    used from the POST to the end). After `timeout` seconds the job
     is cancelled and `state` is "timeout". A refused request raises httpx.HTTPStatusError.
     """
+    cpu0 = tree_cpu(rss_root) if rss_root else 0.0
     with TreeRss(rss_root) if rss_root else _NoRss() as mem:
         posted = time.perf_counter()
         r = client.post("/v1/create_global_index", json={"table": table, "index_column": columns,
@@ -260,6 +262,7 @@ def api_build(client: httpx.Client, table: str, columns: str, index_type: str = 
     job["timeline"] = job_timeline(job) if job.get("started_at") and job.get("finished_at") else {}
     if rss_root:
         job["peak_rss"] = mem.peak
+        job["cpu"] = tree_cpu(rss_root) - cpu0
     return job
 
 

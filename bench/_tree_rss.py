@@ -51,6 +51,21 @@ def tree_rss(root: int, descendants: bool = True) -> int:
     return total
 
 
+def tree_cpu(root: int) -> float:
+    """CPU seconds (user + system) `root`'s process tree has used so far, children it reaped included; a process
+    that exits takes its share along unless its parent in the tree reaped it."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for p in tree_pids(root):
+        try:
+            with open(f"/proc/{p}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += sum(int(f) for f in fields[11:15])   # utime, stime, cutime, cstime (proc(5) fields 14–17)
+        except (OSError, ValueError, IndexError):
+            continue
+    return total / tick
+
+
 class TreeRss:
     """Peak of tree_rss(root, descendants) over the `with` block, sampled every `interval` seconds (`peak`, bytes)."""
 
