@@ -10,9 +10,10 @@ With `bgix serve --workers N` (a WorkerGroup, service.api.worker_group) every wo
 only the one holding the group's runner lock starts runners, tracks, reaps and recovers builds. Any
 worker validates and records a job under the group's build lock (one build per index across workers);
 a worker that is not the job runner leaves the spec in the group's `pending/` directory, which the job
-runner spawns on its next poll. A cancel on another worker signals a recorded pid at once and leaves a
-request in `cancel/` for the job runner. When the job-runner worker exits or dies the kernel releases
-its lock; another worker's watcher takes the role over and adopts the builds still running (`recover`).
+runner hands to its build runner on its next poll. A cancel on another worker reaches the build runner at once
+(its directory is in the group's shared one) and leaves a request in `cancel/` for the job runner. When the
+job-runner worker exits or dies the kernel releases its lock; its build runner finishes what it runs and
+exits; another worker's watcher takes the role over and adopts the builds still running (`recover`).
 """
 from __future__ import annotations
 
@@ -393,8 +394,9 @@ class JobRunner:
         elif job.state == "failed" and not job.error:
             self.catalog.update_job(t.job_id, error=f"build failed (exit code {rc})" + self._log_tail(t))
         log.info("job %s ended%s", t.job_id, "" if rc is None else f": its runner exited with code {rc}")
-        # The spec may hold storage credentials: it lives only as long as its build.
-        self.runners.box.withdraw(t.job_id)
+        # The spec may hold storage credentials: it lives only as long as its build. A cancel request stays for
+        # the runner (a cancelled record is final before the runner has stopped the build); it clears it.
+        self.runners.box.withdraw(t.job_id, cancel=False)
         self._on_finished(t.table)
 
     def readiness(self) -> tuple[bool, str]:

@@ -49,10 +49,13 @@ class BuildInbox:
     def is_waiting(self, job_id: str) -> bool:
         return (self.inbox / f"{job_id}.json").exists()
 
-    def withdraw(self, job_id: str) -> None:
-        """Forget a job's files (its build ended, or it was never started)."""
-        for path in (self.inbox / f"{job_id}.json", self.claimed / f"{job_id}.json", self.cancels / job_id):
+    def withdraw(self, job_id: str, *, cancel: bool = True) -> None:
+        """Forget a job's spec files (its build ended, or it was never started) and, unless `cancel` is False, its
+        cancel request (the service leaves that to the runner, which may not have seen it yet)."""
+        for path in (self.inbox / f"{job_id}.json", self.claimed / f"{job_id}.json"):
             path.unlink(missing_ok=True)
+        if cancel:
+            (self.cancels / job_id).unlink(missing_ok=True)
 
     def state(self) -> dict[str, Any] | None:
         """What the last runner wrote of itself (None: no runner has run here)."""
