@@ -2,7 +2,7 @@
 
 The demo must show a real Paimon table (row tracking, data evolution, a partition key, several commits) and
 Paimon's own reader answering from the files bgix committed, so both ends go through pypaimon here.
-`append_arrow` is the one plain pypaimon append (tests and benchmarks write their tables with it too).
+`append_arrow` (service.tables.paimon.paimon_writes, re-exported here) is the one plain pypaimon append.
 """
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from pypaimon.common.predicate_builder import PredicateBuilder
 from pypaimon.globalindex.data_evolution_global_index_scanner import DataEvolutionGlobalIndexScanner
 
 from service.demo.events import COUNTRIES, SCHEMA, events_batch
+from service.tables.paimon.paimon_writes import append_arrow
 
 __all__ = [
     "PARTITION_KEY", "REGIONS", "append_arrow", "is_current_sample", "scanner_row_ids", "write_sample_table",
@@ -100,18 +101,6 @@ def _with_region(batch: pa.Table) -> pa.Table:
     names = pa.array(list(REGIONS.values()), pa.string())
     region = pc.fill_null(pc.take(names, pc.index_in(batch.column("country"), value_set=keys)), _UNKNOWN_REGION)
     return batch.append_column(PARTITION_KEY, region).cast(_arrow_schema())
-
-
-def append_arrow(table: object, data: pa.Table) -> None:
-    """Write `data` to the pypaimon `table` and commit it as one new snapshot (a plain batch append)."""
-    wb = table.new_batch_write_builder()  # type: ignore[attr-defined]
-    writer, commit = wb.new_write(), wb.new_commit()
-    try:
-        writer.write_arrow(data)
-        commit.commit(writer.prepare_commit())
-    finally:
-        writer.close()
-        commit.close()
 
 
 def _marker(location: Path) -> Path:

@@ -82,7 +82,7 @@ def check_spec(spec: JobSpec) -> JobSpec:
 def warm_up_table(warehouse: Any) -> tuple[Table, str]:
     """A tiny Paimon table written under the directory `warehouse` for a build runner's warm-up build: (its
     registration, the column to index)."""
-    from service.tables.paimon.warm_table import WARM_UP_COLUMN, write_warm_up_table
+    from service.tables.paimon.paimon_writes import WARM_UP_COLUMN, write_warm_up_table
     return Table(name="warm-up", location=write_warm_up_table(warehouse), format=PAIMON), WARM_UP_COLUMN
 
 
