@@ -25,6 +25,7 @@ import signal
 import tempfile
 import threading
 import time
+import weakref
 import uuid
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -80,6 +81,9 @@ class JobRunner:
         self._group = group
         self._deferred: dict[str, float] = {}   # job id -> when a pid-less queued record counts as gone
         self._spec_dir = group.spec_dir if group is not None else Path(tempfile.mkdtemp(prefix="bgix-jobs-"))
+        # An app that never starts (an OpenAPI export, a test's bare create_app) leaves no directory behind; once
+        # started, close() decides (a build still running keeps its runner directory).
+        self._unused = weakref.finalize(self, shutil.rmtree, str(self._spec_dir), True) if group is None else None
         self.runners = BuildRunners(self._spec_dir / "runner", settings, owner=lambda: self.is_runner)
 
     @property
@@ -89,6 +93,8 @@ class JobRunner:
 
     # ---- lifecycle --------------------------------------------------------------------------
     def start_watcher(self) -> None:
+        if self._unused is not None:
+            self._unused.detach()
         if self._group is None:
             self.recover()
             self.runners.start()
