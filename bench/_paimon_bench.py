@@ -330,5 +330,19 @@ def median(values: Sequence[float]) -> float:
     return float(np.median(np.asarray(values, dtype=float))) if values else float("nan")
 
 
+def publish(report: str, path: Path, write: bool, notes: Sequence[str], failures: Sequence[str]) -> int:
+    """Print a run's report (and write it to `path` unless not `write`), then its verdict `notes`; the exit status:
+    1 when something was wrong (`failures`), else 0 — a missed target is a note, not a failure."""
+    print(report)
+    if write:
+        path.write_text(report, encoding="utf-8")
+    for note in notes:
+        print(note)
+    if failures:
+        print("WRONG:", list(failures[:10]), file=sys.stderr)
+        return 1
+    return 0
+
+
 def mb(n: float) -> str:
     return f"{n / 2**20:,.0f} MiB"

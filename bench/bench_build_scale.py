@@ -46,8 +46,8 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
-    NAME, Generated, api_build, check_counts, copy_table, index_layout, layout_text, log_tail, mb, register, rust_build,
-    scratch_dir, serve_env, unregister, wait_served, write_table)
+    NAME, Generated, api_build, check_counts, copy_table, index_layout, layout_text, log_tail, mb, publish, register,
+    rust_build, scratch_dir, serve_env, unregister, wait_served, write_table)
 from _server import start_server, stop_server  # noqa: E402  (bench/_server.py)
 from _tree_rss import TreeRss, tree_rss  # noqa: E402
 from bench_paimon import _CDS_WAIT, git_sha, wait_for_cds_archive  # noqa: E402
@@ -249,15 +249,7 @@ def main() -> int:
         shutil.rmtree(root, ignore_errors=True)
 
     report, verdicts = render(args, run, warm, archive, started, load0)
-    print(report)
-    if not args.no_write:
-        RESULTS.write_text(report, encoding="utf-8")
-    for v in verdicts:
-        print(v)
-    if run.failures:
-        print("WRONG:", run.failures[:10], file=sys.stderr)
-        return 1
-    return 0
+    return publish(report, RESULTS, not args.no_write, verdicts, run.failures)
 
 
 def render(args: argparse.Namespace, run: Scale, warm: dict[str, Any], archive: bool, started: float,

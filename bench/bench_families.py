@@ -51,7 +51,7 @@ from index_format.options import IndexOptions  # noqa: E402
 from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
 from _paimon_bench import api_build as shared_api_build  # noqa: E402  (bench/_paimon_bench.py)
-from _paimon_bench import copy_table, index_layout, register  # noqa: E402
+from _paimon_bench import copy_table, index_layout, publish, register  # noqa: E402
 from _server import KeepAlive, start_server, stop_server  # noqa: E402  (bench/_server.py)
 from bench_paimon import _CDS_WAIT, cds_archive_ready, git_sha, wait_for_cds_archive  # noqa: E402
 from bench_service import process_cpu_seconds  # noqa: E402
@@ -463,16 +463,7 @@ def main() -> int:
     lines += ["", f"Correctness: {n_checked:,} counts compared with numpy on the source columns, each answered "
                   f"exactly with complete coverage ({'all equal' if not failures else '; '.join(failures[:5])}).",
               "", "Targets missed: " + ("; ".join(missed) if missed else "none") + "."]
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if not args.no_write:
-        RESULTS.write_text(report, encoding="utf-8")
-    for m in missed:
-        print(f"MISSED: {m}")
-    if failures:
-        print("WRONG:", failures[:10], file=sys.stderr)
-        return 1
-    return 0
+    return publish("\n".join(lines) + "\n", RESULTS, not args.no_write, [f"MISSED: {m}" for m in missed], failures)
 
 
 if __name__ == "__main__":

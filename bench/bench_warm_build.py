@@ -46,7 +46,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
-    Generated, api_build, check_counts, copy_table, index_layout, layout_text, log_tail, mb, median, register,
+    Generated, api_build, check_counts, copy_table, index_layout, layout_text, log_tail, mb, median, publish, register,
     rust_build, scratch_dir, serve_env, wait_served, write_table)
 from _server import start_server, stop_server  # noqa: E402  (bench/_server.py)
 from _tree_rss import tree_rss  # noqa: E402
@@ -274,16 +274,7 @@ def main() -> int:
         "",
         "Targets missed: " + (", ".join(missed) if missed else "none") + ".",
     ]
-    report = "\n".join(lines) + "\n"
-    print(report)
-    if not args.no_write:
-        RESULTS.write_text(report, encoding="utf-8")
-    for k in missed:
-        print(f"MISSED: {k}")
-    if failures:
-        print("WRONG:", failures[:10], file=sys.stderr)
-        return 1
-    return 0
+    return publish("\n".join(lines) + "\n", RESULTS, not args.no_write, [f"MISSED: {k}" for k in missed], failures)
 
 
 if __name__ == "__main__":

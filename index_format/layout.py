@@ -76,6 +76,12 @@ def be_u16s(count: int) -> struct.Struct:
     return struct.Struct(f">{count}H")
 
 
+def java_int(x: int) -> int:
+    """`x` wrapped to a signed 32-bit two's-complement value, as Java's int arithmetic leaves it."""
+    x &= 0xFFFFFFFF
+    return x - 0x100000000 if x & 0x80000000 else x
+
+
 MAX_VARINT_BYTES = 10  # spec §0: the decoder accepts up to 10 bytes for a long
 _VARINT_1 = [bytes([i]) for i in range(128)]
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from index_format.layout import LE_U32
+from index_format.layout import LE_U32, java_int
 
 __all__ = ["binary_string_hash", "binary_string_hashes", "binary_string_hashes_of"]
 
@@ -20,11 +20,6 @@ _C2 = 0x1B873593
 _SEED = 42
 # Strings with more words than this are hashed one by one (a vector round per word would cost more).
 _MAX_VECTOR_WORDS = 64
-
-
-def _signed32(x: int) -> int:
-    x &= _M32
-    return x - 0x100000000 if x & 0x80000000 else x
 
 
 def _mix(h: int, k: int) -> int:
@@ -53,7 +48,7 @@ def binary_string_hash(data: bytes) -> int:
         h = _mix(h, word)
     for b in data[aligned:]:
         h = _mix(h, (b - 256 if b > 127 else b) & _M32)  # tail bytes are sign-extended (int)(byte)
-    return _signed32(_fmix(h ^ n))
+    return java_int(_fmix(h ^ n))
 
 
 def _vmix(h: np.ndarray, k: np.ndarray) -> np.ndarray:

@@ -31,6 +31,7 @@ from index_format.file_index.java_hash import java_string_order, string_hash
 from index_format.file_index.java_hashmap import computeifabsent_order, put_order
 from index_format.file_index.schema import FieldType, parse_field_type
 from index_format.file_index.values import paimon_spelling, paimon_type
+from index_format.layout import java_int
 from index_format.types import KeyType, from_arrow
 
 __all__ = ["FileIndexOptions", "IndexedColumn", "parse_file_index_options", "write_data_file_index"]
@@ -109,7 +110,7 @@ def _column_hash(c: _Column) -> int:
     h = 1
     for part in (string_hash(c[0]), 0 if c[1] is None else string_hash(c[1]), 1231 if c[2] else 1237):
         h = (31 * h + part) & _M32
-    return h - (1 << 32) if h & 0x80000000 else h
+    return java_int(h)
 
 
 def _column_sort_key(c: _Column) -> Any:

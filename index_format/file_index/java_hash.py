@@ -15,7 +15,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from index_format.errors import UnsupportedTypeError
-from index_format.layout import BE_U16
+from index_format.layout import BE_U16, java_int
 from index_format.murmur_hash import binary_string_hash, binary_string_hashes
 from index_format.types import KeyType
 
@@ -27,18 +27,13 @@ _INT_KINDS = ("tinyint", "smallint", "int", "date", "time")
 _LONG_KINDS = ("bigint", "timestamp", "timestamp_ltz", "double")  # double: hash of doubleToLongBits
 
 
-def _signed32(x: int) -> int:
-    x &= _M32
-    return x - 0x100000000 if x & 0x80000000 else x
-
-
 def string_hash(s: str) -> int:
     """`java.lang.String.hashCode()`: s[0]*31^(n-1) + ... over UTF-16 code units."""
     h = 0
     data = s.encode("utf-16-be", "surrogatepass")
     for (unit,) in BE_U16.iter_unpack(data):
         h = (31 * h + unit) & _M32
-    return _signed32(h)
+    return java_int(h)
 
 
 def java_string_order(s: str) -> bytes:
@@ -49,7 +44,7 @@ def java_string_order(s: str) -> bytes:
 def long_hash(v: int) -> int:
     """`Long.hashCode(v)` = (int)(v ^ (v >>> 32))."""
     u = v & 0xFFFFFFFFFFFFFFFF
-    return _signed32(u ^ (u >> 32))
+    return java_int(u ^ (u >> 32))
 
 
 def key_hash(kt: KeyType, jv: object) -> int:
@@ -60,7 +55,7 @@ def key_hash(kt: KeyType, jv: object) -> int:
     if name == "boolean":
         return 1231 if jv else 1237
     if name in _INT_KINDS or name == "float":  # float: the key is already floatToIntBits
-        return _signed32(int(jv))  # type: ignore[call-overload]
+        return java_int(int(jv))  # type: ignore[call-overload]
     if name in _LONG_KINDS:
         return long_hash(int(jv))  # type: ignore[call-overload]
     raise UnsupportedTypeError(f"no Java hash for {kt.spelling} bitmap keys")

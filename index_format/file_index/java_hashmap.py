@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from index_format.layout import java_int
+
 __all__ = ["computeifabsent_order", "put_order", "simulate_computeifabsent", "spread"]
 
 _M32 = 0xFFFFFFFF
@@ -41,8 +43,7 @@ _MIN_TREEIFY_CAPACITY = 64
 def spread(h: int) -> int:
     """`HashMap.hash`: h ^ (h >>> 16), as a signed int32 (what tree bins compare)."""
     u = h & _M32
-    u ^= u >> 16
-    return u - 0x100000000 if u & 0x80000000 else u
+    return java_int(u ^ (u >> 16))
 
 
 def _threshold(cap: int) -> int:

@@ -89,6 +89,7 @@ class BuildRunners:
         self.warm: RunnerProcess | None = None
         self.processes: list[RunnerProcess] = []
         self._started = time.monotonic()
+        self._warmed = False          # warmed once: later cold starts (after an idle exit) do not gate readiness
         self._closing = False
 
     # ---- starting runners -------------------------------------------------------------------------
@@ -131,12 +132,13 @@ class BuildRunners:
     def submit(self, job_id: str, spec_json: str) -> RunnerProcess:
         """Hand a spec to a runner; returns the runner that will run it (started here when needed)."""
         self.box.put_spec(job_id, spec_json)
-        runner = self.warm_runner() if self.warm_mode else self._spawn(job=job_id)
+        runner = self.host_for_waiting(job_id)
         runner.wake()
         return runner
 
     def host_for_waiting(self, job_id: str) -> RunnerProcess:
-        """A runner for a spec still waiting after the runner it was given to ended (an idle exit's race)."""
+        """The runner that takes a waiting spec: the warm one (started when there is none), or one of its own.
+        Also for a spec still waiting after the runner it was given to ended (an idle exit's race)."""
         return self.warm_runner() if self.warm_mode else self._spawn(job=job_id)
 
     def by_pid(self, pid: int | None) -> RunnerProcess | None:
@@ -184,9 +186,8 @@ class BuildRunners:
         if not self.settings.build_prewarm:
             return True, name
         if state.get("state") in (WARM, READY, FAILED):
-            self._started = -1.0   # warmed once: later cold starts (after an idle exit) do not gate readiness
-            return True, name
-        if self._started < 0 or time.monotonic() - self._started > self.settings.build_warmup_s:
+            self._warmed = True
+        if self._warmed or time.monotonic() - self._started > self.settings.build_warmup_s:
             return True, name
         return False, f"warming ({name})"
 

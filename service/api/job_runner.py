@@ -38,6 +38,7 @@ from service.api.build_runners import BuildRunners, RunnerProcess
 from service.api.error_table import UnknownTableColumnError
 from service.api.settings import Settings
 from service.catalog import Catalog
+from service.catalog.build_inbox import write_private
 from service.catalog.catalog_errors import JobNotFoundError
 from service.catalog.jobspec import JobSpec
 from service.catalog.liveness import job_process_alive, process_alive
@@ -294,7 +295,7 @@ class JobRunner:
         assert self._group is not None
         final = self._group.pending_dir / f"{spec.job_id}.json"
         tmp = final.with_suffix(".tmp")
-        _write_private(tmp, json.dumps(spec.to_dict()))
+        write_private(tmp, json.dumps(spec.to_dict()))
         os.replace(tmp, final)   # whole or not at all: the job runner only reads *.json
 
     def _spawn(self, spec: JobSpec) -> _Tracked:
@@ -427,10 +428,3 @@ def _terminate(pid: int) -> None:
         os.kill(pid, signal.SIGTERM)
     except OSError:
         pass
-
-
-def _write_private(path: Path, text: str) -> None:
-    """Write a file only its owner can read (spec files may hold storage credentials)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        f.write(text)

@@ -34,9 +34,7 @@ class BuildInbox:
     def put_spec(self, job_id: str, spec_json: str) -> None:
         """Hand a spec to the runners: whole or not at all (they only read `*.json`)."""
         tmp = self.inbox / f".{job_id}.tmp"
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "w") as f:
-            f.write(spec_json)
+        write_private(tmp, spec_json)
         os.replace(tmp, self.inbox / f"{job_id}.json")
 
     def request_cancel(self, job_id: str) -> None:
@@ -95,3 +93,10 @@ class BuildInbox:
         tmp = self.root / f".state.{os.getpid()}.tmp"
         tmp.write_text(json.dumps(doc))
         os.replace(tmp, self.root / "state.json")
+
+
+def write_private(path: Path, text: str) -> None:
+    """Write a file only its owner can read (job specs may hold storage credentials)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)

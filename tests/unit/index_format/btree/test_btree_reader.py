@@ -15,19 +15,10 @@ from index_format.errors import UnsupportedTypeError
 from index_format.storage import BytesSource
 from index_format.types import parse_type
 from tests.unit.index_format.btree.btree_cases import pypaimon_write
+from tests.unit.index_format.counting_source import CountingSource
 
 S = parse_type("string")
 BIG = parse_type("bigint")
-
-
-class CountingSource(BytesSource):
-    def __init__(self, data: bytes) -> None:
-        super().__init__(data, name="mem.index")
-        self.calls: list[tuple[int, int]] = []
-
-    def read(self, offset: int, length: int) -> bytes:
-        self.calls.append((offset, length))
-        return super().read(offset, length)
 
 
 def _strings(n: int = 4000, seed: int = 1) -> tuple[list, list]:

@@ -21,18 +21,9 @@ from index_format.options import IndexOptions
 from index_format.global_index.reader import BlockCache
 from index_format.storage import BytesSource
 from index_format.global_index.writer import write_index_bytes
+from tests.unit.index_format.counting_source import CountingSource
 
 S = parse_type("string")
-
-
-class CountingSource(BytesSource):
-    def __init__(self, data: bytes) -> None:
-        super().__init__(data, name="mem.index")
-        self.calls: list[tuple[int, int]] = []
-
-    def read(self, offset: int, length: int) -> bytes:
-        self.calls.append((offset, length))
-        return super().read(offset, length)
 
 
 def _strings(n: int = 3000, seed: int = 1) -> tuple[list, list]:
