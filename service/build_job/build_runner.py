@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from index_format.errors import InvalidOptionError
+from index_format.errors import BgixError, InvalidOptionError
 from service.build_job.engines import job_group, runner_session, warm_workers
 from service.build_job.main import parse_spec, record_failure, run_job
 from service.build_job.warm_up import warm_up_build
@@ -183,7 +183,9 @@ class BuildRunner:
             run_job(spec, spark, cancel=run.cancel)
             log.info("job %s: done", spec.job_id)
         except BaseException as exc:  # recorded in the job record by run_job; the runner goes on
-            log.warning("job %s: %s: %s", spec.job_id, type(exc).__name__, exc)
+            # an unexpected failure keeps its traceback in the runner's log (a BgixError names its problem)
+            log.warning("job %s: %s: %s", spec.job_id, type(exc).__name__, exc,
+                        exc_info=not isinstance(exc, (BgixError, KeyboardInterrupt)))
         finally:
             self.box.withdraw(spec.job_id)
 

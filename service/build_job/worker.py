@@ -73,7 +73,11 @@ class RangeBuilder:
         if batch.num_rows == 0:
             return
         all_ids = self.row_ids(batch)
+        names = batch.schema.names
         for column, (starts, ends, range_ids) in self.by_column.items():
+            # a column with nothing left to build, or none in this task (a task reads only its own columns)
+            if len(starts) == 0 or column not in names:
+                continue
             ids = all_ids
             pos = np.searchsorted(starts, ids, side="right") - 1
             inside = (pos >= 0) & (ids <= ends[np.maximum(pos, 0)])
