@@ -19,13 +19,15 @@ class ByteLRU(Generic[V]):
 
     `sizeof` is asked for an entry's byte cost after loading (without it, entries come only through `put`
     with their cost); an entry larger than the whole budget is returned but not kept. A cache bounded by
-    entry count is one whose entries each cost 1.
+    entry count is one whose entries each cost 1; `max_entries` bounds the count as well (entries that hold an
+    open file: a budget in bytes alone lets many small ones keep a descriptor each).
     `hits` and `misses` count lookups (`get`, `get_or_load`); `on_lookup` is told of each one too.
     """
 
     def __init__(self, budget: int, sizeof: Callable[[V], int] | None = None,
-                 on_lookup: Callable[[bool], None] | None = None) -> None:
+                 on_lookup: Callable[[bool], None] | None = None, max_entries: int | None = None) -> None:
         self.budget = budget
+        self.max_entries = max_entries
         self._sizeof = sizeof
         self._on_lookup = on_lookup
         self._entries: OrderedDict[Key, tuple[V, int]] = OrderedDict()
@@ -77,7 +79,8 @@ class ByteLRU(Generic[V]):
             self._evict()
 
     def _evict(self) -> None:
-        while self.bytes > self.budget and self._entries:
+        while self._entries and (self.bytes > self.budget or
+                                 (self.max_entries is not None and len(self._entries) > self.max_entries)):
             _, (_, cost) = self._entries.popitem(last=False)
             self.bytes -= cost
 

@@ -89,7 +89,8 @@ def build_services(settings: Settings, worker_group: WorkerGroup | None = None) 
                              max_literal_bytes=settings.max_literal_bytes)
     qs_args = (catalog, storage, metrics)
     qs_kwargs: dict[str, Any] = dict(cache_bytes=settings.cache_bytes, snapshot_ttl=settings.snapshot_ttl_seconds,
-                                     limits=limits, parse_cache_bytes=settings.parse_cache_bytes)
+                                     limits=limits, parse_cache_bytes=settings.parse_cache_bytes,
+                                     max_open_files=settings.max_open_files)
     if worker_group is None:
         query_service = QueryService(*qs_args, **qs_kwargs)
     else:

@@ -122,7 +122,7 @@ class QueryService:
 
     def __init__(self, catalog: Catalog, storage: Storage, metrics: Metrics, *,
                  cache_bytes: int, snapshot_ttl: float, limits: PredicateLimits = DEFAULT_LIMITS,
-                 parse_cache_bytes: int = 16 << 20) -> None:
+                 parse_cache_bytes: int = 16 << 20, max_open_files: int = 256) -> None:
         self.catalog = catalog
         # Opens each table's source (service.tables); keeps what sources share, e.g. Paimon index origins.
         self.sources = TableSources(catalog)
@@ -134,11 +134,13 @@ class QueryService:
         self.snapshot_ttl = snapshot_ttl
         # The cache budget: half for decoded dictionary blocks (point look-ups at high cardinality decode one
         # per query when they do not fit), a quarter for decoded bitmaps (a warm query then reads and decodes
-        # no bitmap it has seen), an eighth for open readers, an eighth for range sidecars.
-        self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 8, _reader_cost, metrics.record_cache)
+        # no bitmap it has seen), an eighth for open readers, an eighth for range sidecars. Open readers and
+        # sidecars hold a file descriptor each: their count is bounded too (a table gains files with every build).
+        self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 8, _reader_cost, metrics.record_cache,
+                                                     max_entries=max_open_files)
         self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 2 // _DECODED_BLOCK_COST))
         self.bitmaps: BitmapCache = ByteLRU(cache_bytes // 4)
-        self.sidecars = Sidecars(storage, cache_bytes // 8)
+        self.sidecars = Sidecars(storage, cache_bytes // 8, max_open=max(4, max_open_files // 2))
         # Read at scrape time, so the gauge always equals what the reader, bitmap and sidecar caches hold.
         metrics.cache_bytes.set_function(
             lambda: float(self.readers.bytes + self.bitmaps.bytes + self.sidecars.readers.bytes))

@@ -32,6 +32,10 @@ class Settings(BaseSettings):
     cache_bytes: int = Field(
         256 * 1024 * 1024, ge=0, description="Byte budget of the reader / decoded block cache."
     )
+    max_open_files: int = Field(
+        256, ge=8, description="Most index files the reader cache keeps open (range sidecars: half as many more); "
+        "a least recently used one is closed to open another.",
+    )
     build_engine: Literal["spark", "local"] = Field(
         "spark", description="Build engine: a Spark job or the in-process local engine."
     )

@@ -43,10 +43,11 @@ class SidecarHooks:
 class Sidecars:
     """Opens and derives range sidecars; `opener()` gives the IndexFileRef.open_sidecar of one file."""
 
-    def __init__(self, storage: Storage, budget: int, *, derive: bool = True) -> None:
+    def __init__(self, storage: Storage, budget: int, *, derive: bool = True, max_open: int | None = None) -> None:
         self.storage = storage
         self.derive_enabled = derive
-        self.readers: ByteLRU[RangeBitmapReader] = ByteLRU(budget, lambda r: r.memory_bound(planes=r.planes))
+        self.readers: ByteLRU[RangeBitmapReader] = ByteLRU(budget, lambda r: r.memory_bound(planes=r.planes),
+                                                           max_entries=max_open)
         self._lock = threading.Lock()
         self._pending: set[tuple[str, int]] = set()    # being derived now
         self._failed: dict[tuple[str, int], str] = {}   # could not be derived (corrupt file): not retried
