@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import re
+import traceback
 from typing import cast
 
 import sqlglot.errors
@@ -88,6 +89,8 @@ def parse_where(text: str, *, limits: PredicateLimits = DEFAULT_LIMITS) -> Node:
         return fast
     # The scan bounded nesting, so this much stack is enough for sqlglot (~20 frames per level) and us.
     ensure_recursion_headroom(40 * (scan.depth + 2))
+    parsed: list[exp.Expression | None] = []
+    failure: ParseError | None = None
     try:
         parsed = WhereDialect().parser().parse(toks, body)
         if not parsed or parsed[0] is None:
@@ -95,12 +98,49 @@ def parse_where(text: str, *, limits: PredicateLimits = DEFAULT_LIMITS) -> Node:
         tree = parsed[0] if len(parsed) == 1 else exp.Block(expressions=parsed)
         node = _Converter(body, offset, scan.in_lists).node(tree)
     except sqlglot.errors.ParseError as e:
-        raise _from_sqlglot_error(e, body, offset) from None
-    except RecursionError:
+        failure = _from_sqlglot_error(e, body, offset)
+        # sqlglot's raise_error frame holds the error it raised, whose traceback holds that frame: a cycle that
+        # keeps the parser, every token and the text alive until a full garbage collection.
+        drop_traceback(e)
+    except RecursionError as e:
         # Safety net for constructs the scan does not count (its depth check runs first).
-        raise limits.depth_error(offset) from None
+        failure = limits.depth_error(offset)
+        drop_traceback(e)
+    finally:
+        for tree in parsed:
+            unlink(tree)
+    if failure is not None:
+        try:
+            raise failure   # raised outside the handler: it keeps no reference to sqlglot's error
+        finally:
+            failure = None   # nor does this frame (in its traceback) keep a reference to it
     limits.check_tree(node, offset)
     return node
+
+
+def unlink(tree: exp.Expression | None) -> None:
+    """Drop the parent links of a sqlglot tree once it has been read.
+
+    Every node points at its parent and the parent at the node, so a dropped tree is cyclic garbage: with the
+    serving process's rare collections (service.api.gc_tuning) the trees of large predicates, and the literal
+    text they hold, would pile up. Without the links reference counting frees the tree at once.
+    """
+    if tree is not None:
+        for sub in list(tree.bfs()):
+            sub.parent = None
+
+
+def drop_traceback(e: BaseException) -> None:
+    """Unlink the sqlglot trees the parser's frames in `e`'s traceback were building (see unlink), clear those
+    frames' variables and drop the traceback, so nothing of a failed parse outlives it in a reference cycle."""
+    tb = e.__traceback__.tb_next if e.__traceback__ is not None else None   # past parse_where's own frame:
+    while tb is not None:   # reading a running frame's f_locals would store them (and `e`) on that frame
+        for value in tb.tb_frame.f_locals.values():
+            if isinstance(value, exp.Expression):
+                unlink(value)
+        tb = tb.tb_next
+    traceback.clear_frames(e.__traceback__)
+    e.__traceback__ = None
 
 
 def _tokenize_failure(body: str) -> tuple[str, int]:
@@ -201,7 +241,10 @@ class _Converter:
             # sqlglot marks `a NOT LIKE p` (and, in some versions, NOT IN / NOT BETWEEN) with negate=True.
             positive = e.copy()
             positive.set("negate", None)
-            return self.negated(positive)
+            try:
+                return self.negated(positive)
+            finally:
+                unlink(positive)   # the copy is a tree of its own (see unlink)
         if isinstance(e, exp.Paren):
             return self.node(e.this)
         if isinstance(e, (exp.And, exp.Or)):

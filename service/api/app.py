@@ -158,7 +158,8 @@ def create_app(settings: Settings | None = None, *, worker_group: WorkerGroup | 
     if worker_group is not None:
         assert isinstance(services.query_service, GroupQueryService)
         app.add_middleware(WorkerMiddleware, sync=services.query_service.sync_generation)
-    app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes)   # added last: outermost
+    app.add_middleware(RequestGuard, max_body_bytes=settings.max_body_bytes,
+                       drain_bytes=settings.body_drain_bytes)   # added last: outermost
     return app
 
 

@@ -59,6 +59,12 @@ class QueryExecutor:
             return waiting.result()
         except QueryTimeoutError as exc:  # answer_over_files' own deadline check (it knows no budget)
             raise QueryBudgetError(self.budget_s) from exc
+        finally:
+            # An exception raised here keeps this frame in its traceback, and the future holds the exception:
+            # a reference cycle. The serving GC runs its full collections rarely (gc_tuning), so each refused
+            # request's body, predicate text and tokens would stay alive in the cycle's frames (measured:
+            # +2.6 MB of RSS per refused 900 KB literal, +115 MB per 900 KB text failing to parse).
+            del waiting, done
 
     def close(self) -> None:
         """Drop queued queries and let running ones finish in the background (their callers have gone)."""

@@ -72,6 +72,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         8 * 1024 * 1024, ge=1024, description="Largest request body in bytes; a larger one gets 413 body_too_large."
     )
+    body_drain_bytes: int = Field(
+        16 * 1024 * 1024, ge=0,
+        description="After a 413, up to this many bytes of the refused body are read and discarded (for at most 5 "
+        "s) so a client that sends its whole body before reading gets the answer; past it the connection is closed.",
+    )
     max_predicate_depth: int = Field(
         64, ge=4, le=10_000,
         description="Deepest nesting of a SQL or JSON predicate (parentheses, NOT, AND/OR); deeper gets 400 "
