@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pypaimon.index.index_file_handler import IndexFileHandler
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.write.commit_message import CommitMessage
 
 from service.catalog.catalog_errors import IndexNotFoundError
 from service.tables.paimon.commit import commit_messages, writable_table
 from index_format.families import FAMILIES, family
+from service.tables.paimon.index_entries import scan_index_manifest
 from service.tables.paimon.table import open_paimon_table
 
 __all__ = ["drop_column_indexes"]
@@ -50,8 +50,7 @@ def drop_column_indexes(location: str, column: str, *, index_type: str | None = 
     field_id = fields.get(column)
     entries: list[IndexManifestEntry] = []
     if field_id is not None and latest.snapshot is not None:
-        entries = IndexFileHandler(table=latest.table).scan(
-            latest.snapshot, lambda e: _is_index_of(e, field_id, types))
+        entries = scan_index_manifest(latest, latest.snapshot, lambda e: _is_index_of(e, field_id, types))
     if not entries:
         what = "global index" if index_type is None else f"{types[0]} global index"
         raise IndexNotFoundError(f"table {latest.location.identifier} has no {what} on column {column!r}")
