@@ -130,7 +130,8 @@ def _walk(loc: PaimonLocation, store: Storage, snapshot_id: int | None, catalog_
         return None   # expired (or never written): not a corrupt file
     what = f"snapshot {snapshot_id}"
     snap = json_file(snap_rel, f"Paimon {what}", lambda text: JSON.from_json(text, Snapshot))
-    for field, value in (("baseManifestList", snap.base_manifest_list), ("deltaManifestList", snap.delta_manifest_list)):
+    for field, value in (("baseManifestList", snap.base_manifest_list),
+                         ("deltaManifestList", snap.delta_manifest_list)):
         if not isinstance(value, str) or not value:
             raise CorruptTableMetadataError(store.resolve(snap_rel), f"it names no {field}", f"Paimon {what}")
     if int(snap.schema_id) not in schemas:
@@ -176,7 +177,8 @@ def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, c
     if snap.index_manifest:
         rel = f"manifest/{snap.index_manifest}"
         if not _exists(store, rel):   # pypaimon reads a missing index manifest as no index files at all
-            raise CorruptTableMetadataError(store.resolve(rel), "the file is missing", f"Paimon index manifest of {what}")
+            raise CorruptTableMetadataError(store.resolve(rel), "the file is missing",
+                                            f"Paimon index manifest of {what}")
         _check(store, rel, f"Paimon index manifest of {what}",
                lambda: IndexManifestFile(table).read(snap.index_manifest))
 

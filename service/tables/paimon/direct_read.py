@@ -77,8 +77,8 @@ def _disjoint(files: Sequence[Any]) -> bool:
 def _file_plan(file_io: Any, meta: Any, want: dict[str, pa.Field], ids: dict[str, int], schema_id: int,
                dictionary: set[str]) -> tuple[Any, list[str], set[str], int, Any] | None:
     """(the opened Parquet file, its column names for `want`'s columns, which columns come as dictionaries, first
-    row id, `meta`), or None when the file does not qualify. Columns are matched by Paimon field id where the file records
-    ids (pypaimon-rust, Java), else by name when the file was written with the table's current schema."""
+    row id, `meta`), or None when the file does not qualify. Columns are matched by Paimon field id where the file
+    records ids (pypaimon-rust, Java), else by name when the file was written with the table's current schema."""
     import pyarrow.parquet as pq
 
     path = file_io.to_filesystem_path(meta.external_path or meta.file_path)

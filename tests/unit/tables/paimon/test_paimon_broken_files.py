@@ -7,6 +7,7 @@ Which file plays which part comes from pypaimon (tests/unit/tables/paimon/corrup
 """
 from __future__ import annotations
 
+import pickle
 import shutil
 from pathlib import Path
 
@@ -58,6 +59,8 @@ def test_a_corrupt_metadata_file_is_named_by_the_view(base: Path, tmp_path: Path
         _view(location)
     assert info.value.path == str(broken)
     assert str(broken) in str(info.value) and info.value.reason
+    again = pickle.loads(pickle.dumps(info.value))   # crosses to build workers and back
+    assert (type(again), str(again), again.path) == (CorruptTableMetadataError, str(info.value), str(broken))
 
 
 @pytest.mark.parametrize("part", METADATA_PARTS)
