@@ -85,6 +85,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (cat.CommitConflictError, 409, "conflict"),
     (SnapshotChangedError, 409, "conflict"),
     (cat.DataFileError, 422, "unreadable_data_file"),
+    (cat.CorruptTableMetadataError, 422, "corrupt_table_metadata"),   # the table's files, like a data file
     (cat.RowIdError, 422, "invalid_row_ids"),
     (cat.CorruptDocumentError, 500, "corrupt_catalog_document"),
     (fmt.IndexFormatError, 500, "corrupt_index_file"),

@@ -106,6 +106,10 @@ class Catalog:
             raise TableNotFoundError(f"table {name!r} not found")
         return t
 
+    def has_table(self, name: str) -> bool:
+        """Whether a table.json is stored under `name` (readable or not)."""
+        return self.storage.exists(warehouse_layout.table_json(name))
+
     def list_tables(self) -> list[Table]:
         """Every readable table; one with a corrupt table.json is left out (see scan_tables)."""
         return self.scan_tables()[0]

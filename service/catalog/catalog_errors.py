@@ -84,8 +84,25 @@ class DataFileError(CatalogError):
         return (type(self), (self.path, self.reason))   # crosses process boundaries (build workers)
 
 
+class CorruptTableMetadataError(CatalogError):
+    """A metadata file of a registered table's own format (a Paimon schema, snapshot, manifest list, manifest or
+    index manifest) that cannot be read; `path` names it, `reason` says what is wrong and `what` what the file is
+    (e.g. "base manifest list of snapshot 4"). The table is broken, not the service: only requests that need
+    that table fail."""
+
+    def __init__(self, path: str, reason: str, what: str = "metadata file") -> None:
+        super().__init__(f"{what} {path!r} cannot be read: {reason}")
+        self.path = path
+        self.reason = reason
+        self.what = what
+
+    def __reduce__(self) -> tuple[type, tuple[str, str, str]]:
+        return (type(self), (self.path, self.reason, self.what))   # crosses process boundaries (build workers)
+
+
 __all__ = [
     "CatalogError", "TableNotFoundError", "TableExistsError", "IndexNotFoundError",
     "JobNotFoundError", "BuildInProgressError", "CommitConflictError", "LocationNotAllowedError",
     "RowIdError", "InvalidTableError", "UnsupportedOperationError", "CorruptDocumentError", "DataFileError",
+    "CorruptTableMetadataError",
 ]

@@ -1,6 +1,7 @@
 """Tables: register, list, show, forget; the row-id map of a table's data files."""
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
@@ -11,6 +12,7 @@ from service.api.error_table import describe
 from service.api.presenters import data_file_public, file_error_public, table_public
 from service.catalog.model import Table
 
+log = logging.getLogger("bgix.api")
 router = APIRouter(prefix="/v1/tables", tags=["tables"])
 TableName = Annotated[str, Path(pattern=schemas.TABLE_NAME_PATTERN, description="Table name")]
 ERRORS: dict[int | str, dict[str, object]] = {
@@ -26,13 +28,32 @@ def register_table(name: TableName, body: schemas.TableCreate, services: Service
     containing it, or inside the warehouse's tables/ or jobs/ directories → 403. Partition columns must be
     plain names, without duplicates, and the hive directory levels (col=value) of the data files already
     there, in order → else 400 invalid_option. Format 'paimon': the location must be a Paimon table
-    directory with row-tracking.enabled=true, else 400 invalid_table.
+    directory with row-tracking.enabled=true, else 400 invalid_table; its metadata files must read, else
+    422 corrupt_table_metadata (or 500 corrupt_index_file for a corrupt deletion vector).
+
+    All or nothing: a PUT that fails leaves no table behind, and one that fails on a name already registered
+    (the same definition) leaves that registration as it was.
     """
     table = Table(name=name, location=body.location, format=body.format,
                   partition_columns=list(body.partition_columns), row_id_column=body.row_id_column)
-    stored = services.query_service.sources.register(table)
+    fresh = not services.catalog.has_table(name)
+    stored = services.query_service.sources.register(table)   # the source's checks come before the catalog's put
     services.query_service.invalidate(name)
-    return _shown(services, stored)
+    try:
+        return _shown(services, stored)
+    except Exception:
+        if fresh:   # registered by this request but cannot be shown: take it back out
+            _unregister(services, name)
+        raise
+
+
+def _unregister(services: Services, name: str) -> None:
+    """Forget a table a failed PUT registered; the PUT's own error stays the answer."""
+    try:
+        services.catalog.drop_table(name)
+        services.query_service.forget_table(name)
+    except Exception:
+        log.warning("could not take back the registration of table %r after its PUT failed", name, exc_info=True)
 
 
 def _shown(services: Services, t: Table) -> schemas.TablePublic:

@@ -11,12 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pypaimon.index.index_file_handler import IndexFileHandler
 from pyroaring import BitMap64
 
 from index_format.bitmaps import union
 from index_format.deletion_vectors import read_deletion_vectors
 from index_format.storage import Storage
+from service.tables.paimon.index_entries import scan_index_manifest
 from service.tables.paimon.location import to_storage_path
 from service.tables.paimon.rows import plan_splits
 from service.tables.paimon.table import PaimonTable, table_storage
@@ -56,7 +56,7 @@ def list_deletion_vectors(table: PaimonTable) -> tuple[DeletionVectorRef, ...]:
                  if f.first_row_id is not None}
     factory = pt.path_factory()
     refs = []
-    for entry in IndexFileHandler(table=pt).scan(table.snapshot, _is_dv):
+    for entry in scan_index_manifest(table, table.snapshot, _is_dv):
         meta = entry.index_file
         partition_values = tuple(getattr(entry.partition, "values", None) or ())
         path = to_storage_path(str(factory.bucket_index_path(partition_values, entry.bucket, meta, pt.file_io)))

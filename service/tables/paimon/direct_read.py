@@ -20,6 +20,7 @@ import numpy as np
 import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 
+from service.tables.paimon.broken_files import reading_data_file
 from service.tables.paimon.rows import ROW_ID
 from service.tables.paimon.table import PaimonTable
 
@@ -74,15 +75,16 @@ def _disjoint(files: Sequence[Any]) -> bool:
 
 
 def _file_plan(file_io: Any, meta: Any, want: dict[str, pa.Field], ids: dict[str, int], schema_id: int,
-               dictionary: set[str]) -> tuple[Any, list[str], set[str], int] | None:
+               dictionary: set[str]) -> tuple[Any, list[str], set[str], int, Any] | None:
     """(the opened Parquet file, its column names for `want`'s columns, which columns come as dictionaries, first
-    row id), or None when the file does not qualify. Columns are matched by Paimon field id where the file records
-    ids (pypaimon-rust, Java), else by name when the file was written with the table's current schema."""
+    row id, `meta`), or None when the file does not qualify. Columns are matched by Paimon field id where the file
+    records ids (pypaimon-rust, Java), else by name when the file was written with the table's current schema."""
     import pyarrow.parquet as pq
 
     path = file_io.to_filesystem_path(meta.external_path or meta.file_path)
-    source = file_io.filesystem.open_input_file(path)
-    footer = pq.ParquetFile(source)
+    with reading_data_file(meta):   # a file that is not Parquet: DataFileError naming it
+        source = file_io.filesystem.open_input_file(path)
+        footer = pq.ParquetFile(source)
     schema = footer.schema_arrow
     if ROW_ID in schema.names:
         return None   # it stores its own row ids (a rewritten file): pypaimon reads them
@@ -101,19 +103,23 @@ def _file_plan(file_io: Any, meta: Any, want: dict[str, pa.Field], ids: dict[str
     pf = pq.ParquetFile(source, metadata=footer.metadata, read_dictionary=as_dict) if as_dict else footer
     if pf.metadata.num_rows != int(meta.row_count):
         return None
-    return pf, names, dict_columns, int(meta.first_row_id)
+    return pf, names, dict_columns, int(meta.first_row_id), meta
 
 
-def _read(plans: list[tuple[Any, list[str], set[str], int]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
-    for pf, names, dict_columns, first in plans:
+def _read(plans: list[tuple[Any, list[str], set[str], int, Any]], schema: pa.Schema) -> Iterator[pa.RecordBatch]:
+    for pf, names, dict_columns, first, meta in plans:
         offset = first
         for g in range(pf.metadata.num_row_groups):
-            t = pf.read_row_group(g, columns=names)
-            n = t.num_rows
-            arrays = [t.column(i).combine_chunks() for i in range(len(names))]
-            arrays = [a if pa.types.is_dictionary(a.type) == pa.types.is_dictionary(f.type) else
-                      a.dictionary_encode() if pa.types.is_dictionary(f.type) else a.dictionary_decode()
-                      for a, f in zip(arrays, schema, strict=False)]   # a file may differ from the first
+            with reading_data_file(meta):   # a corrupt column chunk: DataFileError naming the file
+                t = pf.read_row_group(g, columns=names)
+                n = t.num_rows
+                arrays = [t.column(i).combine_chunks() for i in range(len(names))]
+                arrays = [a if pa.types.is_dictionary(a.type) == pa.types.is_dictionary(f.type) else
+                          a.dictionary_encode() if pa.types.is_dictionary(f.type) else a.dictionary_decode()
+                          for a, f in zip(arrays, schema, strict=False)]   # a file may differ from the first
+                for a in arrays:   # indices read as they are stored: a corrupt one would only fail in the writer
+                    if pa.types.is_dictionary(a.type):
+                        a.validate(full=True)
             arrays.append(pa.array(np.arange(offset, offset + n, dtype=np.int64)))
             offset += n
             yield pa.RecordBatch.from_arrays(arrays, schema=schema)

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from pypaimon.index.index_file_handler import IndexFileHandler
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.write.commit_message import CommitMessage
 
 from service.catalog.catalog_errors import IndexNotFoundError
 from service.tables.paimon.commit import commit_messages, writable_table
 from index_format.families import FAMILIES, family
+from service.tables.paimon.index_entries import scan_index_manifest
+from service.tables.paimon.rows import plan_splits
 from service.tables.paimon.table import open_paimon_table
 
 __all__ = ["drop_column_indexes"]
@@ -42,16 +43,18 @@ def drop_column_indexes(location: str, column: str, *, index_type: str | None = 
     Raises:
         IndexNotFoundError: the latest snapshot has no such global index on `column` (or no such column).
         NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
+        CorruptTableMetadataError: a metadata file of the latest snapshot does not read (nothing is committed).
         Anything pypaimon's commit raises (then nothing was committed).
     """
     latest = open_paimon_table(location, catalog_options=catalog_options, storage_options=storage_options)
+    # pypaimon would commit over manifests it cannot read (it carries them over by name): name a broken one first
+    plan_splits(latest)
     types = tuple(FAMILIES) if index_type is None else (family(index_type).name,)
     fields = {str(f.name): int(f.id) for f in latest.table.fields}
     field_id = fields.get(column)
     entries: list[IndexManifestEntry] = []
     if field_id is not None and latest.snapshot is not None:
-        entries = IndexFileHandler(table=latest.table).scan(
-            latest.snapshot, lambda e: _is_index_of(e, field_id, types))
+        entries = scan_index_manifest(latest, latest.snapshot, lambda e: _is_index_of(e, field_id, types))
     if not entries:
         what = "global index" if index_type is None else f"{types[0]} global index"
         raise IndexNotFoundError(f"table {latest.location.identifier} has no {what} on column {column!r}")

@@ -1,23 +1,31 @@
 """The global index files of a Paimon snapshot, as its index manifest lists them (whoever wrote them), for every
 family bgix knows (index_format.families: bitmap, btree, multivalue).
 
-pypaimon's IndexFileHandler reads the index manifest; this module only filters and reshapes the
-entries. A file's row ids are relative to `row_range_start` (spec §5); `index_meta` is the spec §4
-metadata and `source_meta` Paimon Java's DEIX marker (absent in files pypaimon builds).
+pypaimon's IndexFileHandler reads the index manifest (scan_index_manifest, which names a corrupt one); this
+module only filters and reshapes the entries. A file's row ids are relative to `row_range_start` (spec §5);
+`index_meta` is the spec §4 metadata and `source_meta` Paimon Java's DEIX marker (absent in files pypaimon builds).
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from pypaimon.index.index_file_handler import IndexFileHandler
 
 from index_format.families import BITMAP, FAMILIES, family
 from index_format.types import KeyType
+from service.tables.paimon.broken_files import reading_metadata
 from service.tables.paimon.key_types import key_type_of_spelling
 from service.tables.paimon.location import to_storage_path
 from service.tables.paimon.table import PaimonTable
 
-__all__ = ["GlobalIndexEntry", "index_file_names", "list_all_index_entries", "list_index_entries"]
+if TYPE_CHECKING:
+    from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+    from pypaimon.snapshot.snapshot import Snapshot
+
+__all__ = ["GlobalIndexEntry", "index_file_names", "list_all_index_entries", "list_index_entries",
+           "scan_index_manifest"]
 
 _ADD = 0                      # IndexManifestEntry.kind
 
@@ -70,7 +78,7 @@ def list_all_index_entries(table: PaimonTable, index_types: tuple[str, ...] | No
     fields = {int(f.id): f for f in pt.fields}
     index_dir = pt.path_factory().global_index_path_factory().index_path()
     grouped: dict[tuple[str, str], list[GlobalIndexEntry]] = {}
-    for entry in IndexFileHandler(table=pt).scan(table.snapshot, lambda e: _is_global(e, wanted)):
+    for entry in scan_index_manifest(table, table.snapshot, lambda e: _is_global(e, wanted)):
         meta = entry.index_file
         gim = meta.global_index_meta
         field = fields.get(int(gim.index_field_id))
@@ -104,8 +112,20 @@ def index_file_names(table: PaimonTable, snapshot: object | None) -> frozenset[s
     if snapshot is None:
         return frozenset()
     wanted = frozenset(FAMILIES)
-    entries = IndexFileHandler(table=table.table).scan(snapshot, lambda e: _is_global(e, wanted))
+    entries = scan_index_manifest(table, snapshot, lambda e: _is_global(e, wanted))
     return frozenset(str(e.index_file.file_name) for e in entries)
+
+
+def scan_index_manifest(table: PaimonTable, snapshot: Snapshot, entry_filter: Callable[[Any], bool]
+                        ) -> list[IndexManifestEntry]:
+    """The entries of `snapshot`'s index manifest (`snapshot`: any snapshot of `table`) that `entry_filter`
+    keeps, read by pypaimon's IndexFileHandler: the one place this package reads index manifests.
+
+    Raises:
+        CorruptTableMetadataError: the index manifest does not read (names it).
+    """
+    with reading_metadata(table, int(snapshot.id)):
+        return list(IndexFileHandler(table=table.table).scan(snapshot, entry_filter))
 
 
 def _family_name(index_type: object) -> str:

@@ -107,17 +107,21 @@ class PaimonSource:
         return [str(n) for n in self._open().table.field_names]
 
     def check_registration(self) -> None:
-        """A Paimon table brings its own row ids (`_ROW_ID`) and partitions; the location must open as one.
+        """A Paimon table brings its own row ids (`_ROW_ID`) and partitions; the location must open as one, and
+        everything serving it reads (its metadata, index manifest, deletion vectors) must read now, so a table
+        that could not be served is never registered.
 
         Raises:
             InvalidOptionError: a row_id_column or partition_columns given.
             InvalidTableError: not a row-tracking Paimon table (NotAPaimonTableError, RowTrackingDisabledError).
+            CorruptTableMetadataError, IndexFormatError (a corrupt deletion vector), PathNotAllowedError: see view.
         """
         if self.table.row_id_column is not None or self.table.partition_columns:
             raise InvalidOptionError(
                 "a Paimon table takes its row ids (_ROW_ID) and partition keys from Paimon: "
                 "give neither row_id_column nor partition_columns")
         self._open()
+        self.view()
 
     # -- serve -------------------------------------------------------------------------------------
     def version(self) -> int | None:
@@ -132,7 +136,8 @@ class PaimonSource:
 
         Raises:
             InvalidTableError (no longer a row-tracking Paimon table), PathNotAllowedError (files outside
-            the roots), IndexFormatError (corrupt deletion vector).
+            the roots), IndexFormatError (corrupt deletion vector), CorruptTableMetadataError (a schema,
+            snapshot, manifest list, manifest or index manifest that does not read; names it).
         """
         t = self.table
         view = load_paimon_view(t.name, t.location, self.catalog.storage, self.origins)

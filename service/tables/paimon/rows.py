@@ -13,6 +13,7 @@ import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.table.special_fields import SpecialFields
 
+from service.tables.paimon.broken_files import naming_data_files, reading_metadata
 from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
 from service.tables.paimon.table import PaimonTable
 
@@ -30,10 +31,15 @@ _MIN_READ_BATCH = 65_536
 
 
 def plan_splits(table: PaimonTable) -> list[Split]:
-    """The snapshot's splits as pypaimon plans them for a read ([] when the table has no snapshot)."""
+    """The snapshot's splits as pypaimon plans them for a read ([] when the table has no snapshot).
+
+    Raises:
+        CorruptTableMetadataError: a manifest list or manifest of the snapshot does not read (names it).
+    """
     if table.snapshot is None:
         return []
-    return list(table.table.new_read_builder().new_scan().plan().splits())
+    with reading_metadata(table):   # a manifest list or manifest that does not read is named
+        return list(table.table.new_read_builder().new_scan().plan().splits())
 
 
 def read_rows(table: PaimonTable, columns: Sequence[str], splits: Sequence[Split] | None = None) -> pa.Table:
@@ -43,6 +49,7 @@ def read_rows(table: PaimonTable, columns: Sequence[str], splits: Sequence[Split
 
     Raises:
         PaimonColumnNotFoundError: a column the pinned schema does not have.
+        DataFileError: a data file that does not read (names it); CorruptTableMetadataError: see plan_splits.
     """
     names = list(table.table.field_names)
     for c in columns:
@@ -52,8 +59,13 @@ def read_rows(table: PaimonTable, columns: Sequence[str], splits: Sequence[Split
     builder = _batched(table.table).new_read_builder().with_projection(projection)
     if table.snapshot is None:
         return _empty(table, projection)
-    chosen = list(builder.new_scan().plan().splits()) if splits is None else list(splits)
-    result = builder.new_read().to_arrow(chosen) if chosen else None
+    if splits is None:
+        with reading_metadata(table):
+            chosen = list(builder.new_scan().plan().splits())
+    else:
+        chosen = list(splits)
+    with naming_data_files(table, (f for split in chosen for f in split.files)):
+        result = builder.new_read().to_arrow(chosen) if chosen else None
     return _empty(table, projection) if result is None else result
 
 

@@ -14,6 +14,7 @@ from pypaimon.catalog.catalog_exception import CatalogException, TableNotExistEx
 
 from index_format.errors import StorageUnavailableError
 from index_format.storage import Storage
+from service.tables.paimon.broken_files import naming_corrupt_metadata
 from service.tables.paimon.paimon_errors import (
     ROW_TRACKING_OPTION,
     NotAPaimonTableError,
@@ -128,10 +129,23 @@ def open_paimon_table(location: str, *, snapshot_id: int | None = None,
         PaimonSnapshotNotFoundError: `snapshot_id` is not (or no longer) a snapshot of the table.
         StorageUnavailableError: pypaimon's file IO failed reading the location (object store unreachable,
             credentials refused); a missing bucket or table is NotAPaimonTableError.
+        CorruptTableMetadataError: the latest schema, the snapshot or its schema does not read (names the file).
     """
     loc = parse_location(location)
     derived = {**catalog_options_for(loc.warehouse, storage_options), **dict(catalog_options or {})}
-    options = {**derived, "warehouse": loc.warehouse}
+    # A schema or snapshot file that does not read: name it (CorruptTableMetadataError) instead of pypaimon's error.
+    with naming_corrupt_metadata(location, snapshot_id=snapshot_id, storage_options=storage_options,
+                                 catalog_options=derived):
+        table = _get_table(loc, location, {**derived, "warehouse": loc.warehouse})
+        if not table.options.row_tracking_enabled():
+            raise RowTrackingDisabledError(
+                f"Paimon table {loc.identifier} at {location!r} does not set '{ROW_TRACKING_OPTION}=true', "
+                f"so its rows have no _ROW_ID; bitmap global indexes need it (set it when creating the table)",
+                location)
+        return _pin(table, loc, location, snapshot_id, dict(storage_options or {}), derived)
+
+
+def _get_table(loc: PaimonLocation, location: str, options: dict[str, str]) -> FileStoreTable:
     try:
         table = CatalogFactory.create(options).get_table(loc.identifier)
     except TableNotExistException as exc:
@@ -147,12 +161,7 @@ def open_paimon_table(location: str, *, snapshot_id: int | None = None,
             raise
         raise StorageUnavailableError(
             f"pypaimon could not read the Paimon table at {location!r}: {type(cause).__name__}: {cause}") from exc
-    if not table.options.row_tracking_enabled():
-        raise RowTrackingDisabledError(
-            f"Paimon table {loc.identifier} at {location!r} does not set '{ROW_TRACKING_OPTION}=true', "
-            f"so its rows have no _ROW_ID; bitmap global indexes need it (set it when creating the table)",
-            location)
-    return _pin(table, loc, location, snapshot_id, dict(storage_options or {}), derived)
+    return table
 
 
 def _pin(table: FileStoreTable, loc: PaimonLocation, location: str, snapshot_id: int | None,
