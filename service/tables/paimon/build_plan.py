@@ -4,8 +4,9 @@ Paimon's unindexed-ranges rule (as pypaimon's `create_global_index`): a column's
 snapshot's contiguous data row ranges (per partition, per split) minus the row ranges its index files of the
 same family already cover. Index files a data-evolution update made stale (stale_index) cover nothing: their
 ranges are built again and the commit replaces them (`PaimonBuildPlan.replaces`, as Paimon Java's incremental
-build refreshes them); a rebuild builds every range and replaces every file of the column's family. Each piece is cut at `sorted-index.records-per-range` ids (a multivalue index at
-the multiples of it: Java's globally aligned shards `_ROW_ID DIV R`, one file each). One task reads one (contiguous
+build refreshes them); a rebuild builds every range and replaces every file of the column's family. Each piece
+is cut at `sorted-index.records-per-range` ids (a multivalue index at the multiples of it: Java's globally
+aligned shards `_ROW_ID DIV R`, one file each). One task reads one (contiguous
 part of a) split once for every requested column; DataSplit and the table object pickle, so a Spark task
 can read its own split. The value indexed for a row is what pypaimon's reader returns for `[column, _ROW_ID]`.
 
