@@ -5,7 +5,7 @@ Pure conversions; must not import fastapi, pyspark or touch storage.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from service.api import schemas
 from service.catalog.model import DataFile, JobRecord, Table, UnreadableFile
@@ -47,8 +47,15 @@ def paimon_public(v: PaimonView) -> schemas.PaimonTablePublic:
                                            key_type=i.key_type,
                                            files=i.files, rows=i.rows, bytes=i.bytes,
                                            row_ranges=[list(r) for r in i.row_ranges],
-                                           origins=[_origin_public(o) for o in i.origins])
+                                           origins=[_origin_public(o) for o in i.origins], stale=i.stale,
+                                           stale_files=[_stale_public(f.to_dict()) for f in i.stale_files])
                  for i in v.indexes])
+
+
+def _stale_public(d: dict[str, Any]) -> schemas.PaimonStaleFilePublic:
+    return schemas.PaimonStaleFilePublic(
+        index_file=d["index_file"], row_range=list(d["row_range"]), reason=d["reason"], data_file=d["path"],
+        sequence=d["sequence"], baseline=d["baseline"], baseline_from=d["baseline_from"])
 
 
 def _origin_public(o: PaimonOriginSummary) -> schemas.PaimonIndexOriginPublic:

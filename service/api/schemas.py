@@ -73,6 +73,19 @@ class PaimonIndexOriginPublic(BaseModel):
     row_ranges: list[list[int]] = Field(description="Merged inclusive [first, last] _ROW_ID ranges.")
 
 
+class PaimonStaleFilePublic(BaseModel):
+    index_file: str = Field(description="The stale index file (its name in the table's index manifest).")
+    row_range: list[int] = Field(description="Its inclusive [first, last] _ROW_ID range, now uncovered.")
+    reason: Literal["updated"] = Field(description="'updated': a data file updated the indexed column of some of "
+                                                   "its rows after its build.")
+    data_file: str = Field(description="The data file that did (the first one found).")
+    sequence: int = Field(description="That data file's sequence number for the column (Paimon: the snapshot "
+                                      "that committed it).")
+    baseline: int = Field(description="The snapshot the index file is known to reflect: its build's scan (DEIX "
+                                      "marker) or, with no marker, the newest commit that brought its rows.")
+    baseline_from: Literal["deix", "anchor_files"]
+
+
 class PaimonIndexPublic(BaseModel):
     column: str
     index_type: str = Field("bitmap", description="The index family: bitmap, btree or multivalue. A column may "
@@ -87,6 +100,10 @@ class PaimonIndexPublic(BaseModel):
     row_ranges: list[list[int]] = Field(description="Merged inclusive [first, last] _ROW_ID ranges indexed.")
     origins: list[PaimonIndexOriginPublic] = Field(
         default_factory=list, description="The index's files grouped by writer (and bgix job).")
+    stale: bool = Field(False, description="Some of its files were built before a data-evolution update of the "
+                                           "column's rows (global-index.column-update-action=IGNORE): their rows "
+                                           "are served as uncovered until an incremental build refreshes them.")
+    stale_files: list[PaimonStaleFilePublic] = Field(default_factory=list)
 
 
 class PaimonTablePublic(BaseModel):

@@ -71,7 +71,7 @@ def register_table(catalog: Catalog, table: Table) -> Table:
 
 def check_spec(spec: JobSpec) -> JobSpec:
     """The rules of a job spec that depend on the table kind (`spec.table_format`), e.g. one column per build
-    on plain tables, no `rebuild` on Paimon tables.
+    on plain tables (Paimon tables take several; `rebuild` replaces all of a column's index files there).
 
     Raises:
         InvalidOptionError.

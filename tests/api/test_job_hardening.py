@@ -193,12 +193,11 @@ def paimon(tmp_path: Path) -> Iterator[tuple[TestClient, Path]]:
         yield c, location
 
 
-def test_paimon_rebuild_and_bad_partitions_are_refused_up_front(paimon: tuple[TestClient, Path]) -> None:
+def test_paimon_bad_partitions_are_refused_up_front(paimon: tuple[TestClient, Path]) -> None:
     from tests.unit.tables.paimon.paimon_tables import pypaimon_table
     client, location = paimon
     sid = pypaimon_table(location).snapshot_manager().get_latest_snapshot().id
     body = {"table": "events", "index_column": "status"}
-    assert "Paimon" in _refused(client, {**body, "options": {"rebuild": "true"}}, "rebuild")
     assert "2030-01-01" in _refused(client, {**body, "partitions": "dt=2030-01-01"}, "partitions")
     assert "hh" in _refused(client, {**body, "partitions": "hh=1"}, "partitions")
     assert client.get("/v1/jobs").json()["jobs"] == []

@@ -246,8 +246,15 @@ function paimonIndexRow(table, pix, ix, liveRows) {
   const family = familyOf(pix);
   const keyType = ix ? ix.key_type : pix.key_type;
   const type = keyType ? keyTypeText(family, keyType) : "not readable by bgix";
+  // A Paimon index is stale when a data-evolution update changed the column after some files were built: their
+  // rows are served as uncovered until an incremental build refreshes them.
+  const stale = pix.stale || (ix && ix.stale);
+  const staleTitle = (pix.stale_files || []).map((f) => `${f.index_file} (rows ${f.row_range[0]}–${f.row_range[1]}): `
+    + `${f.reason} by ${f.data_file} in snapshot #${f.sequence}`).join("\n") || "updated since the build";
+  const badge = stale ? el("span", { class: "badge stale", title: staleTitle }, "stale")
+                      : el("span", { class: "badge fresh" }, "fresh");
   return el("tr", { "data-column": pix.column, "data-family": family },
-    el("td", {}, el("code", {}, pix.column)),
+    el("td", {}, el("code", {}, pix.column), " ", badge),
     el("td", { class: "index-type" }, familyTag(family), ` · ${type}`, ix ? keyOrderTag(ix) : null),
     el("td", { class: "num" }, fmtInt(covered)),
     el("td", { class: "num" }, fmtInt(pix.files)),

@@ -3,8 +3,9 @@
 paimon_errors · location (`<warehouse>/<db>.db/<table>`) · table (open, pin a snapshot, Storage) · key_types ·
 description (fields, options, data files) · index_entries (global index files of every family) · origins (who wrote
 each index file: bgix, pypaimon, a DEIX writer such as Paimon Java) ·
-deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads) · view (what the query side serves) ·
-build_plan (unindexed ranges to build, per split) · commit (index files → one new Paimon snapshot) ·
+deletions (deleted `_ROW_ID`s) · rows (splits, `[columns…, _ROW_ID]` reads) · stale_index (index files a
+data-evolution update made stale) · view (what the query side serves) ·
+build_plan (unindexed and stale ranges to build, per split) · commit (index files → one new Paimon snapshot) ·
 drop (a column's global index files → index deletes in one new Paimon snapshot) · paimon_source (the
 TableSource).
 """

@@ -2,8 +2,11 @@
 
 Paimon's unindexed-ranges rule (as pypaimon's `create_global_index`): a column's ranges to build are the
 snapshot's contiguous data row ranges (per partition, per split) minus the row ranges its index files of the
-same family already cover; each piece is cut at `sorted-index.records-per-range` ids (a multivalue index at
-the multiples of it: Java's globally aligned shards `_ROW_ID DIV R`, one file each). One task reads one (contiguous
+same family already cover. Index files a data-evolution update made stale (stale_index) cover nothing: their
+ranges are built again and the commit replaces them (`PaimonBuildPlan.replaces`, as Paimon Java's incremental
+build refreshes them); a rebuild builds every range and replaces every file of the column's family. Each piece
+is cut at `sorted-index.records-per-range` ids (a multivalue index at the multiples of it: Java's globally
+aligned shards `_ROW_ID DIV R`, one file each). One task reads one (contiguous
 part of a) split once for every requested column; DataSplit and the table object pickle, so a Spark task
 can read its own split. The value indexed for a row is what pypaimon's reader returns for `[column, _ROW_ID]`.
 
@@ -27,7 +30,10 @@ from index_format.families import BITMAP, family
 from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
 from service.tables.paimon.index_entries import list_all_index_entries
 from service.tables.paimon.key_types import key_type_of_spelling
+from service.tables.paimon.description import describe_table
+from service.tables.paimon.index_entries import GlobalIndexEntry
 from service.tables.paimon.rows import ROW_ID, plan_splits, read_rows
+from service.tables.paimon.stale_index import field_ids_loader, stale_index_files
 from service.tables.paimon.table import PaimonTable
 
 if TYPE_CHECKING:
@@ -69,6 +75,8 @@ class PaimonBuildPlan:
     key_types: dict[str, str]       # KeyType spelling per column (a multivalue index: the element type)
     tasks: list[PaimonBuildTask]
     families: dict[str, str] = field(default_factory=dict)   # index family per column (absent: bitmap)
+    # index files the commit takes out while adding the new ones (stale ones; every one on a rebuild)
+    replaces: tuple[GlobalIndexEntry, ...] = ()
 
     def family_of(self, column: str) -> str:
         return self.families.get(column, BITMAP.name)
@@ -124,9 +132,10 @@ def _key_type(column: str, ptype: object, index_type: str) -> str:
 def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range: int,
                partitions: Sequence[Mapping[str, str]] = (), rebuild: bool = False,
                families: Mapping[str, str] | None = None) -> PaimonBuildPlan:
-    """Tasks for the ranges no index of the requested family (`families`, default bitmap) on each column covers
-    yet (every range when `rebuild`), one task per contiguous split (as pypaimon's own build); cut_tasks cuts
-    them smaller for parallel engines.
+    """Tasks for the ranges no fresh index of the requested family (`families`, default bitmap) on each column
+    covers yet (every range when `rebuild`), one task per contiguous split (as pypaimon's own build); cut_tasks
+    cuts them smaller for parallel engines. The plan's `replaces` lists the index files of the selected
+    partitions the commit takes out: the stale ones (their ranges are built again), on a rebuild all of them.
 
     Raises: as check_build_columns.
     """
@@ -134,9 +143,17 @@ def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range:
     key_types = check_build_columns(table, columns, partitions, fams)
     field_ids = {f.name: int(f.id) for f in table.table.fields if f.name in key_types}
     # one read of the index manifest for every column and family
-    entries = list_all_index_entries(table, tuple(set(fams.values()))) if not rebuild else {}
+    entries = {k: es for k, es in list_all_index_entries(table, tuple(set(fams.values()))).items()
+               if k[0] in fams and k[1] == fams[k[0]]}
+    if rebuild:
+        gone = {e.file_name for es in entries.values() for e in es}
+    else:
+        gone = set(stale_index_files(describe_table(table), entries, field_ids_loader(table))) if entries else set()
     covered = {c: ranges.merge((e.row_range_start, e.row_range_end) for e in entries.get((c, fams[c]), ())
-                               if not e.extra_field_ids) for c in columns}
+                               if not e.extra_field_ids and e.file_name not in gone) for c in columns}
+
+    def chosen(part: Mapping[str, object]) -> bool:
+        return not partitions or any(all(str(part.get(k)) == str(v) for k, v in s.items()) for s in partitions)
 
     def cut(c: str, todo: list[Range]) -> tuple[Range, ...]:
         if family(fams[c]).element_keys:   # one file per globally aligned shard (Java's multivalue build)
@@ -145,7 +162,7 @@ def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range:
     tasks = []
     for split in plan_splits(table):
         part = table.partition_dict(split.partition)
-        if partitions and not any(all(str(part.get(k)) == str(v) for k, v in s.items()) for s in partitions):
+        if not chosen(part):
             continue
         for sub in split_by_contiguous_row_range([split]):
             rr = calc_row_range(sub)
@@ -155,8 +172,10 @@ def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range:
                 tasks.append(PaimonBuildTask(split=_files_for(sub, todo), partition=part,
                                              partition_values=tuple(getattr(split.partition, "values", ()) or ()),
                                              ranges=todo))
+    # a replaced file's rows of another partition would be left uncovered: only the selected partitions' go
+    replaces = tuple(e for es in entries.values() for e in es if e.file_name in gone and chosen(e.partition))
     return PaimonBuildPlan(table=table, columns=tuple(columns), field_ids=field_ids, key_types=key_types,
-                           tasks=tasks, families=fams)
+                           tasks=tasks, families=fams, replaces=replaces)
 
 
 def cut_tasks(plan: PaimonBuildPlan, max_task_rows: int) -> PaimonBuildPlan:

@@ -6,6 +6,11 @@ Before committing, coverage is re-checked on the latest snapshot when another wr
 build's scan; after committing, a file that overlaps another writer's index on the same column (a race in
 the last instant; same family) makes this module take its own entries back out (index_deletes). When the commit fails
 the written files are deleted unless a snapshot references them, so the table stays as it was.
+
+A refresh or rebuild also takes index files out (`replaces`: stale files, or on a rebuild every file of the
+column's family) in the same snapshot as it adds the new ones, so readers see the old entries or the new ones,
+never neither; the conflict checks do not count the entries being replaced, and a replaced entry another writer
+took out meanwhile is a conflict.
 """
 from __future__ import annotations
 
@@ -26,7 +31,7 @@ from index_format.families import BITMAP
 from index_format.global_index.filemeta import deix_source_meta
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CommitConflictError
-from service.tables.paimon.index_entries import index_file_names, list_all_index_entries
+from service.tables.paimon.index_entries import GlobalIndexEntry, index_file_names, list_all_index_entries
 from service.tables.paimon.location import PaimonLocation, to_storage_path
 from service.tables.paimon.table import PaimonTable, reopen
 
@@ -59,12 +64,14 @@ def index_dir(table: PaimonTable) -> tuple[str, bool]:
 
 
 def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], storage: Storage, *,
-                       properties: dict[str, str] | None = None) -> int:
-    """Commit `files` (built from `table`'s snapshot) as one new snapshot; returns its id.
+                       properties: dict[str, str] | None = None,
+                       replaces: Sequence[GlobalIndexEntry] = ()) -> int:
+    """Commit `files` (built from `table`'s snapshot) as one new snapshot, taking the index files `replaces`
+    (entries of that snapshot) out in the same snapshot; returns its id.
 
     Raises:
-        CommitConflictError: another writer indexed some of these rows since the scan (nothing of ours
-            is committed then, and our files are deleted).
+        CommitConflictError: another writer indexed some of these rows since the scan, or took a replaced
+            entry out (nothing of ours is committed then, and our files are deleted).
         Anything pypaimon's commit raises (our files are deleted unless a snapshot references them).
     """
     if table.snapshot_id is None:
@@ -72,9 +79,10 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
     try:
         latest = reopen(table)
         if latest.snapshot_id != table.snapshot_id:
-            _check_still_uncovered(latest, files, since=table.snapshot_id)
+            _check_still_uncovered(latest, files, since=table.snapshot_id, replaced=replaces)
         writable = writable_table(table.location, table.catalog_options)
         messages = _messages(writable, files, table.snapshot_id, external=index_dir(table)[1], kind=0)
+        messages += _replace_messages(writable, replaces)
         sid = commit_messages(writable, messages, after=latest.snapshot_id or 0, properties=properties)
         _check_no_overlap_after(table, files, writable, sid)
         return sid
@@ -83,10 +91,20 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
         raise
 
 
-def _check_still_uncovered(latest: PaimonTable, files: Sequence[BuiltIndexFile], since: int) -> None:
-    entries = list_all_index_entries(latest, tuple({f.index_type for f in files}))
+def _check_still_uncovered(latest: PaimonTable, files: Sequence[BuiltIndexFile], since: int,
+                           replaced: Sequence[GlobalIndexEntry] = ()) -> None:
+    entries = list_all_index_entries(latest, tuple({f.index_type for f in files} | {e.index_type for e in replaced}))
+    present = {e.file_name for es in entries.values() for e in es}
+    for r in replaced:
+        if r.file_name not in present:
+            raise CommitConflictError(
+                f"column {r.column!r}: index file {r.file_name} (rows {r.row_range_start}..{r.row_range_end}) "
+                f"this build replaces was taken out by another writer after snapshot {since} (the build's scan); "
+                "rerun the build")
+    gone = {r.file_name for r in replaced}
     for f in files:
-        covered = [(e.row_range_start, e.row_range_end) for e in entries.get((f.column, f.index_type), ())]
+        covered = [(e.row_range_start, e.row_range_end) for e in entries.get((f.column, f.index_type), ())
+                   if e.file_name not in gone]
         if ranges.intersect([(f.row_range_start, f.row_range_end)], covered):
             raise CommitConflictError(
                 f"column {f.column!r}: rows {f.row_range_start}..{f.row_range_end} were indexed by another "
@@ -130,6 +148,26 @@ def _messages(writable: object, files: Sequence[BuiltIndexFile], scanned: int, *
         else:
             out.append(CommitMessage(partition=values, bucket=0, new_files=[], index_adds=entries))
     return out
+
+
+def _replace_messages(writable: object, replaced: Sequence[GlobalIndexEntry]) -> list[CommitMessage]:
+    """Index deletes for the entries `replaced` (pypaimon takes an entry out by its file name, in its partition)."""
+    fields = writable.partition_keys_fields  # type: ignore[attr-defined]
+    keys = list(writable.partition_keys)  # type: ignore[attr-defined]
+    by_partition: dict[tuple[object, ...], list[IndexManifestEntry]] = {}
+    for e in replaced:
+        values = tuple(e.partition.get(k) for k in keys)
+        meta = IndexFileMeta(
+            index_type=e.index_type, file_name=e.file_name, file_size=e.file_size, row_count=e.row_count,
+            global_index_meta=GlobalIndexMeta(
+                row_range_start=e.row_range_start, row_range_end=e.row_range_end, index_field_id=e.index_field_id,
+                extra_field_ids=None if e.extra_field_ids is None else list(e.extra_field_ids),
+                index_meta=e.index_meta, source_meta=e.source_meta),
+            external_path=e.external_path)
+        by_partition.setdefault(values, []).append(IndexManifestEntry(
+            kind=1, partition=GenericRow(list(values), fields), bucket=e.bucket, index_file=meta))
+    return [CommitMessage(partition=values, bucket=0, new_files=[], index_deletes=entries)
+            for values, entries in by_partition.items()]
 
 
 def writable_table(location: PaimonLocation, catalog_options: Mapping[str, str] | None = None) -> Any:

@@ -44,7 +44,9 @@ class PaimonField:
 class PaimonDataFile:
     """One data file of the snapshot with the `_ROW_ID`s it holds: first_row_id … first_row_id + row_count − 1.
 
-    `write_cols` None means the file holds every column; a data-evolution update file names its columns.
+    `write_cols` None means the file holds every column of schema `schema_id`; a data-evolution update file names
+    its columns. Paimon assigns sequence numbers at commit (the committing snapshot's id for an append or an
+    update): `max_sequence_number` for the whole file, `write_cols_sequences` per written column when recorded.
     Not hashable (`partition` is a dict).
     """
 
@@ -57,6 +59,8 @@ class PaimonDataFile:
     write_cols: tuple[str, ...] | None
     max_sequence_number: int
     file_size: int = 0
+    schema_id: int = 0
+    write_cols_sequences: tuple[int, ...] | None = None
 
     @property
     def last_row_id(self) -> int:
@@ -161,7 +165,10 @@ def _data_files(table: PaimonTable) -> list[PaimonDataFile]:
                 path=str(f.external_path or f.file_path), file_name=str(f.file_name), partition=partition,
                 bucket=int(split.bucket), first_row_id=int(f.first_row_id), row_count=int(f.row_count),
                 write_cols=None if f.write_cols is None else tuple(f.write_cols),
-                max_sequence_number=int(f.max_sequence_number), file_size=int(f.file_size or 0)))
+                max_sequence_number=int(f.max_sequence_number), file_size=int(f.file_size or 0),
+                schema_id=int(f.schema_id),
+                write_cols_sequences=None if not getattr(f, "write_cols_sequences", None)
+                else tuple(int(s) for s in f.write_cols_sequences)))
     return out
 
 

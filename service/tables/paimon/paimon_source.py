@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from index_format.errors import InvalidOptionError
 from index_format.families import BITMAP
-from index_format.options import option_error, parse_options
+from index_format.options import parse_options
 from service.catalog import index_stats
 from service.catalog.catalog import Catalog
 from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec
@@ -83,14 +83,8 @@ class PaimonSource:
 
     @staticmethod
     def check_spec(spec: JobSpec) -> JobSpec:
-        """Spec rules of Paimon tables: several columns may be built together; `rebuild` is refused.
-
-        Raises:
-            InvalidOptionError: rebuild.
-        """
-        if spec.options.rebuild:  # refused now, not when the job runs
-            raise option_error("rebuild", "option 'rebuild' is not supported for Paimon tables "
-                                          "(drop the index first, then build it again)")
+        """Spec rules of Paimon tables: several columns may be built together; `rebuild` builds every range of
+        each column's family again and replaces all its index files (whoever wrote them) in one snapshot."""
         return spec
 
     def _open(self) -> PaimonTable:
@@ -188,7 +182,7 @@ class PaimonSource:
         """
         pt = open_paimon_table(self.table.location, storage_options=spec.storage_options)
         plan = plan_build(pt, spec.columns, records_per_range=spec.options.records_per_range,
-                          partitions=spec.partitions, families=spec.families)
+                          partitions=spec.partitions, families=spec.families, rebuild=spec.options.rebuild)
         storage = table_storage(pt, spec.storage_options)
         return _as_build_plan(plan, spec, FileNames(index_dir(pt)[0], uuid_only=True), storage.to_config())
 
@@ -200,20 +194,23 @@ class PaimonSource:
                               like=plan)
 
     def commit_build(self, plan: BuildPlan, written: pa.Table, spec: JobSpec) -> BuildOutcome:
-        """The written files as ONE new Paimon snapshot (DEIX source_meta, `bgix.job-id` property); with
-        nothing written, the scanned snapshot and NOTHING_TO_BUILD.
+        """The written files as ONE new Paimon snapshot (DEIX source_meta, `bgix.job-id` property) that also
+        takes the plan's replaced index files out (stale ones; all of the family's on a rebuild); with
+        nothing written or replaced, the scanned snapshot and NOTHING_TO_BUILD.
 
         Raises:
-            CommitConflictError: another writer indexed the same rows since the scan.
+            CommitConflictError: another writer indexed the same rows, or took a replaced file out, since the scan.
         """
         state: PaimonBuildPlan = plan.state
         columns = tuple(spec.columns)
-        if written.num_rows == 0:
+        if written.num_rows == 0 and not state.replaces:
             return BuildOutcome(PaimonCommitted(state.snapshot_id, 0, columns), NOTHING_TO_BUILD)
         files = built_files(plan, written)
         storage = table_storage(state.table, spec.storage_options)
-        sid = commit_index_files(state.table, files, storage, properties={BGIX_JOB_PROPERTY: spec.job_id})
-        log.info("job %s: committed %d index file(s) as Paimon snapshot %d", spec.job_id, len(files), sid)
+        sid = commit_index_files(state.table, files, storage, properties={BGIX_JOB_PROPERTY: spec.job_id},
+                                 replaces=state.replaces)
+        log.info("job %s: committed %d index file(s), replacing %d, as Paimon snapshot %d", spec.job_id,
+                 len(files), len(state.replaces), sid)
         return BuildOutcome(PaimonCommitted(sid, len(files), columns))
 
     def abort_build(self, plan: BuildPlan | None, written: pa.Table | None, spec: JobSpec) -> None:

@@ -3,6 +3,10 @@ index family (bitmap, btree, multivalue) a catalog Snapshot of the table's globa
 them; who did is in each PaimonIndexSummary's origins), the data files as a row-id map, the live row ranges
 and the deleted `_ROW_ID`s.
 
+An index file a later data-evolution update made stale (stale_index) is left out of its Snapshot's files and
+covered ranges, so its rows are answered as uncovered; the Snapshot is marked `stale` with `stale_files`, as a
+plain table's index is when its source files change.
+
 Built from this package's description, index entries and deletion vectors; imports no pypaimon itself.
 """
 from __future__ import annotations
@@ -21,6 +25,7 @@ from index_format.families import FAMILIES
 from service.tables.paimon.index_entries import GlobalIndexEntry, list_all_index_entries
 from service.tables.paimon.origins import IndexOrigin, OriginsCache, file_origins
 from service.tables.paimon.location import parse_location, to_storage_path
+from service.tables.paimon.stale_index import StaleIndexFile, field_ids_loader, stale_index_files
 from service.tables.paimon.table import open_paimon_table
 
 __all__ = ["PaimonIndexSummary", "PaimonOriginSummary", "PaimonView", "latest_snapshot_id", "load_paimon_view"]
@@ -51,6 +56,11 @@ class PaimonIndexSummary:
     bytes: int
     row_ranges: tuple[tuple[int, int], ...]
     origins: tuple[PaimonOriginSummary, ...] = ()
+    stale_files: tuple[StaleIndexFile, ...] = ()   # files updated since their build: not serving their rows
+
+    @property
+    def stale(self) -> bool:
+        return bool(self.stale_files)
 
 
 @dataclass(frozen=True)
@@ -105,11 +115,15 @@ def load_paimon_view(name: str, location: str, storage: Storage,
     created = None if table.snapshot is None else float(table.snapshot.time_millis) / 1000.0
     entries = list_all_index_entries(table) if table.snapshot is not None else {}
     origins = file_origins(table, entries, origins_cache)
+    stale = stale_index_files(desc, entries, field_ids_loader(table)) if entries else {}
     per_column: dict[str, list[Snapshot]] = {}
     for (column, index_type), items in entries.items():
         readable = [e for e in items if e.key_type is not None and e.index_meta is not None]
         if readable:
-            snap = _snapshot(name, column, index_type, sid or 0, created, readable)
+            # a fully stale index stays listed (no files, every row uncovered): the column is still indexed
+            snap = _snapshot(name, column, index_type, sid or 0, created,
+                             [e for e in readable if e.file_name not in stale],
+                             [stale[e.file_name] for e in readable if e.file_name in stale], readable[0])
             per_column.setdefault(column, []).append(snap)
     columns, more = {}, {}
     for column, snaps in per_column.items():
@@ -125,15 +139,16 @@ def load_paimon_view(name: str, location: str, storage: Storage,
     live = tuple(ranges.merge((g.row_range_start, g.row_range_end) for g in desc.row_ranges))
     return PaimonView(
         description=desc, snapshot_id=sid, created_at=created, columns=columns,
-        indexes=tuple(_summary(c, t, items, origins) for (c, t), items in entries.items()), more=more,
+        indexes=tuple(_summary(c, t, items, origins, stale) for (c, t), items in entries.items()), more=more,
         data_files=sorted(files, key=lambda f: (f.first_row_id, f.max_sequence_number or 0)), row_ranges=live,
         total_rows=max((e + 1 for _, e in live), default=0),
         deleted=deleted_row_ids(table, storage) if desc.deletion_vectors else BitMap64())
 
 
 def _snapshot(table: str, column: str, index_type: str, sid: int, created: float | None,
-              items: Sequence[GlobalIndexEntry]) -> Snapshot:
-    kt = items[0].key_type
+              items: Sequence[GlobalIndexEntry], stale: Sequence[StaleIndexFile],
+              first: GlobalIndexEntry) -> Snapshot:
+    kt = first.key_type
     assert kt is not None
     files = [IndexFileEntry(path=e.path, range_start=e.row_range_start, range_end=e.row_range_end,
                             row_count=e.row_count, file_size=e.file_size,
@@ -143,18 +158,20 @@ def _snapshot(table: str, column: str, index_type: str, sid: int, created: float
     covered = ranges.merge((e.row_range_start, e.row_range_end) for e in items)
     return Snapshot(id=sid, table=table, column=column, key_type=kt.spelling, index_type=index_type, files=files,
                     covered_ranges=[list(r) for r in covered], row_count=sum(e - s + 1 for s, e in covered),
+                    stale=bool(stale), stale_files=[x.to_dict() for x in stale],
                     created_at=now() if created is None else created)
 
 
 def _summary(column: str, index_type: str, items: Sequence[GlobalIndexEntry],
-             origins: dict[str, IndexOrigin]) -> PaimonIndexSummary:
+             origins: dict[str, IndexOrigin], stale: Mapping[str, StaleIndexFile]) -> PaimonIndexSummary:
     kt = items[0].key_type
     return PaimonIndexSummary(
         column=column, index_type=index_type, field_id=items[0].index_field_id,
         key_type=None if kt is None else kt.spelling,
         files=len(items), rows=sum(e.row_count for e in items), bytes=sum(e.file_size for e in items),
         row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in items)),
-        origins=_by_origin(items, origins))
+        origins=_by_origin(items, origins),
+        stale_files=tuple(stale[e.file_name] for e in items if e.file_name in stale))
 
 
 def _by_origin(items: Sequence[GlobalIndexEntry],
