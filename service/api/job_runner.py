@@ -43,7 +43,7 @@ from service.catalog.catalog_errors import JobNotFoundError
 from service.catalog.jobspec import JobSpec
 from service.catalog.liveness import job_process_alive, process_alive
 from service.catalog.model import JobRecord, now
-from service.tables import TableSources, check_spec
+from service.tables import TableSources, check_spec, remove_dead_build_files
 
 if TYPE_CHECKING:
     from service.api.worker_group import WorkerGroup
@@ -52,6 +52,9 @@ log = logging.getLogger("bgix.jobs")
 # Worker groups: a queued record without a pid may belong to a build the previous job runner just spawned
 # (its process has not recorded itself yet); a new job runner waits this long before calling it gone.
 _ADOPT_GRACE = 30.0
+# How often the job runner looks for builds that died mid-way (their in-flight markers) besides at start-up and
+# when it reaps a build whose runner died: their unreferenced index files are removed.
+_DEAD_BUILD_POLL_S = 30.0
 
 
 @dataclass
@@ -81,6 +84,8 @@ class JobRunner:
         self._thread: threading.Thread | None = None
         self._group = group
         self._deferred: dict[str, float] = {}   # job id -> when a pid-less queued record counts as gone
+        self._cleaning = threading.Lock()       # one dead-build cleanup at a time (service.tables)
+        self._next_dead_check = 0.0
         self._spec_dir = group.spec_dir if group is not None else Path(tempfile.mkdtemp(prefix="bgix-jobs-"))
         # An app that never starts (an OpenAPI export, a test's bare create_app) leaves no directory behind; once
         # started, close() decides (a build still running keeps its runner directory).
@@ -171,6 +176,27 @@ class JobRunner:
                     self._deferred[job.id] = time.monotonic() + _ADOPT_GRACE
                     continue
             self._mark_failed(job.id, "build process is gone (service restarted while the job ran)")
+        self.clean_dead_builds()
+
+    def clean_dead_builds(self, *, wait: bool = False) -> None:
+        """Remove, in a thread of its own, the index files builds that died mid-way left (their in-flight markers
+        name a process that is gone; service.tables.remove_dead_build_files); skipped while one runs."""
+        self._next_dead_check = time.monotonic() + _DEAD_BUILD_POLL_S
+        if not self._cleaning.acquire(blocking=False):
+            return
+
+        def clean() -> None:
+            try:
+                remove_dead_build_files(self.catalog)
+            except Exception:
+                log.warning("could not clean up after dead builds", exc_info=True)
+            finally:
+                self._cleaning.release()
+
+        worker = threading.Thread(target=clean, name="bgix-dead-builds", daemon=True)
+        worker.start()
+        if wait:
+            worker.join()
 
     def _adopt(self, job: JobRecord) -> None:
         with self._lock:
@@ -362,6 +388,8 @@ class JobRunner:
                         self._recheck_deferred()
                 self._reap_all()
                 self.runners.poll()
+                if time.monotonic() >= self._next_dead_check:
+                    self.clean_dead_builds()
             except Exception:  # the watcher must survive a briefly unreadable catalog
                 log.exception("job watcher iteration failed")
 
@@ -398,6 +426,7 @@ class JobRunner:
             else:
                 self._mark_failed(t.job_id, f"build runner exited with code {rc} without finishing the build"
                                   + self._log_tail(t))
+            self.clean_dead_builds()   # the index files the build had written and never committed
         elif job.state == "failed" and not job.error:
             self.catalog.update_job(t.job_id, error=f"build failed (exit code {rc})" + self._log_tail(t))
         log.info("job %s ended%s", t.job_id, "" if rc is None else f": its runner exited with code {rc}")

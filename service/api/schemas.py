@@ -192,6 +192,43 @@ class DropIndexRequest(_Model):
     index_column: str = Field(min_length=1, max_length=256)
 
 
+class RemoveOrphanFilesRequest(_Model):
+    table: str = Field(pattern=TABLE_NAME_PATTERN)
+    older_than_s: float = Field(
+        3600.0, ge=0, le=10 * 365 * 86400,
+        description="Files bgix cannot attribute to a build of its own that is over (another writer's, or "
+                    "unknown) go only when older than this many seconds (Paimon's older_than; default one hour).")
+    dry_run: bool = Field(False, description="List what would be removed; remove nothing.")
+
+
+class OrphanFilePublic(BaseModel):
+    path: str
+    file_name: str
+    bytes: int
+    age_s: float
+    job_id: str | None = Field(None, description="The bgix build that wrote it, over without committing it; "
+                                                 "null: removed for its age alone.")
+    reason: str
+
+
+class OrphanFilesKept(BaseModel):
+    referenced: int = Field(description="Named by a snapshot, tag, changelog or branch of the table.")
+    in_flight: int = Field(description="Written by a bgix build still running (it may commit them).")
+    young: int = Field(description="Not attributable to a finished bgix build and younger than older_than_s.")
+
+
+class OrphanFilesRemoved(BaseModel):
+    table: str
+    dry_run: bool
+    older_than_s: float
+    files: int = Field(description="How many files were removed (dry_run: would be).")
+    bytes: int
+    removed: list[OrphanFilePublic]
+    kept: OrphanFilesKept
+    failed: list[str] = Field(description="Orphans whose removal failed (left in place; a later call retries).")
+    metadata_scanned: int = Field(description="Snapshot, tag and changelog files whose index manifests were read.")
+
+
 class JobCreated(BaseModel):
     job_id: str
 

@@ -33,6 +33,7 @@ from service.build_job.engines import (
 from service.build_job.progress import Progress
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import JobNotFoundError
+from service.catalog.inflight_builds import put_inflight, remove_inflight
 from service.catalog.jobspec import JobSpec
 from service.catalog.liveness import process_start
 from service.catalog.model import JobRecord, Table, now
@@ -91,6 +92,7 @@ class _Build:
     source: TableSource | None = None
     plan: BuildPlan | None = None
     written: list[pa.RecordBatch] | None = None   # records of files written and not yet committed
+    inflight: bool = False                         # its in-flight marker is written (service.catalog.inflight_builds)
     phases: list[tuple[str, float]] = field(default_factory=list)
     _last: float = field(default_factory=time.monotonic)
 
@@ -128,9 +130,11 @@ def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None
     except BaseException as exc:
         state = "cancelled" if isinstance(exc, (JobCancelled, KeyboardInterrupt)) else "failed"
         _cleanup_quietly(build, spec)
+        _end_inflight(catalog, build, spec)
         catalog.update_job(spec.job_id, state=state, finished_at=now(),
                            error=f"{type(exc).__name__}: {exc}")
         raise
+    _end_inflight(catalog, build, spec)
     # a succeeded job must say it built nothing; where its time went is for operators and benchmarks
     catalog.write_progress(spec.job_id, {"phases": {name: round(sec, 3) for name, sec in build.phases},
                                          **({"message": message} if message is not None else {})})
@@ -154,6 +158,17 @@ def _cleanup_quietly(build: _Build, spec: JobSpec) -> None:
         build.source.abort_build(build.plan, written, spec)
     except Exception:
         log.warning("could not remove partial files of job %s", spec.job_id, exc_info=True)
+
+
+def _end_inflight(catalog: Catalog, build: _Build, spec: JobSpec) -> None:
+    """Its files are committed or removed: the build's marker goes (a marker left behind only keeps the
+    files of a dead build until an orphan cleanup removes them)."""
+    if not build.inflight:
+        return
+    try:
+        remove_inflight(catalog.storage, spec.job_id)
+    except Exception:
+        log.warning("could not remove the in-flight marker of job %s", spec.job_id, exc_info=True)
 
 
 def _open_source(catalog: Catalog, spec: JobSpec) -> TableSource:
@@ -181,6 +196,9 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
     if not spec.test_hooks.get("skip_active_check"):
         catalog.check_no_active_build(spec.table, column, except_job=spec.job_id)
     catalog.reap_dead_jobs(spec.table, column)
+    # Before any index file exists: orphan cleanup leaves the files of a build whose marker names a live process.
+    put_inflight(catalog.storage, spec.job_id, source.table.name, source.table.location, source.table.format)
+    build.inflight = True
     build.source = source
     plan = build.plan = source.plan_build(spec)
     build.done("open and plan")

@@ -8,16 +8,21 @@ build_tasks (the shapes of a build: BuildPlan, BuildRange, RESULT_SCHEMA) · fil
 """
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
 from service.catalog.catalog import Catalog
+from service.catalog.inflight_builds import list_inflight, remove_inflight
 from service.catalog.jobspec import JobSpec
 from service.catalog.model import PAIMON, Table
-from service.tables.table_source import IndexViewSource, TableSource
+from service.tables.table_source import IndexViewSource, OrphanFile, OrphanReport, TableSource
 
-__all__ = ["IndexViewSource", "TableSource", "TableSources", "check_spec", "open_source", "register_table",
-           "load_task_readers", "warm_up_table"]
+__all__ = ["IndexViewSource", "OrphanFile", "OrphanReport", "TableSource", "TableSources", "check_spec",
+           "open_source", "register_table", "load_task_readers", "remove_dead_build_files", "warm_up_table"]
+
+
+log = logging.getLogger("bgix.tables")
 
 
 def _kind(table_format: str) -> Any:
@@ -77,6 +82,31 @@ def check_spec(spec: JobSpec) -> JobSpec:
         InvalidOptionError.
     """
     return _kind(spec.table_format).check_spec(spec)  # type: ignore[no-any-return]
+
+
+def remove_dead_build_files(catalog: Catalog) -> list[OrphanReport]:
+    """For every build whose in-flight marker names a process that is gone (killed mid-build, a crashed runner
+    or host): remove the index files it left that nothing references (its table's kind knows how), then its
+    marker. A table that cannot be read keeps the marker, so a later call tries again."""
+    reports = []
+    for marker in list_inflight(catalog.storage):
+        if marker.alive:
+            continue
+        try:
+            report = _kind(marker.table_format).remove_dead_build_files(catalog, marker)
+        except Exception:
+            log.warning("could not clean up after dead build %s of %s", marker.job_id, marker.location,
+                        exc_info=True)
+            continue
+        if report is None:
+            continue   # its job turned out live after all (e.g. a record still queued): keep the marker
+        reports.append(report)
+        if report.removed:
+            log.info("dead build %s: removed %d index file(s) (%d bytes) it left in %s", marker.job_id,
+                     len(report.removed), report.bytes, report.location)
+        if not report.failed:
+            remove_inflight(catalog.storage, marker.job_id)
+    return reports
 
 
 def warm_up_table(warehouse: Any) -> tuple[Table, str]:

@@ -6,6 +6,8 @@ files and returns RESULT_SCHEMA rows, and the source commits those rows. Imports
 """
 from __future__ import annotations
 
+import hashlib
+import re
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -16,7 +18,7 @@ import pyarrow as pa
 from index_format.families import BITMAP
 
 __all__ = ["RESULT_DDL", "RESULT_SCHEMA", "ROW_ID", "BuildOutcome", "BuildPlan", "BuildRange", "FileNames",
-           "SparkScan", "TaskReader"]
+           "SparkScan", "TaskReader", "job_stamp", "stamp_of_file"]
 
 ROW_ID = "_bgix_row_id"   # the row-id column of every batch a TaskReader yields (int64)
 
@@ -53,14 +55,38 @@ class TaskReader(Protocol):
         """Batches of ROW_ID (int64 row ids) plus one column per indexed column, named by the column."""
 
 
+_STAMP_HEX = 16   # hex digits of a file name's uuid that name the build job (the other 16 are random)
+_GLOBAL_UUID = re.compile(r"-global-index-([0-9a-f]{8})-([0-9a-f]{4})-([0-9a-f]{4})-[0-9a-f]{4}-[0-9a-f]{12}\.index$")
+
+
+def job_stamp(job_id: str) -> str:
+    """The 16 hex digits that begin the uuid of every Paimon index file job `job_id` writes (a hash of the id,
+    so any job id works): who wrote an uncommitted file can be told from its name (orphan cleanup)."""
+    return hashlib.sha256(job_id.encode("utf-8")).hexdigest()[:_STAMP_HEX]
+
+
+def stamp_of_file(name: str) -> str | None:
+    """The job stamp a `<type>-global-index-<uuid>.index` file name carries (its uuid's first 16 hex digits,
+    whoever wrote it: only a job's own stamp is ever looked up); None for other names."""
+    m = _GLOBAL_UUID.search(name)
+    return None if m is None else "".join(m.groups())
+
+
+def _stamped_uuid(stamp: str) -> str:
+    """A uuid string whose first 16 hex digits are `stamp`, the rest random (64 random bits per file)."""
+    return str(uuid.UUID(hex=stamp + uuid.uuid4().hex[:32 - len(stamp)]))
+
+
 @dataclass(frozen=True)
 class FileNames:
     """Where a range's index files go: `<out_dir>/<prefix><start>-<end>-<uuid>-<n>.index` (bgix's
-    warehouse), or with `uuid_only` `<out_dir>/<prefix><uuid>.index` (Paimon's global index naming)."""
+    warehouse), or with `uuid_only` `<out_dir>/<prefix><uuid>.index` (Paimon's global index naming); `stamp`
+    (job_stamp of the build's job) begins each such uuid."""
 
     out_dir: str
     prefix: str = ""
     uuid_only: bool = False
+    stamp: str = ""
 
     def new_path(self, start: int, end: int, index_type: str = BITMAP.name) -> Any:
         """A callable giving a fresh path per call, for write_index_files; with `uuid_only` and no prefix the
@@ -68,6 +94,9 @@ class FileNames:
         base = self.out_dir.rstrip("/")
         if self.uuid_only:
             prefix = self.prefix or f"{index_type}-global-index-"
+            stamp = self.stamp
+            if stamp:
+                return lambda: f"{base}/{prefix}{_stamped_uuid(stamp)}.index"
             return lambda: f"{base}/{prefix}{uuid.uuid4()}.index"
         stem = f"{base}/{self.prefix}{start:012d}-{end:012d}-{uuid.uuid4().hex[:12]}"
         seq = iter(range(1 << 30))

@@ -17,7 +17,7 @@ from service.catalog.jobspec import JobSpec
 from service.catalog.model import DataFile, Snapshot, Table, UnreadableFile
 from service.tables.build_tasks import BuildOutcome, BuildPlan
 
-__all__ = ["IndexViewSource", "TableSource"]
+__all__ = ["IndexViewSource", "OrphanFile", "OrphanReport", "TableSource"]
 
 Range = tuple[int, int]
 
@@ -56,11 +56,44 @@ class IndexViewSource:
     more_indexes: dict[str, list[Snapshot]] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class OrphanFile:
+    """One orphan index file: where, how big, how old, and why it may go (`job_id`: the dead bgix build that
+    wrote it; None: only its age says so)."""
+
+    path: str
+    file_name: str
+    bytes: int
+    age_s: float
+    job_id: str | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class OrphanReport:
+    """What one cleanup removed (with `dry_run`: would remove) and what it kept, by the rule that kept it."""
+
+    location: str
+    dry_run: bool
+    older_than_s: float
+    removed: tuple[OrphanFile, ...]
+    kept_referenced: int = 0
+    kept_in_flight: int = 0
+    kept_young: int = 0
+    failed: tuple[str, ...] = ()          # paths whose removal failed (left in place)
+    metadata_scanned: int = 0             # snapshot, tag and changelog files read
+
+    @property
+    def bytes(self) -> int:
+        return sum(f.bytes for f in self.removed)
+
+
 class TableSource(Protocol):
     """One registered table seen through its kind's adapter.
 
-    Describe, serve and drop (the service):
-      source_columns, check_registration, version, view, refresh, unreadable_files, drop_index.
+    Describe, serve, drop and clean (the service):
+      source_columns, check_registration, version, view, refresh, unreadable_files, drop_index,
+      remove_orphan_files; and per kind (a static method) remove_dead_build_files.
     Build (the service validates with check_build; the build job checks with check_table, then runs
     plan_build (fit_plan for a parallel engine) → each task read in the shared worker through the plan's
     picklable TaskReader (no catalog needed there) → commit_build, or abort_build on any failure):
@@ -91,6 +124,10 @@ class TableSource(Protocol):
 
     def drop_index(self, column: str) -> None:
         """Drop the column's index; the source data is untouched. Raises IndexNotFoundError."""
+
+    def remove_orphan_files(self, *, older_than_s: float, dry_run: bool) -> OrphanReport:
+        """Remove (or list) index files of the table nothing references and no live build may still commit
+        (Paimon tables; UnsupportedOperationError for the others)."""
 
     def check_table(self, spec: JobSpec) -> None:
         """The spec's checks against the table's definition (the build job repeats them; InvalidOptionError)."""

@@ -1,4 +1,5 @@
-"""Indexes: create_global_index (202 + job id), drop_global_index, per-column index listing, value look-ups."""
+"""Indexes: create_global_index (202 + job id), drop_global_index, remove_orphan_files, per-column index listing, value
+look-ups."""
 from __future__ import annotations
 
 from typing import Annotated, Literal
@@ -46,6 +47,27 @@ def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> 
     source.drop_index(body.index_column)
     services.query_service.forget_table(body.table)
     return schemas.Dropped(table=body.table, index_column=body.index_column)
+
+
+@router.post("/v1/remove_orphan_files", response_model=schemas.OrphanFilesRemoved, dependencies=[WriteAuth],
+             responses=ERRORS)
+def remove_orphan_files(body: schemas.RemoveOrphanFilesRequest, services: ServicesDep) -> schemas.OrphanFilesRemoved:
+    """Remove a Paimon table's orphan global index files (as Paimon's remove_orphan_files, for index files only):
+    files in its `index/` directory that no snapshot, tag, changelog or branch references and no running bgix build
+    may still commit, and that either a bgix build that is over wrote (a killed build) or are older than
+    `older_than_s`. Data files, manifests and deletion-vector files are never touched. `dry_run` lists them only.
+    400 unsupported_operation for a plain table; 500 corrupt_catalog_document (nothing removed) when a snapshot's
+    index manifest cannot be read."""
+    report = services.query_service.sources.open(body.table).remove_orphan_files(
+        older_than_s=body.older_than_s, dry_run=body.dry_run)
+    return schemas.OrphanFilesRemoved(
+        table=body.table, dry_run=report.dry_run, older_than_s=report.older_than_s, files=len(report.removed),
+        bytes=report.bytes,
+        removed=[schemas.OrphanFilePublic(path=f.path, file_name=f.file_name, bytes=f.bytes, age_s=round(f.age_s, 3),
+                                          job_id=f.job_id, reason=f.reason) for f in report.removed],
+        kept=schemas.OrphanFilesKept(referenced=report.kept_referenced, in_flight=report.kept_in_flight,
+                                     young=report.kept_young),
+        failed=list(report.failed), metadata_scanned=report.metadata_scanned)
 
 
 @router.get("/v1/tables/{name}/indexes", response_model=schemas.IndexesPublic,

@@ -13,14 +13,15 @@ from index_format import ranges
 from index_format.errors import InvalidOptionError
 from index_format.storage import Storage
 from service.catalog.catalog import Catalog
-from service.catalog.catalog_errors import DataFileError
+from service.catalog.catalog_errors import DataFileError, UnsupportedOperationError
+from service.catalog.inflight_builds import InflightBuild
 from service.catalog.jobspec import JobSpec, check_column_name, resolve_options
 from service.catalog.model import Table, UnreadableFile
 from service.catalog.partitions import check_matches, check_readable, select_files
 from service.catalog.scan import hive_keys, list_data_files, parse_partition, read_schema, relative_dir
 from service.tables.build_tasks import BuildOutcome, BuildPlan
 from service.tables.files.plan import check_family, commit_build, plan_build
-from service.tables.table_source import IndexViewSource
+from service.tables.table_source import IndexViewSource, OrphanReport
 
 __all__ = ["FileSource"]
 
@@ -123,6 +124,22 @@ class FileSource:
     def drop_index(self, column: str) -> None:
         """The catalog removes the index's snapshots and files. Raises IndexNotFoundError."""
         self.catalog.drop_index(self.table.name, column)
+
+    def remove_orphan_files(self, *, older_than_s: float, dry_run: bool) -> OrphanReport:
+        """Plain tables: the next build of a column collects its index files no snapshot references.
+
+        Raises:
+            UnsupportedOperationError.
+        """
+        raise UnsupportedOperationError(
+            f"table {self.table.name!r} is not a Paimon table: its unreferenced index files are removed by the "
+            "next build of their column (catalog garbage collection)")
+
+    @staticmethod
+    def remove_dead_build_files(catalog: Catalog, marker: InflightBuild) -> OrphanReport | None:
+        """Nothing to remove here (the job's directory goes with the next build's garbage collection): an empty
+        report, so the marker goes."""
+        return OrphanReport(location=marker.location, dry_run=False, older_than_s=0.0, removed=())
 
     # -- build -------------------------------------------------------------------------------------
     def check_table(self, spec: JobSpec) -> None:

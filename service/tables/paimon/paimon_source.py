@@ -16,21 +16,26 @@ from index_format.families import BITMAP
 from index_format.options import parse_options
 from service.catalog import index_stats
 from service.catalog.catalog import Catalog
+from service.catalog.inflight_builds import InflightBuild, list_inflight
 from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec
+from service.catalog.liveness import job_process_alive
 from service.catalog.model import Table, UnreadableFile
 from service.catalog.partitions import check_keys, check_matches
-from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan, BuildRange, FileNames
+from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan, BuildRange, FileNames, job_stamp
 from service.tables.paimon.build_plan import PaimonBuildPlan, check_build_columns, cut_tasks, plan_build, read_task
 from service.tables.paimon.commit import BuiltIndexFile, commit_index_files, index_dir
 from service.tables.paimon.direct_read import direct_batches
 from service.tables.paimon.drop import drop_column_indexes
+from service.tables.paimon.location import parse_location
+from service.tables.paimon.paimon_errors import NotAPaimonTableError
+from service.tables.paimon.orphan_files import remove_orphan_index_files
 from service.tables.paimon.origins import BGIX_JOB_PROPERTY, OriginsCache
 from service.tables.paimon.rows import ROW_ID as PAIMON_ROW_ID
 from service.tables.paimon.table import PaimonTable, open_paimon_table, table_storage
 from service.tables.paimon.view import latest_snapshot_id, load_paimon_view
-from service.tables.table_source import IndexViewSource
+from service.tables.table_source import IndexViewSource, OrphanReport
 
-__all__ = ["PaimonCommitted", "PaimonSource", "PaimonTaskReader", "balance_tasks", "built_files"]
+__all__ = ["PaimonCommitted", "PaimonSource", "PaimonTaskReader", "balance_tasks", "build_owners", "built_files"]
 
 log = logging.getLogger("bgix.tables.paimon")
 
@@ -159,6 +164,34 @@ class PaimonSource:
         # bgix's statistics of those files live in the warehouse, not in the Paimon table.
         self.catalog.storage.delete(index_stats.stats_dir(self.table.name, column), recursive=True)
 
+    def remove_orphan_files(self, *, older_than_s: float, dry_run: bool) -> OrphanReport:
+        """Remove (or with `dry_run` list) the table's orphan global index files: referenced by no snapshot, tag
+        or branch, not of a live bgix build, and either of a bgix build that is over or older than
+        `older_than_s` (orphan_files states the rule).
+
+        Raises:
+            OrphanScanError (the table's metadata cannot be read completely: nothing removed); InvalidTableError.
+        """
+        pt = open_paimon_table(self.table.location, storage_options=self.catalog.storage.storage_options)
+        live, dead = build_owners(self.catalog, pt.location.table_path)
+        return remove_orphan_index_files(pt, table_storage(pt), live=live, dead=dead, older_than_s=older_than_s,
+                                         dry_run=dry_run)
+
+    @staticmethod
+    def remove_dead_build_files(catalog: Catalog, marker: InflightBuild) -> OrphanReport | None:
+        """The index files a build whose process died (`marker`) left in its table and no snapshot references;
+        by its job stamp only, whatever their age. None when the build turns out to be live."""
+        try:
+            pt = open_paimon_table(marker.location, storage_options=catalog.storage.storage_options)
+        except NotAPaimonTableError:   # the table is gone, and its index directory with it
+            return OrphanReport(location=marker.location, dry_run=False, older_than_s=0.0, removed=())
+        live, _ = build_owners(catalog, pt.location.table_path)
+        stamp = job_stamp(marker.job_id)
+        if stamp in live:
+            return None
+        return remove_orphan_index_files(pt, table_storage(pt), live=live, dead={stamp: marker.job_id},
+                                         dead_only=True)
+
     # -- build -------------------------------------------------------------------------------------
     def check_table(self, spec: JobSpec) -> None:
         """Columns and partition keys are checked against the pinned snapshot's schema when planning."""
@@ -175,7 +208,8 @@ class PaimonSource:
     def plan_build(self, spec: JobSpec) -> BuildPlan:
         """Per split of the selected partitions, each column's unindexed ranges (Paimon's rule), cut at
         records-per-range; a task reads its split once for every column. Files go to the table's `index/`
-        directory (or `global-index.external-path`), named as Paimon names global index files.
+        directory (or `global-index.external-path`), named as Paimon names global index files, each uuid
+        beginning with the job's stamp (build_tasks.job_stamp: orphan cleanup tells the job's files by it).
 
         Raises:
             InvalidOptionError (unknown columns or partition keys); InvalidTableError.
@@ -184,7 +218,8 @@ class PaimonSource:
         plan = plan_build(pt, spec.columns, records_per_range=spec.options.records_per_range,
                           partitions=spec.partitions, families=spec.families, rebuild=spec.options.rebuild)
         storage = table_storage(pt, spec.storage_options)
-        return _as_build_plan(plan, spec, FileNames(index_dir(pt)[0], uuid_only=True), storage.to_config())
+        names = FileNames(index_dir(pt)[0], uuid_only=True, stamp=job_stamp(spec.job_id))
+        return _as_build_plan(plan, spec, names, storage.to_config())
 
     def fit_plan(self, plan: BuildPlan, parallelism: int) -> BuildPlan:
         """The plan cut for an even load over `parallelism` task slots (see balance_tasks)."""
@@ -224,6 +259,35 @@ class PaimonSource:
                 storage.delete(path)
             except Exception:
                 log.warning("could not delete uncommitted index file %s", path, exc_info=True)
+
+
+def build_owners(catalog: Catalog, table_path: str) -> tuple[dict[str, str], dict[str, str]]:
+    """(live, dead): job stamp → job id of the catalog's bgix builds that may still commit an index file (an
+    in-flight marker naming a running process, or a queued/running record whose process runs or has not
+    started), and of the builds of the table at `table_path` that never will (every other job the catalog knows
+    of that table)."""
+    here = parse_location(table_path).table_path
+    locations = {t.name: t.location for t in catalog.list_tables()}
+
+    def same(location: str | None) -> bool:
+        try:
+            return location is not None and parse_location(location).table_path == here
+        except Exception:   # not a Paimon location (a plain table): not this one
+            return False
+
+    live: set[str] = set()
+    mine: set[str] = set()
+    for m in list_inflight(catalog.storage):
+        if m.alive:
+            live.add(m.job_id)
+        if same(m.location):
+            mine.add(m.job_id)
+    for job in catalog.list_jobs():
+        if job.active and (job.pid is None or job_process_alive(job)):
+            live.add(job.id)
+        if same(locations.get(job.table)):
+            mine.add(job.id)
+    return ({job_stamp(j): j for j in live}, {job_stamp(j): j for j in mine - live})
 
 
 def built_files(plan: BuildPlan, written: pa.Table) -> list[BuiltIndexFile]:

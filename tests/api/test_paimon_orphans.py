@@ -1,0 +1,117 @@
+"""`POST /v1/remove_orphan_files` on a Paimon table, and the service's own cleanup after builds that died: the
+token guards it, a dry run removes nothing, files some snapshot names stay, a plain table is refused, and at
+start-up the files a killed build left go. The directory listing and pypaimon's index manifests are the judges."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from pypaimon.index.index_file_handler import IndexFileHandler
+
+from index_format.storage import Storage
+from service.api.app import create_app
+from service.catalog import Catalog
+from service.catalog.inflight_builds import list_inflight, put_inflight
+from service.tables.build_tasks import job_stamp
+from tests.api.helpers import TestClient, make_settings, wait_job
+from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_table
+
+TOKEN = {"Authorization": "Bearer s3cret"}
+FOREIGN = "bitmap-global-index-7d9c1a2b-3e4f-4a5b-8c6d-7e8f9a0b1c2d.index"
+
+
+def _referenced(location: Path) -> set[str]:
+    table = pypaimon_table(location)
+    handler = IndexFileHandler(table=table)
+    return {str(e.index_file.file_name) for s in table.snapshot_manager().list_snapshots() for e in handler.scan(s)}
+
+
+def _stamped(job: str) -> str:
+    s = job_stamp(job)
+    return f"btree-global-index-{s[:8]}-{s[8:12]}-{s[12:16]}-8000-0123456789ab.index"
+
+
+def _old(path: Path) -> None:
+    t = time.time() - 7200
+    os.utime(path, (t, t))
+
+
+def test_remove_orphan_files_endpoint(tmp_path: Path) -> None:
+    location = create_table(tmp_path / "data" / "warehouse", "events", commits=2, rows=500)
+    with TestClient(create_app(make_settings(tmp_path, token="s3cret"))) as client:
+        assert client.put("/v1/tables/events", json={"format": "paimon", "location": str(location)},
+                          headers=TOKEN).status_code == 200
+        r = client.post("/v1/create_global_index", json={"table": "events", "index_column": "status"}, headers=TOKEN)
+        job = wait_job(client, r.json()["job_id"])
+        assert job["state"] == "succeeded", job
+        index = location / "index"
+        committed = set(os.listdir(index))
+        some = next(n for n in committed if "-global-index-" in n)
+        shutil.copy(index / some, index / FOREIGN)                 # unattributed: goes by age only
+        shutil.copy(index / some, index / _stamped(job["id"]))     # the finished build's: goes at once
+        _old(index / FOREIGN)
+        body = {"table": "events", "older_than_s": 3600, "dry_run": True}
+        assert client.post("/v1/remove_orphan_files", json=body).status_code == 401
+        r = client.post("/v1/remove_orphan_files", json=body, headers=TOKEN)
+        assert r.status_code == 200, r.text
+        out = r.json()
+        assert out["dry_run"] is True and out["files"] == 2
+        assert {f["file_name"]: f["job_id"] for f in out["removed"]} == {FOREIGN: None, _stamped(job["id"]): job["id"]}
+        assert out["bytes"] == 2 * os.path.getsize(index / some)
+        assert out["kept"] == {"referenced": len(committed & _referenced(location)), "in_flight": 0, "young": 0}
+        assert set(os.listdir(index)) == committed | {FOREIGN, _stamped(job["id"])}   # nothing removed
+        r = client.post("/v1/remove_orphan_files", json={**body, "dry_run": False}, headers=TOKEN)
+        assert r.json()["files"] == 2
+        assert set(os.listdir(index)) == committed
+        assert {n for n in committed if "-global-index-" in n} <= _referenced(location)
+        # bad input is a 422, not a removal
+        bad = client.post("/v1/remove_orphan_files", json={**body, "older_than_s": -1}, headers=TOKEN)
+        assert bad.status_code == 422
+        assert client.post("/v1/remove_orphan_files", json={"table": "nope"}, headers=TOKEN).status_code == 404
+
+
+def test_plain_tables_are_refused(tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    (tmp_path / "data" / "plain").mkdir(parents=True)
+    pq.write_table(pa.table({"a": [1, 2]}), tmp_path / "data" / "plain" / "f.parquet")
+    with TestClient(create_app(make_settings(tmp_path))) as client:
+        assert client.put("/v1/tables/plain", json={"location": str(tmp_path / "data" / "plain")}).status_code == 200
+        r = client.post("/v1/remove_orphan_files", json={"table": "plain"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "unsupported_operation", r.text
+
+
+def test_service_start_removes_what_a_killed_build_left(tmp_path: Path) -> None:
+    location = create_table(tmp_path / "data" / "warehouse", "events", commits=2, rows=500)
+    settings = make_settings(tmp_path)
+    with TestClient(create_app(settings)) as client:
+        client.put("/v1/tables/events", json={"format": "paimon", "location": str(location)})
+        job = wait_job(client, client.post("/v1/create_global_index",
+                                           json={"table": "events", "index_column": "status"}).json()["job_id"])
+        assert job["state"] == "succeeded"
+    index = location / "index"
+    committed = set(os.listdir(index))
+    some = next(n for n in committed if "-global-index-" in n)
+    # a build killed mid-way in an earlier service: its marker names a process that is gone, its files are young
+    catalog = Catalog(Storage(settings.warehouse, settings.allowed_roots))
+    put_inflight(catalog.storage, "killed", "events", str(location), "paimon")
+    marker = Path(settings.warehouse) / "jobs" / "killed.inflight"
+    doc = json.loads(marker.read_text())
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    marker.write_text(json.dumps({**doc, "pid": proc.pid, "pid_start": None}))
+    shutil.copy(index / some, index / _stamped("killed"))
+    shutil.copy(index / some, index / FOREIGN)                     # young and unattributed: stays
+    with TestClient(create_app(settings)):
+        deadline = time.monotonic() + 30
+        while (index / _stamped("killed")).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert set(os.listdir(index)) == committed | {FOREIGN}
+        deadline = time.monotonic() + 10
+        while list_inflight(catalog.storage) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert list_inflight(catalog.storage) == []
