@@ -61,13 +61,17 @@ class SoakReport:
     warm_at: float = 0.0            # samples from here on are compared
 
     def growth(self) -> dict[str, dict[int, int]]:
-        """Per server process alive at warm-up and at the end: RSS bytes, open files and threads gained."""
-        warm = next((s for s in self.samples if s.at >= self.warm_at), self.samples[0])
-        last = self.samples[-1]
+        """Per server process alive throughout: the peak of the second half of the run after warm-up minus the
+        peak of the first half, for RSS bytes, open files and threads. Peaks, not single samples: memory swings
+        with each request's garbage; a leak raises the later peak."""
+        after = [s for s in self.samples if s.at >= self.warm_at] or self.samples
+        half = len(after) // 2 or 1
+        early, late = after[:half], after[half:] or after[-1:]
         out: dict[str, dict[int, int]] = {"rss": {}, "fds": {}, "threads": {}}
         for what in out:
-            a, b = getattr(warm, what), getattr(last, what)
-            out[what] = {pid: b[pid] - a[pid] for pid in a if pid in b}
+            pids = set(getattr(early[0], what)).intersection(getattr(late[-1], what))
+            out[what] = {p: max(getattr(s, what).get(p, 0) for s in late) -
+                         max(getattr(s, what).get(p, 0) for s in early) for p in pids}
         return out
 
     def summary(self) -> dict[str, Any]:

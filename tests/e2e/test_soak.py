@@ -1,0 +1,30 @@
+"""Issue 24's soak, bounded for CI: a real two-worker `bgix serve` under mixed valid, refused and malformed
+queries, registrations and builds while pypaimon and pypaimon-rust commit to the Paimon table it serves.
+No 5xx and no answer that disagrees with pyarrow over the source rows or pypaimon's read at the answer's
+snapshot; every build succeeds; per server process memory, open files and threads stay flat after warm-up.
+The longer run is bench/bench_soak.py (figures in bench/RESULTS.md)."""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.e2e.soak_driver import run_soak
+
+DURATION_S = 45.0
+
+
+@pytest.mark.slow
+def test_soak_mixed_load_stays_correct_and_flat(tmp_path: Path) -> None:
+    report = run_soak(tmp_path, DURATION_S, workers=2, clients=2, seed=24)
+    summary = report.summary()
+    assert report.server_errors == [], report.server_errors[:5]
+    assert report.wrong == [], report.wrong[:5]
+    assert report.failed_jobs == [], report.failed_jobs[:5]
+    assert report.writer_errors == [], report.writer_errors[:5]
+    assert sum(report.requests.values()) > 500 and report.requests["refused"] > 20, summary
+    assert report.writer["append"] > 3 and report.jobs["succeeded"] > 3, summary
+    growth = report.growth()
+    assert all(v < 60 * 2**20 for v in growth["rss"].values()), summary
+    assert all(v < 40 for v in growth["fds"].values()), summary
+    assert all(v <= 4 for v in growth["threads"].values()), summary
