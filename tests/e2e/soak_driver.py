@@ -326,7 +326,8 @@ class Soak:
 
     def reads(self, client: httpx.Client, rng: random.Random) -> None:
         path = rng.choice(["/v1/tables", "/v1/tables/events/indexes", "/v1/tables/plain/indexes", "/metrics",
-                           "/v1/jobs", "/v1/tables/events", "/healthz", "/v1/tables/events/indexes/status/values?limit=10"])
+                           "/v1/jobs", "/v1/tables/events", "/healthz",
+                           "/v1/tables/events/indexes/status/values?limit=10"])
         self.call(client, "read", "GET", path, (200,))
 
     def build(self, client: httpx.Client, rng: random.Random) -> None:
@@ -379,21 +380,8 @@ class Soak:
 
     def _rust_append(self, rows: pa.Table) -> None:
         """One commit of `rows` by pypaimon-rust's writer."""
-        from pypaimon_rust.datafusion import PaimonCatalog
-        builder = PaimonCatalog({"warehouse": str(self.warehouse)}).get_table(f"{pt.DB}.events"
-                                                                             ).new_batch_write_builder()
-        write = builder.new_write()
-        try:
-            for batch in rows.to_batches():
-                write.write_arrow(batch)
-            messages = write.prepare_commit()
-        finally:
-            write.close()
-        commit = builder.new_commit()
-        try:
-            commit.commit(messages)
-        finally:
-            commit.close()
+        from tests.unit.tables.paimon.rust_tables import append
+        append(self.warehouse, "events", rows, db=pt.DB)
 
     def _count_writer(self, kind: str) -> None:
         with self.lock:

@@ -25,7 +25,7 @@ from service.catalog.catalog_errors import CorruptTableMetadataError, DataFileEr
 from service.tables.paimon.location import PaimonLocation, parse_location, to_storage_path
 
 __all__ = ["find_broken_data_file", "find_corrupt_metadata", "naming_corrupt_metadata", "naming_data_files",
-           "reading_data_file", "reading_metadata"]
+           "os_error_in", "reading_data_file", "reading_metadata"]
 
 T = TypeVar("T")
 PaimonTable = Any   # service.tables.paimon.table.PaimonTable, which imports this module (no circle)
@@ -38,7 +38,8 @@ class _CannotTell(Exception):
     """The walk could not read a file for a reason that is not the file's (storage trouble): keep the original."""
 
 
-def _os_error_in(exc: BaseException) -> OSError | None:
+def os_error_in(exc: BaseException) -> OSError | None:
+    """The first OSError in `exc`'s cause chain (None when there is none)."""
     seen: BaseException | None = exc
     for _ in range(8):  # a short cause chain; never loop on a cycle
         if seen is None or isinstance(seen, OSError):
@@ -49,7 +50,7 @@ def _os_error_in(exc: BaseException) -> OSError | None:
 
 def _storage_trouble(exc: BaseException) -> bool:
     """An OSError other than a missing file in `exc`'s chain: the store did not answer, the files may be fine."""
-    cause = _os_error_in(exc)
+    cause = os_error_in(exc)
     return cause is not None and not isinstance(cause, FileNotFoundError)
 
 
@@ -191,7 +192,7 @@ def _check(store: Storage, rel: str, what: str, read: Callable[[], T]) -> T:
     except _CannotTell:
         raise
     except Exception as exc:
-        cause = _os_error_in(exc)
+        cause = os_error_in(exc)
         if isinstance(cause, FileNotFoundError):
             raise CorruptTableMetadataError(store.resolve(rel), "the file is missing", what) from exc
         if cause is not None or (isinstance(exc, BgixError) and not isinstance(exc, CorruptTableMetadataError)):
@@ -254,7 +255,7 @@ def reading_data_file(meta: Any) -> Iterator[None]:
         raise
     except Exception as exc:   # OSError included: pyarrow raises it for bytes that do not decompress
         path = to_storage_path(str(meta.external_path or meta.file_path))
-        if isinstance(_os_error_in(exc), FileNotFoundError):
+        if isinstance(os_error_in(exc), FileNotFoundError):
             raise DataFileError(path, _MISSING_DATA) from exc
         raise DataFileError(path, _reason(exc)) from exc
 
@@ -273,7 +274,7 @@ def find_broken_data_file(table: PaimonTable, files: Iterable[Any]) -> DataFileE
         try:
             _read_whole(file_io, raw)
         except Exception as exc:
-            cause = _os_error_in(exc)
+            cause = os_error_in(exc)
             if isinstance(cause, FileNotFoundError):
                 return DataFileError(path, _MISSING_DATA)
             return DataFileError(path, _reason(exc))

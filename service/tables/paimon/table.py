@@ -14,7 +14,7 @@ from pypaimon.catalog.catalog_exception import CatalogException, TableNotExistEx
 
 from index_format.errors import StorageUnavailableError
 from index_format.storage import Storage
-from service.tables.paimon.broken_files import naming_corrupt_metadata
+from service.tables.paimon.broken_files import naming_corrupt_metadata, os_error_in
 from service.tables.paimon.paimon_errors import (
     ROW_TRACKING_OPTION,
     NotAPaimonTableError,
@@ -100,15 +100,6 @@ def catalog_options_for(location: str, storage_options: Mapping[str, object] | N
     return {k: v for k, v in out.items() if v is not None}
 
 
-def _os_error_in(exc: BaseException) -> OSError | None:
-    seen: BaseException | None = exc
-    for _ in range(8):  # a short cause chain; never loop on a cycle
-        if seen is None or isinstance(seen, OSError):
-            return seen
-        seen = seen.__cause__ or seen.__context__
-    return None
-
-
 def _truthy(value: object) -> bool:
     return value if isinstance(value, bool) else str(value).strip().lower() not in ("false", "0", "no", "off")
 
@@ -156,7 +147,7 @@ def _get_table(loc: PaimonLocation, location: str, options: dict[str, str]) -> F
     except (OSError, RuntimeError) as exc:
         # pyarrow's file systems raise OSError (S3: network, credentials); pypaimon's schema manager wraps
         # it in RuntimeError("Failed to load schema from path: …"). Anything else is not ours to rename.
-        cause = _os_error_in(exc)
+        cause = os_error_in(exc)
         if cause is None:
             raise
         raise StorageUnavailableError(

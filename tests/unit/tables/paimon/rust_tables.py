@@ -36,10 +36,10 @@ def create_table(warehouse: Path, name: str, columns_ddl: str, options: dict[str
     return warehouse / f"{DB}.db" / name
 
 
-def append(warehouse: Path, name: str, data: pa.Table | Iterable[pa.RecordBatch]) -> None:
+def append(warehouse: Path, name: str, data: pa.Table | Iterable[pa.RecordBatch], db: str = DB) -> None:
     """One commit of `data`, a table or batches written one at a time as they come (their column names and types
-    must match the table's)."""
-    table = PaimonCatalog({"warehouse": str(warehouse)}).get_table(f"{DB}.{name}")
+    must match the table's), to `<db>.<name>` (any Paimon table, whoever created it)."""
+    table = PaimonCatalog({"warehouse": str(warehouse)}).get_table(f"{db}.{name}")
     builder = table.new_batch_write_builder()
     write = builder.new_write()
     try:
