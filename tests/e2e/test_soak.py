@@ -22,7 +22,8 @@ def test_soak_mixed_load_stays_correct_and_flat(tmp_path: Path) -> None:
     assert report.wrong == [], report.wrong[:5]
     assert report.failed_jobs == [], report.failed_jobs[:5]
     assert report.writer_errors == [], report.writer_errors[:5]
-    assert sum(report.requests.values()) > 500 and report.requests["refused"] > 20, summary
+    # floors, not throughput: on a loaded 2-core machine the 45 s make ~400 requests, idle ones well over 1,000
+    assert sum(report.requests.values()) > 150 and report.requests["refused"] > 10, summary
     assert report.writer["append"] > 3 and report.jobs["succeeded"] > 3, summary
     growth = report.growth()
     assert all(v < 60 * 2**20 for v in growth["rss"].values()), summary
