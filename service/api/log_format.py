@@ -3,8 +3,9 @@
 A JSON line holds `timestamp` (ISO 8601 UTC), `level`, `logger`, `message`, and every field a log call passed in
 `extra` (the job lines of service.api.job_log: job_id, table, index_column, …), plus `exc_info` for a traceback.
 `configure_logging` gives bgix's own loggers a handler and, in json mode, puts the JSON formatter on uvicorn's
-handlers too; `uvicorn_log_config` is the same as a uvicorn `log_config` (so uvicorn's very first lines are JSON
-as well). Standard library logging only; imports nothing of the service.
+handlers, and in uvicorn's default logging configuration (which `bgix serve` starts uvicorn with, after the app
+is made) so that uvicorn's very first lines are JSON as well. Standard library logging only; imports nothing
+of the service.
 """
 from __future__ import annotations
 
@@ -24,6 +25,9 @@ _SKIP = frozenset({"color_message"})   # uvicorn's coloured duplicate of the mes
 
 class JsonFormatter(logging.Formatter):
     """One JSON object per record: timestamp, level, logger, message, the call's `extra` fields."""
+
+    def __init__(self, *args: Any, use_colors: bool | None = None, **kwargs: Any) -> None:
+        super().__init__()   # uvicorn's configuration may pass use_colors, a format string: neither applies
 
     def format(self, record: logging.LogRecord) -> str:
         out: dict[str, Any] = {
@@ -61,14 +65,17 @@ class _BgixHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 def configure_logging(fmt: str, level: int | None = None) -> None:
     """bgix's loggers write to stderr in `fmt` ("text" or "json") at `level` (None: uvicorn's level when it set
-    one, else INFO); in json mode uvicorn's handlers format as JSON too. Idempotent."""
+    one, else INFO), unless the root logger has handlers; in json mode uvicorn's handlers format as JSON too.
+    Idempotent."""
     bgix = logging.getLogger("bgix")
     handler = next((h for h in bgix.handlers if isinstance(h, _BgixHandler)), None)
-    if handler is None:
+    # An application that configured the root logger (one embedding the app, a test runner) gets bgix's records
+    # there; `bgix serve` configures none, so bgix writes its own lines.
+    if handler is None and not logging.getLogger().handlers:
         handler = _BgixHandler()
         bgix.addHandler(handler)
-        bgix.propagate = False   # a root handler (basicConfig elsewhere) would print every line twice
-    handler.setFormatter(formatter(fmt))
+    if handler is not None:
+        handler.setFormatter(formatter(fmt))
     if level is None:
         level = logging.getLogger("uvicorn.error").level or logging.INFO
     bgix.setLevel(level)
@@ -76,13 +83,16 @@ def configure_logging(fmt: str, level: int | None = None) -> None:
         for name in UVICORN_LOGGERS:
             for h in logging.getLogger(name).handlers:
                 h.setFormatter(JsonFormatter())
+        _json_in_uvicorn_defaults()
 
 
-def uvicorn_log_config(fmt: str) -> dict[str, Any]:
-    """A uvicorn `log_config` whose handlers use `fmt` (uvicorn's own config in text mode)."""
-    from uvicorn.config import LOGGING_CONFIG   # uvicorn only where it runs
-
-    config = json.loads(json.dumps(LOGGING_CONFIG))   # a copy: uvicorn's module-level dict stays as it is
-    if fmt == "json":
-        config["formatters"] = {name: {"()": f"{__name__}.JsonFormatter"} for name in config["formatters"]}
-    return config
+def _json_in_uvicorn_defaults() -> None:
+    """uvicorn configures its loggers from its module-level LOGGING_CONFIG when it starts (`bgix serve` makes the
+    app first): its formatters become JsonFormatter, so no line of this process is text."""
+    try:
+        from uvicorn.config import LOGGING_CONFIG
+    except ImportError:   # not served by uvicorn: nothing to do
+        return
+    for spec in LOGGING_CONFIG.get("formatters", {}).values():
+        spec.clear()
+        spec["()"] = f"{__name__}.JsonFormatter"

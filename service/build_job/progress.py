@@ -138,11 +138,11 @@ class TaskReportWriter:
         self.path = f"{reports.directory}/{int(task)}.json"
         self.counts: dict[int, int] = {}
         self._storage: Storage | None = None
-        self._last = 0.0
+        self._last: float | None = None   # never written: the first report goes out at once
 
     def add(self, unit: int, rows: int) -> None:
         self.counts[unit] = self.counts.get(unit, 0) + rows
-        if time.monotonic() - self._last >= self.reports.min_interval:
+        if self._last is None or time.monotonic() - self._last >= self.reports.min_interval:
             self.write()
 
     def write(self) -> None:
