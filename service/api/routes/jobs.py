@@ -1,4 +1,4 @@
-"""Build jobs: list, show, cancel (creation is POST /v1/create_global_index in routes.indexes)."""
+"""Build jobs: list, show, cancel, a build's log (creation is POST /v1/create_global_index in routes.indexes)."""
 from __future__ import annotations
 
 from typing import Annotated
