@@ -277,7 +277,7 @@ def run_spark_scan(spark: SparkSession, plan: BuildPlan, df: DataFrame, progress
     fall in."""
     assert plan.spark_scan is not None
     acc = _range_accumulator(spark)
-    reports = _task_reports(progress)
+    reports = _task_reports(progress, str(spark.sparkContext.master))
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         live = _live_writer(reports)
@@ -304,7 +304,7 @@ def run_spark_direct(spark: SparkSession, plan: BuildPlan, progress: Progress, j
                        parallelism(str(spark.sparkContext.master), spark)))
     shares = deal(plan.task_rows, slots)
     ids = spark.sparkContext.parallelize(shares, len(shares))
-    reports = _task_reports(progress)
+    reports = _task_reports(progress, str(spark.sparkContext.master))
 
     def task(shares: Iterator[list[int]]) -> Iterator[pa.RecordBatch]:
         live = _live_writer(reports)
@@ -330,9 +330,15 @@ def deal(task_rows: Sequence[int], slots: int) -> list[list[int]]:
     return [s for s in shares if s]
 
 
-def _task_reports(progress: Progress) -> TaskReports | None:
-    """Where this build's tasks report as they go (None: no catalog to show progress in)."""
-    return None if progress.catalog is None else TaskReports.for_job(progress.catalog, progress.job_id)
+def _task_reports(progress: Progress, master: str) -> TaskReports | None:
+    """Where this build's tasks report as they go. None: no catalog to show progress in, or a warehouse on the
+    driver's local disk that a cluster's executors do not see (they would write beside nothing on their hosts;
+    progress then moves as Spark tasks end)."""
+    if progress.catalog is None:
+        return None
+    if local_cores(master) is None and "://" not in progress.catalog.storage.root:
+        return None
+    return TaskReports.for_job(progress.catalog, progress.job_id)
 
 
 def _live_writer(reports: TaskReports | None) -> TaskReportWriter | None:
@@ -448,6 +454,7 @@ def _poll(sc: Any, group: str, acc: Any, progress: Progress, stop: threading.Eve
     """Driver-side progress: finished tasks / all tasks of the job group, the row accumulator (tasks that ended)
     and the running tasks' reports."""
     tracker = sc.statusTracker()
+    next_read = 0.0
     while not stop.wait(0.5):
         if progress.check is not None:
             try:
@@ -465,8 +472,11 @@ def _poll(sc: Any, group: str, acc: Any, progress: Progress, stop: threading.Eve
                         total += s.numTasks
             if total:
                 progress.task_fraction = done / total
-            if reports is not None and progress.catalog is not None:
-                progress.set_range_totals(reports.read(progress.catalog.storage))
+            if reports is not None and progress.catalog is not None and time.monotonic() >= next_read:
+                counts, files = reports.read(progress.catalog.storage)
+                # a read costs a GET per task on an object store: many tasks, fewer reads
+                next_read = time.monotonic() + 0.05 * files
+                progress.set_range_totals(counts)
             progress.set_range_totals(dict(acc.value))
         except Exception:  # progress is best effort; the build itself reports real failures
             continue

@@ -114,17 +114,19 @@ class TaskReports:
         """In a Spark task: the writer of Spark partition `task` (a retry starts its counts again)."""
         return TaskReportWriter(self, task)
 
-    def read(self, storage: Storage) -> dict[int, int]:
-        """The driver: every task's counts so far, summed per unit (a file being replaced is skipped)."""
+    def read(self, storage: Storage) -> tuple[dict[int, int], int]:
+        """The driver: every task's counts so far, summed per unit (a file being replaced is skipped), and how
+        many task files it read."""
         out: dict[int, int] = {}
-        for path in storage.list(self.directory):
+        paths = storage.list(self.directory)
+        for path in paths:
             try:
                 counts = json.loads(storage.read_bytes(path))
             except (OSError, ValueError):
                 continue
             for unit, rows in counts.items():
                 out[int(unit)] = out.get(int(unit), 0) + int(rows)
-        return out
+        return out, len(paths)
 
     def remove(self, storage: Storage) -> None:
         storage.delete(self.directory, recursive=True)

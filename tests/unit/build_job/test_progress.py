@@ -41,11 +41,11 @@ def test_task_reports_reach_the_driver_while_tasks_run(tmp_path) -> None:
     a.add(0, 10)            # the first report is written at once
     a.add(0, 5)             # then at most every min_interval …
     b.add(1, 7)
-    assert reports.read(storage) == {0: 10, 1: 7}
+    assert reports.read(storage) == ({0: 10, 1: 7}, 2)
     a.write()               # … and when the task ends
-    assert reports.read(storage) == {0: 15, 1: 7}
+    assert reports.read(storage) == ({0: 15, 1: 7}, 2)
     retry = reports.writer(1)   # a retried Spark task replaces its partition's counts
     retry.add(1, 2)
-    assert reports.read(storage) == {0: 15, 1: 2}
+    assert reports.read(storage) == ({0: 15, 1: 2}, 2)
     reports.remove(storage)
-    assert reports.read(storage) == {}
+    assert reports.read(storage) == ({}, 0)
