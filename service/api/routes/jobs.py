@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Path
-from fastapi.responses import PlainTextResponse
+from fastapi.responses import PlainTextResponse, Response
 
 from service.api import schemas
 from service.api.deps import ReadAuth, ServicesDep, WriteAuth
@@ -31,8 +31,9 @@ def get_job(job_id: JobId, services: ServicesDep) -> schemas.JobPublic:
     return job_public(job)
 
 
-@router.get("/{job_id}/log", response_class=PlainTextResponse, dependencies=[ReadAuth], responses={
-    **ERRORS, 200: {"content": {"text/plain": {}}, "description": "The build's log (empty before it starts)."}})
+@router.get("/{job_id}/log", response_class=Response, dependencies=[ReadAuth], responses={
+    **ERRORS, 200: {"content": {"text/plain": {"schema": {"type": "string"}}},
+                    "description": "The build's log (empty before it starts)."}})
 def get_job_log(job_id: JobId, services: ServicesDep) -> PlainTextResponse:
     """The build's driver-side log, kept beside its job record: what the build logged and Spark's driver output
     while it ran (a build runner runs builds side by side: that part may hold lines of builds run at the same
