@@ -45,7 +45,8 @@ def log_end(job: JobRecord) -> None:
     if failed:
         log.warning("job %s failed%s: %s: %s", job.id, took, what, job.error, extra=f)
         return
-    done = f"{f['rows']} rows indexed, snapshot {job.snapshot_id}" if job.state == "succeeded" else job.state
+    done = f"{f['rows']} rows indexed, snapshot {job.snapshot_id}" if job.state == "succeeded" else (
+        job.error or job.state)
     if f["job_message"]:
         done += f" ({f['job_message']})"
     log.info("job %s %s%s: %s: %s", job.id, job.state, took, what, done, extra=f)
