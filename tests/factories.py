@@ -6,9 +6,11 @@ rows in pyarrow's read order, ids counted up from 0.
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -158,3 +160,34 @@ def assert_index_matches(catalog: object, snapshot: object, oracle: pa.Table, co
         assert got == expected, f"{column} {name}: {len(got)} rows from the index, {len(expected)} expected; " \
                                 f"extra {sorted(got - expected)[:5]} missing {sorted(expected - got)[:5]}"
     return len(checks)
+
+
+def observe_progress(catalog: Any, job_id: str, build: Callable[[], Any], poll_s: float = 0.05
+                     ) -> tuple[Any, list[dict[str, Any]]]:
+    """Run `build()` in a thread and read the job record's progress meanwhile, as a reader would:
+    (build's result, every distinct progress seen while it ran, in order)."""
+    import threading
+
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["result"] = build()
+        except BaseException as exc:  # re-raised in the caller's thread
+            out["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    seen: list[dict[str, Any]] = []
+    while worker.is_alive():
+        try:
+            p = dict(catalog.get_job(job_id).progress)
+        except Exception:   # not recorded yet
+            p = None
+        if p is not None and (not seen or p != seen[-1]):
+            seen.append(p)
+        time.sleep(poll_s)
+    worker.join()
+    if "error" in out:
+        raise out["error"]
+    return out.get("result"), seen

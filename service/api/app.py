@@ -28,6 +28,7 @@ from service.api.fast_query import QueryFastPath
 from service.api.group_query import GroupQueryService, WorkerMiddleware
 from service.api.guard import RequestGuard
 from service.api.job_runner import JobRunner
+from service.api.log_format import configure_logging
 from service.api.metrics import Metrics
 from service.api.query_service import QueryService
 from service.api.routes import indexes, jobs, ops, query, tables
@@ -130,10 +131,13 @@ def create_app(settings: Settings | None = None, *, worker_group: WorkerGroup | 
     across the workers.
     """
     settings = settings if settings is not None else Settings()
+    if settings.log_format == "json":
+        configure_logging("json")   # now too: a worker's uvicorn logs its first lines before the lifespan runs
     services = build_services(settings, worker_group)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        configure_logging(settings.log_format)   # after uvicorn configured its loggers (and their level)
         services.jobs.start_watcher()
         try:
             yield

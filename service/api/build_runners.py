@@ -70,6 +70,16 @@ class RunnerProcess:
         except OSError:
             pass
 
+    def output(self, limit: int = 1 << 20) -> str:
+        """The last `limit` bytes the runner wrote (its stdout and stderr: Spark's log too), as text."""
+        try:
+            with open(self.log_path, "rb") as fh:
+                end = fh.seek(0, os.SEEK_END)
+                fh.seek(max(0, end - limit))
+                return fh.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
     def log_tail(self) -> str:
         try:
             data = self.log_path.read_bytes()[-_LOG_TAIL:]

@@ -36,10 +36,12 @@ from typing import TYPE_CHECKING, Any
 from index_format.storage import Storage
 from service.api.build_runners import BuildRunners, RunnerProcess
 from service.api.error_table import UnknownTableColumnError
+from service.api.job_log import log_end, log_start
 from service.api.settings import Settings
 from service.catalog import Catalog
 from service.catalog.build_inbox import write_private
 from service.catalog.catalog_errors import JobNotFoundError
+from service.catalog.job_logs import has_job_log, write_job_log
 from service.catalog.jobspec import JobSpec
 from service.catalog.liveness import job_process_alive, process_alive
 from service.catalog.model import JobRecord, now
@@ -66,6 +68,7 @@ class _Tracked:
     pid: int
     cancelled: bool = False
     pid_start: int | None = None            # adopted jobs: the recorded start time of `pid`
+    start_logged: bool = False              # its start line is out (service.api.job_log): once per job
 
 
 class JobRunner:
@@ -201,8 +204,9 @@ class JobRunner:
     def _adopt(self, job: JobRecord) -> None:
         with self._lock:
             if job.id not in self._tracked:
+                # a running build's start was logged by the service that started it
                 self._tracked[job.id] = _Tracked(job.id, job.table, job.column, None, job.pid or 0,
-                                                 pid_start=job.pid_start)
+                                                 pid_start=job.pid_start, start_logged=job.started_at is not None)
 
     def _recheck_deferred(self) -> None:
         """Pid-less records left alone at take-over: adopt them once their process recorded itself."""
@@ -397,16 +401,33 @@ class JobRunner:
         with self._lock:
             items = list(self._tracked.values())
         for t in items:
-            ended, rc = self._ended(t)
+            job = self._read_job(t.job_id)
+            if job is not None:
+                self._note_start(t, job)
+            ended, rc = self._ended(t, job)
             if not ended:
                 continue
             self._finish(t, rc)
             with self._lock:
                 self._tracked.pop(t.job_id, None)
 
-    def _ended(self, t: _Tracked) -> tuple[bool, int | None]:
+    def _read_job(self, job_id: str) -> JobRecord | None:
+        """The job's record; None when it does not read (counted as still running)."""
+        try:
+            return self.catalog.get_job(job_id)
+        except Exception:
+            return None
+
+    @staticmethod
+    def _note_start(t: _Tracked, job: JobRecord) -> None:
+        """Log the job's start once its runner recorded it (the watcher sees every record it tracks)."""
+        if not t.start_logged and job.started_at is not None:
+            t.start_logged = True
+            log_start(job)
+
+    def _ended(self, t: _Tracked, job: JobRecord | None) -> tuple[bool, int | None]:
         """(the job is over, its runner's exit code when the runner died with it)."""
-        if not self._job_active(t.job_id):
+        if job is not None and not job.active:
             return True, None
         if t.host is None:   # adopted: over when its process is gone
             return not process_alive(t.pid, t.pid_start), None
@@ -420,16 +441,20 @@ class JobRunner:
 
     def _finish(self, t: _Tracked, rc: int | None) -> None:
         job = self.catalog.get_job(t.job_id)
+        self._note_start(t, job)
         if job.active:
             if t.cancelled:
-                self.catalog.update_job(t.job_id, state="cancelled", finished_at=now())
+                job = self.catalog.update_job(t.job_id, state="cancelled", finished_at=now())
             else:
-                self._mark_failed(t.job_id, f"build runner exited with code {rc} without finishing the build"
-                                  + self._log_tail(t))
+                job = self._record_failed(t.job_id, f"build runner exited with code {rc} without finishing the "
+                                                    "build" + self._log_tail(t))
+                self._keep_runner_output(t)
             self.clean_dead_builds()   # the index files the build had written and never committed
         elif job.state == "failed" and not job.error:
-            self.catalog.update_job(t.job_id, error=f"build failed (exit code {rc})" + self._log_tail(t))
-        log.info("job %s ended%s", t.job_id, "" if rc is None else f": its runner exited with code {rc}")
+            job = self.catalog.update_job(t.job_id, error=f"build failed (exit code {rc})" + self._log_tail(t))
+        log_end(job)
+        if rc is not None:
+            log.debug("job %s: its runner exited with code %s", t.job_id, rc)
         # The spec may hold storage credentials: it lives only as long as its build. A cancel request stays for
         # the runner (a cancelled record is final before the runner has stopped the build); it clears it.
         self.runners.box.withdraw(t.job_id, cancel=False)
@@ -443,7 +468,21 @@ class JobRunner:
         self.runners.box.withdraw(job_id)
 
     def _mark_failed(self, job_id: str, error: str) -> None:
-        self.catalog.update_job(job_id, state="failed", error=error, finished_at=now())
+        """Record the job failed (it ended unseen by any runner) and log its failure line."""
+        log_end(self._record_failed(job_id, error))
+
+    def _record_failed(self, job_id: str, error: str) -> JobRecord:
+        return self.catalog.update_job(job_id, state="failed", error=error, finished_at=now())
+
+    def _keep_runner_output(self, t: _Tracked) -> None:
+        """A build whose runner died keeps the runner's output as its log when it could not write its own."""
+        if t.host is None or has_job_log(self.storage, t.job_id):
+            return
+        try:
+            write_job_log(self.storage, t.job_id, "the build runner exited before the build ended; its output:\n"
+                          + t.host.output())
+        except Exception:
+            log.warning("could not keep the runner output of job %s", t.job_id, exc_info=True)
 
     @staticmethod
     def _log_tail(t: _Tracked) -> str:

@@ -74,7 +74,7 @@ def job_public(j: JobRecord) -> schemas.JobPublic:
         id=j.id, table=j.table, index_column=j.column,
         index_type=str((j.spec or {}).get("index_type", "bitmap")), state=j.state,
         progress=progress, error=j.error, snapshot_id=j.snapshot_id, created_at=iso(j.created_at),
-        started_at=iso(j.started_at), finished_at=iso(j.finished_at),
+        started_at=iso(j.started_at), finished_at=iso(j.finished_at), duration_s=j.duration_s(),
         message=None if p.get("message") is None else str(p["message"]))
 
 

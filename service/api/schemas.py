@@ -255,6 +255,9 @@ class JobPublic(BaseModel):
     created_at: str | None = None
     started_at: str | None = None
     finished_at: str | None = None
+    duration_s: float | None = Field(
+        None, description="Seconds the build ran: finished_at - started_at once it is over, the time so far while "
+                          "it runs; null while queued and for a job that ended before it started.")
     message: str | None = Field(
         None, description="What a succeeded job did when it built nothing, e.g. 'index already up to date: "
                           "nothing to build' (the job record's progress.message).")

@@ -45,6 +45,11 @@ class Settings(BaseSettings):
     snapshot_ttl_seconds: float = Field(
         1.0, ge=0, description="How long a resolved current-snapshot pointer is reused."
     )
+    log_format: Literal["text", "json"] = Field(
+        "text", description="Service log lines: `text` (human-readable) or `json` (one JSON object per line: "
+        "timestamp, level, logger, message, and a job line's fields: event, job_id, table, index_column, family, "
+        "state, rows, duration_s, snapshot_id, error).",
+    )
     job_poll_seconds: float = Field(0.2, gt=0, description="Build-job watcher poll interval.")
     build_runner: Literal["warm", "process"] = Field(
         "warm", description="Where builds run: `warm`, one long-lived build runner whose Spark session and Python "

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 
 from index_format.errors import BgixError, InvalidOptionError
 from service.build_job.engines import job_group, runner_session, warm_workers
+from service.build_job.job_log_capture import FORMAT, stderr_file
 from service.build_job.main import parse_spec, record_failure, run_job
 from service.build_job.warm_up import warm_up_build
 from service.catalog.build_inbox import FAILED, READY, STARTING, STOPPED, WARM, BuildInbox
@@ -70,6 +71,7 @@ class BuildRunner:
         self._error: str | None = None
         self._state_lock = threading.Lock()   # the prewarm thread writes the state too
         self.warming = False                  # the idle clock starts once the warm-up is over
+        self.output = stderr_file()           # where Spark's JVM logs: each build keeps its part (job logs)
 
     # ---- the Spark session ----------------------------------------------------------------------
     def session(self, master: str) -> SparkSession:
@@ -180,7 +182,7 @@ class BuildRunner:
             except Exception as exc:   # e.g. no Java: the job must not stay queued
                 record_failure(spec, exc)
                 raise
-            run_job(spec, spark, cancel=run.cancel)
+            run_job(spec, spark, cancel=run.cancel, runner_output=self.output)
             log.info("job %s: done", spec.job_id)
         except BaseException as exc:  # recorded in the job record by run_job; the runner goes on
             # an unexpected failure keeps its traceback in the runner's log (a BgixError names its problem)
@@ -238,7 +240,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--idle", type=float, default=-1.0, help="exit after this many idle seconds (<0: never)")
     parser.add_argument("--job", default=None, help="run this job only, then exit")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.INFO, format=FORMAT)
     runner = BuildRunner(args.dir, master=args.master, idle_s=args.idle, only_job=args.job)
 
     def on_term(_signum: int, _frame: Any) -> None:

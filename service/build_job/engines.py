@@ -6,6 +6,7 @@ The only module of the job that imports pyspark, and only inside the Spark funct
 """
 from __future__ import annotations
 
+import logging
 import math
 import os
 import re
@@ -22,7 +23,7 @@ import pyarrow as pa
 from index_format.errors import BgixError
 from index_format.options import parse_options
 from index_format.types import KeyType, from_arrow
-from service.build_job.progress import Progress
+from service.build_job.progress import Progress, TaskReports, TaskReportWriter
 from service.build_job.worker import build_batches, build_tasks
 from service.catalog.catalog_errors import RowIdError
 from service.tables.build_tasks import RESULT_DDL, RESULT_SCHEMA, ROW_ID, BuildPlan, SparkScan
@@ -30,6 +31,7 @@ from service.tables.build_tasks import RESULT_DDL, RESULT_SCHEMA, ROW_ID, BuildP
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
+log = logging.getLogger("bgix.build_job.engines")
 BATCH_ROWS = 65_536
 
 
@@ -275,14 +277,18 @@ def run_spark_scan(spark: SparkSession, plan: BuildPlan, df: DataFrame, progress
     fall in."""
     assert plan.spark_scan is not None
     acc = _range_accumulator(spark)
+    reports = _task_reports(progress, str(spark.sparkContext.master))
 
     def task(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-        yield from build_batches(batches, plan, lambda r, n: acc.add({r: n}))
+        live = _live_writer(reports)
+        yield from build_batches(batches, plan, _reporter(acc, live))
+        if live is not None:
+            live.write()
 
     conf = {"spark.sql.files.maxPartitionBytes": str(_split_bytes(plan, plan.spark_scan)),
             "spark.sql.execution.arrow.maxRecordsPerBatch": str(BATCH_ROWS)}
     return _collect(spark, lambda: df.mapInArrow(task, RESULT_DDL).toArrow(), conf, acc, progress, job_group,
-                    what)
+                    what, reports)
 
 
 def run_spark_direct(spark: SparkSession, plan: BuildPlan, progress: Progress, job_group: str,
@@ -298,14 +304,18 @@ def run_spark_direct(spark: SparkSession, plan: BuildPlan, progress: Progress, j
                        parallelism(str(spark.sparkContext.master), spark)))
     shares = deal(plan.task_rows, slots)
     ids = spark.sparkContext.parallelize(shares, len(shares))
+    reports = _task_reports(progress, str(spark.sparkContext.master))
 
     def task(shares: Iterator[list[int]]) -> Iterator[pa.RecordBatch]:
-        yield from build_tasks([t for share in shares for t in share], plan, lambda r, n: acc.add({r: n}))
+        live = _live_writer(reports)
+        yield from build_tasks([t for share in shares for t in share], plan, _reporter(acc, live))
+        if live is not None:
+            live.write()
 
     def run() -> pa.Table:
         return pa.Table.from_batches(ids.mapPartitions(task).collect(), schema=RESULT_SCHEMA)
 
-    return _collect(spark, run, {}, acc, progress, job_group, what)
+    return _collect(spark, run, {}, acc, progress, job_group, what, reports)
 
 
 def deal(task_rows: Sequence[int], slots: int) -> list[list[int]]:
@@ -318,6 +328,34 @@ def deal(task_rows: Sequence[int], slots: int) -> list[list[int]]:
         shares[k].append(t)
         loads[k] += task_rows[t]
     return [s for s in shares if s]
+
+
+def _task_reports(progress: Progress, master: str) -> TaskReports | None:
+    """Where this build's tasks report as they go. None: no catalog to show progress in, or a warehouse on the
+    driver's local disk that a cluster's executors do not see (they would write beside nothing on their hosts;
+    progress then moves as Spark tasks end)."""
+    if progress.catalog is None:
+        return None
+    if local_cores(master) is None and "://" not in progress.catalog.storage.root:
+        return None
+    return TaskReports.for_job(progress.catalog, progress.job_id)
+
+
+def _live_writer(reports: TaskReports | None) -> TaskReportWriter | None:
+    """In a Spark task: its report writer, named by its partition (a retried task replaces its counts)."""
+    if reports is None:
+        return None
+    from pyspark import TaskContext
+    ctx = TaskContext.get()
+    return reports.writer(ctx.partitionId() if ctx is not None else 0)
+
+
+def _reporter(acc: Any, live: TaskReportWriter | None) -> Callable[[int, int], None]:
+    def report(unit: int, rows: int) -> None:
+        acc.add({unit: rows})          # exact, but reaches the driver only when the Spark task ends
+        if live is not None:
+            live.add(unit, rows)       # what the driver shows meanwhile
+    return report
 
 
 def _range_accumulator(spark: SparkSession) -> Any:
@@ -336,20 +374,22 @@ def _range_accumulator(spark: SparkSession) -> Any:
 
 
 def _collect(spark: SparkSession, run: Callable[[], pa.Table], conf: dict[str, str], acc: Any, progress: Progress,
-             job_group: str, what: str) -> pa.Table:
+             job_group: str, what: str, reports: TaskReports | None = None) -> pa.Table:
     """`run()` (a Spark job yielding the written files' records) under a job group, with `conf` set for its
-    length and a progress poller."""
+    length and a progress poller (of the accumulator and the tasks' `reports`)."""
     sc = spark.sparkContext
     saved = {k: spark.conf.get(k, None) for k in conf}
     for k, v in conf.items():
         spark.conf.set(k, v)
     sc.setJobGroup(job_group, f"bgix build {what}", interruptOnCancel=True)
     stop = threading.Event()
-    poller = threading.Thread(target=_poll, args=(sc, job_group, acc, progress, stop), daemon=True)
+    poller = threading.Thread(target=_poll, args=(sc, job_group, acc, progress, stop, reports), daemon=True)
     poller.start()
     try:
         written = run()
     except BaseException as exc:
+        # Spark's whole report (the worker's traceback, the JVM's stack) goes to the build's log
+        log.warning("Spark job group %s failed: %s", job_group, exc)
         sc.cancelJobGroup(job_group)  # e.g. SIGTERM while the driver waited: stop the tasks too
         _wait_for_tasks(sc, job_group, timeout=30.0)  # so the caller's cleanup does not race a writer
         if isinstance(exc, Exception) and not isinstance(exc, BgixError):
@@ -358,6 +398,11 @@ def _collect(spark: SparkSession, run: Callable[[], pa.Table], conf: dict[str, s
     finally:
         stop.set()
         poller.join(timeout=10)
+        if reports is not None and progress.catalog is not None:
+            try:
+                reports.remove(progress.catalog.storage)
+            except Exception:   # a leftover report directory is harmless
+                pass
         for k, v in saved.items():
             if v is None:
                 spark.conf.unset(k)
@@ -404,9 +449,12 @@ def worker_error(exc: Exception) -> BgixError:
     return WorkerFailedError(f"Spark task failed: {name + ': ' if name else ''}{msg}")
 
 
-def _poll(sc: Any, group: str, acc: Any, progress: Progress, stop: threading.Event) -> None:
-    """Driver-side progress: finished tasks / all tasks of the job group, plus the row accumulator."""
+def _poll(sc: Any, group: str, acc: Any, progress: Progress, stop: threading.Event,
+          reports: TaskReports | None = None) -> None:
+    """Driver-side progress: finished tasks / all tasks of the job group, the row accumulator (tasks that ended)
+    and the running tasks' reports."""
     tracker = sc.statusTracker()
+    next_read = 0.0
     while not stop.wait(0.5):
         if progress.check is not None:
             try:
@@ -424,6 +472,11 @@ def _poll(sc: Any, group: str, acc: Any, progress: Progress, stop: threading.Eve
                         total += s.numTasks
             if total:
                 progress.task_fraction = done / total
+            if reports is not None and progress.catalog is not None and time.monotonic() >= next_read:
+                counts, files = reports.read(progress.catalog.storage)
+                # a read costs a GET per task on an object store: many tasks, fewer reads
+                next_read = time.monotonic() + 0.05 * files
+                progress.set_range_totals(counts)
             progress.set_range_totals(dict(acc.value))
         except Exception:  # progress is best effort; the build itself reports real failures
             continue

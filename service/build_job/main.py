@@ -30,7 +30,8 @@ from index_format.storage import Storage
 from service.build_job.engines import (
     build_session, job_group, parallelism, run_local, run_spark_direct, run_spark_scan, spark_frame, spark_key_type,
 )
-from service.build_job.progress import Progress
+from service.build_job.job_log_capture import JobLogCapture
+from service.build_job.progress import Progress, planned
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import JobNotFoundError
 from service.catalog.inflight_builds import put_inflight, remove_inflight
@@ -106,7 +107,7 @@ class _Build:
 
 
 def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None, *,
-            cancel: threading.Event | None = None) -> Any:
+            cancel: threading.Event | None = None, runner_output: Path | None = None) -> Any:
     """Run one build to its commit; updates the job record (running → succeeded/failed/cancelled).
 
     `spec` is a JobSpec or its JSON form (JobSpec.from_dict). `spark`: the session to run on (a build runner's;
@@ -118,10 +119,20 @@ def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None
     None when the job had ended before it started. Either has `id` and `summary()`.
     Raises the failure after recording it: BgixError subclasses (InvalidOptionError, RowIdError,
     CommitConflictError, BuildInProgressError, …) or anything a worker raised.
+    What the build logs (in this thread) is kept beside its record as `jobs/<id>.log`, with the part of
+    `runner_output` (a build runner's stderr file: Spark's own log) written meanwhile (job_log_capture).
     """
     if not isinstance(spec, JobSpec):
         spec = parse_spec(spec)
     catalog = open_catalog(spec)
+    engine = spec.engine + (f" (Spark master {spec.spark_master})" if spec.engine != "local" else "")
+    header = (f"bgix build job {spec.job_id}: table {spec.table}, columns {spec.index_column} ({spec.index_type}), "
+              f"engine {engine}\n")
+    with JobLogCapture(catalog.storage, spec.job_id, header, runner_output=runner_output):
+        return _run_job(catalog, spec, spark, cancel)
+
+
+def _run_job(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, cancel: threading.Event | None) -> Any:
     if _start_record(catalog, spec) is None:
         return None
     build = _Build()
@@ -133,6 +144,9 @@ def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None
         _end_inflight(catalog, build, spec)
         catalog.update_job(spec.job_id, state=state, finished_at=now(),
                            error=f"{type(exc).__name__}: {exc}")
+        # in the job's log: an unexpected failure with its traceback (a BgixError names its problem)
+        log.warning("job %s %s: %s: %s", spec.job_id, state, type(exc).__name__, exc,
+                    exc_info=not isinstance(exc, (BgixError, KeyboardInterrupt)))
         raise
     _end_inflight(catalog, build, spec)
     # a succeeded job must say it built nothing; where its time went is for operators and benchmarks
@@ -140,6 +154,7 @@ def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None
                                          **({"message": message} if message is not None else {})})
     catalog.update_job(spec.job_id, state="succeeded", finished_at=now(),
                        snapshot_id=None if result is None else result.id)
+    log.info("job %s succeeded: %s", spec.job_id, message or f"snapshot {None if result is None else result.id}")
     return result
 
 
@@ -202,6 +217,7 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
     build.source = source
     plan = build.plan = source.plan_build(spec)
     build.done("open and plan")
+    planned(catalog, spec.job_id, plan)   # ranges_total before a Spark session starts (it may re-cut the plan)
     cancel.check()
     use_spark = spec.engine != "local" and plan.tasks > 0
     if use_spark:  # a build with nothing to do starts no JVM
@@ -211,7 +227,7 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
         cancel.check()
     log.info("job %s: %d task(s), %d range(s), %d row id(s) to index", spec.job_id, plan.tasks,
              len(plan.ranges), sum(plan.task_rows))
-    progress = Progress(catalog, spec.job_id, plan.progress_rows, check=cancel.check)
+    progress = Progress.for_plan(catalog, spec.job_id, plan, check=cancel.check)
     if plan.message is not None:
         progress.finished = True  # nothing to index: done as soon as the source recorded what it must
         progress.flush(force=True)

@@ -223,6 +223,14 @@ class JobRecord:
     def active(self) -> bool:
         return self.state in ("queued", "running")
 
+    def duration_s(self, at: float | None = None) -> float | None:
+        """Seconds the build ran: finished_at - started_at once over, the time so far while it runs (`at`: now);
+        None while queued, or for a job that ended before it started (e.g. cancelled while queued)."""
+        if self.started_at is None:
+            return None
+        end = self.finished_at if self.finished_at is not None else (now() if at is None else at)
+        return max(0.0, round(end - self.started_at, 3))
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -110,6 +110,16 @@ def job_json(job_id: str) -> str:
     return f"jobs/{check_name('job', job_id)}.json"
 
 
+def job_log(job_id: str) -> str:
+    """The build's driver-side log, beside its record (service.catalog.job_logs)."""
+    return f"jobs/{check_name('job', job_id)}.log"
+
+
+def job_task_reports(job_id: str) -> str:
+    """Where a running build's Spark tasks report their progress (service.build_job.progress)."""
+    return f"jobs/{check_name('job', job_id)}.tasks"
+
+
 def snapshot_id_from_name(name: str) -> int | None:
     """`.../000000000003.json` → 3; anything else (temp files, other names) → None."""
     base = name.rstrip("/").rsplit("/", 1)[-1]

@@ -136,3 +136,44 @@ def test_a_build_of_columns_indexed_to_different_rows_builds_each_its_own(paimon
                            ).json()
         assert body["exact"] and body["coverage"]["complete"], body
         assert sorted(body["row_ids"]) == sorted(pc.filter(truth["_ROW_ID"], pc.fill_null(mask, False)).to_pylist())
+
+
+def test_an_option_differing_from_the_index_is_refused_not_ignored(paimon: tuple[TestClient, Path]) -> None:
+    """Issue 23 item 6: asking for `bitmap-index.compression=zstd` on an index built without it answered
+    "already up to date" (the option silently ignored). It is refused, naming the option and both values, until
+    rebuild=true; the rebuilt index then keeps the new options."""
+    client, location = paimon
+    assert client.put("/v1/tables/events", json={"format": "paimon", "location": str(location)},
+                      headers=TOKEN).status_code == 200
+
+    def build(**options: object) -> dict[str, object]:
+        r = client.post("/v1/create_global_index", headers=TOKEN,
+                        json={"table": "events", "index_column": "status", "options": options})
+        assert r.status_code == 202, r.text
+        job = wait_job(client, r.json()["job_id"])
+        assert job["state"] == "succeeded", job
+        return job
+
+    build()
+    files = {e.index_file.file_name for e in IndexFileHandler(table=pypaimon_table(location)).scan(None)}
+    sid = _snapshot_id(location)
+    r = client.post("/v1/create_global_index", headers=TOKEN, json={
+        "table": "events", "index_column": "status", "options": {"bitmap-index.compression": "zstd"}})
+    assert r.status_code == 400, r.text
+    err = r.json()["error"]
+    assert err["code"] == "invalid_option"
+    for part in ("bitmap-index.compression", "'none'", "'zstd'", "rebuild=true"):
+        assert part in err["message"], err
+    assert _snapshot_id(location) == sid   # nothing was built or committed
+    # the same options, or none, are up to date
+    assert build()["message"] == "index already up to date: nothing to build"
+    assert build(**{"bitmap-index.compression": "none"})["message"] == "index already up to date: nothing to build"
+    # rebuild applies them: new files replace the old ones, and the index now has zstd
+    rebuilt = build(**{"bitmap-index.compression": "zstd", "rebuild": "true"})
+    assert rebuilt["message"] is None and _snapshot_id(location) == sid + 1
+    now = {e.index_file.file_name for e in IndexFileHandler(table=pypaimon_table(location)).scan(None)}
+    assert now and not now & files
+    assert build(**{"bitmap-index.compression": "zstd"})["message"] == "index already up to date: nothing to build"
+    r = client.post("/v1/create_global_index", headers=TOKEN, json={
+        "table": "events", "index_column": "status", "options": {"bitmap-index.compression": "none"}})
+    assert r.status_code == 400 and "'zstd'" in r.json()["error"]["message"], r.text

@@ -245,3 +245,27 @@ def test_a_multivalue_index_of_a_list_column(tmp_path: Path, capsys: pytest.Capt
     assert bgix_main(["build", "--warehouse", str(wh), "--table", "t", "--column", "tags",
                       "--engine", "local"]) == 1   # a bitmap index cannot hold a list
     assert "multivalue" in capsys.readouterr().err
+
+
+def _moved(seen: list[dict[str, Any]], total: int) -> list[dict[str, Any]]:
+    """The progress readings strictly between start and end, in fraction and in ranges."""
+    return [p for p in seen if 0 < p["fraction"] < 1 and 0 < p["ranges_done"] < total]
+
+
+def test_local_build_progress_moves_range_by_range(tmp_path: Path) -> None:
+    # 4 ranges of 1000 rows, slowed per batch: a reader sees ranges done one by one, and the number of ranges
+    # from the moment the plan is made (never "0/0" once the build started)
+    gen = make_parquet_table(tmp_path, rows_per_file=(1000, 1000, 1000, 1000), row_group_size=250)
+    cat, wh = _catalog(tmp_path)
+    cat.put_table(Table("t", str(gen.location)))
+    from tests.factories import observe_progress
+    snap, seen = observe_progress(cat, "job-p", lambda: run_job(
+        _spec(wh, "job-p", "s", test_hooks={"sleep_per_batch": 0.3})))
+    assert snap is not None and snap.row_count == 4000
+    final = cat.get_job("job-p").progress
+    assert (final["fraction"], final["rows_indexed"], final["ranges_done"], final["ranges_total"]) == (1.0, 4000, 4, 4)
+    assert _moved(seen, 4), seen
+    started = [p for p in seen if p["ranges_total"]]
+    assert started and started[0]["ranges_done"] == 0 and all(p["ranges_total"] == 4 for p in started), seen
+    fractions = [p["fraction"] for p in seen]
+    assert fractions == sorted(fractions), seen

@@ -146,6 +146,12 @@ def test_failed_worker_keeps_the_previous_snapshot(spark: Any, tmp_path: Path) -
         run_job(_spec(wh, "j2", "s", test_hooks={"fail_after_files": 1}), spark=spark)
     job = cat.get_job("j2")
     assert job.state == "failed" and "InjectedFailure" in (job.error or "")
+    # the build's log beside its record holds Spark's whole report of the failed job group (the worker's
+    # traceback), and the recorded failure
+    from service.catalog.job_logs import read_job_log
+    text = read_job_log(cat.storage, "j2") or ""
+    assert "Spark job group bgix-j2 failed" in text and "Traceback" in text and "InjectedFailure" in text
+    assert "job j2 failed: WorkerFailedError" in text
     assert cat.current_snapshot("t", "s") == first
     assert_index_matches(cat, first, oracle_table(gen.files[:2], ["s"]), "s")
     again = run_job(_spec(wh, "j3", "s"), spark=spark)
@@ -192,3 +198,21 @@ def test_bad_arguments_are_clear_errors(spark: Any, tmp_path: Path) -> None:
     # the direct scan reads csv with pyarrow, whose positions are the row-id map's
     snap = run_job({**_spec(wh, "j5", "v"), "table": "c"}, spark=spark)
     assert set(index_answer(cat, snap, lambda r: r.eq(2))) == {1}
+
+
+def test_spark_build_progress_moves_while_its_tasks_run(spark: Any, tmp_path: Path) -> None:
+    # 4 plan tasks in ONE Spark task (max-parallelism 1): an accumulator reaches the driver only when its Spark
+    # task ends, so only the task's own reports can show the plan tasks done meanwhile
+    cat, gen, wh = _setup(tmp_path, rows_per_file=(1000, 1000, 1000, 1000), row_group_size=250)
+    from tests.factories import observe_progress
+    spec = _spec(wh, "job-p", "s", test_hooks={"sleep_per_batch": 0.4})
+    spec["options"] = {**spec["options"], "sorted-index.build.max-parallelism": "1"}
+    snap, seen = observe_progress(cat, "job-p", lambda: run_job(spec, spark=spark))
+    assert snap is not None and snap.row_count == 4000
+    final = cat.get_job("job-p").progress
+    assert (final["fraction"], final["rows_indexed"], final["ranges_done"], final["ranges_total"]) == (1.0, 4000, 4, 4)
+    moving = [p for p in seen if 0 < p["fraction"] < 1 and 0 < p["ranges_done"] < 4 and 0 < p["rows_indexed"] < 4000]
+    assert moving, seen
+    assert all(p["ranges_total"] == 4 for p in seen if p["ranges_total"]), seen
+    # the tasks' report directory is gone with the build
+    assert not (wh / "jobs" / "job-p.tasks").exists()

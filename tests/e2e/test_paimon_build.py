@@ -237,3 +237,21 @@ def test_spark_build_is_judged_by_pypaimon(spark: Any, tmp_path: Path) -> None:
     assert_no_overlap(location)
     assert_pypaimon_agrees(location, "status")
     assert_pypaimon_agrees(location, "flag")
+
+
+def test_spark_build_of_a_paimon_table_shows_its_ranges_done_as_they_are(spark: Any, tmp_path: Path) -> None:
+    """Issue 23: progress showed "ranges 0/16" then jumped to 100%. The plan's ranges are known once it is made,
+    and ranges done grow while the (one, max-parallelism 1) Spark task runs its plan tasks one by one."""
+    location, wh = _local(tmp_path, commits=3)
+    cat = Catalog(Storage(str(wh), [str(tmp_path / "data")]))
+    from tests.factories import observe_progress
+    spec = _spec(wh, "moving", "status", engine="spark", test_hooks={"sleep_per_batch": 0.25},
+                 options={**R, "sorted-index.build.max-parallelism": "1"})
+    result, seen = observe_progress(cat, "moving", lambda: run_job(spec, spark=spark))
+    assert result is not None and result.id == _snapshot_id(location)
+    final = cat.get_job("moving").progress
+    total = final["ranges_total"]
+    assert total > 1 and final["ranges_done"] == total and final["fraction"] == 1.0
+    assert final["rows_indexed"] == pypaimon_read(location, ["status"]).num_rows
+    assert [p for p in seen if 0 < p["fraction"] < 1 and 0 < p["ranges_done"] < total], seen
+    assert all(p["ranges_total"] == total for p in seen if p["ranges_done"]), seen

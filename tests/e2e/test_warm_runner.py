@@ -113,6 +113,11 @@ def test_a_crashed_worker_fails_its_build_and_the_runner_goes_on(served: Any) ->
     job_id = _hand_over(client, "s", {"fail_after_files": 1, "crash": True})
     job = wait_job(client, job_id)
     assert job["state"] == "failed" and "exited unexpectedly" in job["error"], job   # Spark's word for it
+    # its log beside the record: what the build logged, Spark's report of its job group, and the runner's output
+    # (the JVM's log) of the time it ran
+    text = client.get(f"/v1/jobs/{job_id}/log").text
+    assert text.startswith(f"bgix build job {job_id}: table t, columns s (bitmap), engine spark"), text[:500]
+    assert f"Spark job group bgix-{job_id} failed" in text and "build runner output while this build ran" in text
     assert process_alive(pid)
     ok = _build(client, "s", **{"rebuild": "true"})
     assert ok["state"] == "succeeded", ok
@@ -163,6 +168,7 @@ def test_a_runner_killed_mid_build_fails_it_and_a_new_runner_takes_the_next(serv
     os.kill(old, signal.SIGKILL)
     job = wait_job(client, job_id)
     assert job["state"] == "failed" and "runner exited" in job["error"], job
+    assert f"job {job_id}" in client.get(f"/v1/jobs/{job_id}/log").text   # the runner's output, if nothing else
     # The service starts a new warm runner at once (it was prewarming); the next build runs there.
     _wait(lambda: _state(client).get("pid") not in (None, old) and _state(client).get("state") == "warm", 180,
           "a new warm runner")

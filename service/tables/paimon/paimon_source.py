@@ -17,7 +17,8 @@ from index_format.options import parse_options
 from service.catalog import index_stats
 from service.catalog.catalog import Catalog
 from service.catalog.inflight_builds import InflightBuild, list_inflight
-from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec
+from service.catalog.catalog_errors import CorruptDocumentError, JobNotFoundError
+from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec, resolve_options
 from service.catalog.liveness import job_process_alive
 from service.catalog.model import Table, UnreadableFile
 from service.catalog.partitions import check_keys, check_matches
@@ -32,7 +33,7 @@ from service.tables.paimon.orphan_files import remove_orphan_index_files
 from service.tables.paimon.origins import BGIX_JOB_PROPERTY, OriginsCache
 from service.tables.paimon.rows import ROW_ID as PAIMON_ROW_ID
 from service.tables.paimon.table import PaimonTable, open_paimon_table, table_storage
-from service.tables.paimon.view import latest_snapshot_id, load_paimon_view
+from service.tables.paimon.view import PaimonView, latest_snapshot_id, load_paimon_view
 from service.tables.table_source import IndexViewSource, OrphanReport
 
 __all__ = ["PaimonCommitted", "PaimonSource", "PaimonTaskReader", "balance_tasks", "build_owners", "built_files"]
@@ -197,13 +198,46 @@ class PaimonSource:
         """Columns and partition keys are checked against the pinned snapshot's schema when planning."""
 
     def check_build(self, spec: JobSpec, requested: object = None) -> JobSpec:
-        """Column types, partition keys, and partition specs that match no data file."""
+        """Column types, partition keys, partition specs that match no data file, and options that differ from
+        those the column's index was built with, without rebuild (as for plain tables: an incremental build
+        keeps the index's options, and one that would build nothing must not answer "up to date" with the
+        requested options ignored).
+
+        The index's options are those of the bgix build that committed its newest files (its job record);
+        files other writers committed record none, so those are not compared.
+        Raises:
+            InvalidOptionError: as above (naming the option, the index's value and the requested one, and
+                saying to pass rebuild=true).
+        """
         pt = self._open()
         check_keys(spec.partitions, list(pt.table.partition_keys), self.table.name)
         check_build_columns(pt, spec.columns, spec.partitions, spec.families)
+        view = self.view()
         if spec.partitions:
-            check_matches(spec.partitions, (f.partition for f in self.view().data_files), self.table.name)
-        return spec
+            check_matches(spec.partitions, (f.partition for f in view.data_files), self.table.name)
+        if spec.options.rebuild or view.summary is None:
+            return spec
+        resolved = {resolve_options(requested, recorded, column)
+                    for column, recorded in self._built_with(view.summary, spec).items()}
+        # options the request leaves out are the index's (one set for all its columns, else the request's)
+        return replace(spec, options=resolved.pop()) if len(resolved) == 1 else spec
+
+    def _built_with(self, summary: PaimonView, spec: JobSpec) -> dict[str, dict[str, Any]]:
+        """column → the options its index (of the family the spec builds) was built with, where bgix knows."""
+        out: dict[str, dict[str, Any]] = {}
+        for column, fam in spec.families.items():
+            origins = [o for i in summary.indexes if i.column == column and i.index_type == fam
+                       for o in i.origins if o.writer == "bgix" and o.job_id]
+            if not origins:
+                continue
+            newest = max(origins, key=lambda o: o.snapshot_id or -1)
+            try:
+                options = self.catalog.get_job(str(newest.job_id)).spec.get("options")
+            except (JobNotFoundError, CorruptDocumentError):
+                continue   # its record is gone: nothing to compare with
+            if isinstance(options, dict):
+                out[column] = options
+        return out
 
     def plan_build(self, spec: JobSpec) -> BuildPlan:
         """Per split of the selected partitions, each column's unindexed ranges (Paimon's rule), cut at

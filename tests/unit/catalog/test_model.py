@@ -20,3 +20,14 @@ def test_documents_round_trip_through_json() -> None:
     j = JobRecord(id="j", table="t", column="c", state="running", spec={"a": 1})
     assert JobRecord.from_dict(json.loads(json.dumps(j.to_dict()))) == j and j.active
     assert JobRecord.from_dict({**j.to_dict(), "new_field": 1}) == j
+
+
+def test_job_duration_is_null_while_queued_elapsed_while_running_and_fixed_once_over() -> None:
+    from service.catalog.model import JobRecord
+    queued = JobRecord(id="j", table="t", column="c", created_at=10.0)
+    assert queued.duration_s(at=50.0) is None
+    running = queued.with_(state="running", started_at=12.0)
+    assert running.duration_s(at=15.5) == 3.5
+    done = running.with_(state="succeeded", finished_at=20.25)
+    assert done.duration_s(at=99.0) == 8.25
+    assert queued.with_(state="cancelled", finished_at=11.0).duration_s() is None   # cancelled before it started
