@@ -318,6 +318,9 @@ class ValuesPublic(BaseModel):
     values: list[ValueCount]
     next_cursor: str | None = None
     snapshot_id: int
+    null_rows: int | None = Field(
+        None, description="Rows whose value is NULL (a multivalue index: whose array is NULL), never listed in "
+                          "`values`; given on the first page (no cursor), null on later pages.")
 
 
 # ---- query --------------------------------------------------------------------------------------
