@@ -122,7 +122,8 @@ class TablePublic(BaseModel):
     name: str
     location: str
     format: str
-    partition_columns: list[str]
+    partition_columns: list[str] = Field(description="The partition columns: a Paimon table's partition keys "
+                                                     "(in GET/PUT of one table), else those registered.")
     row_id_column: str | None
     created_at: str | None = None
     paimon: PaimonTablePublic | None = Field(None, description="Paimon tables only: the served snapshot.")
@@ -351,6 +352,9 @@ class Coverage(BaseModel):
 
 class FileMatch(BaseModel):
     path: str
+    partition: dict[str, str] = Field(
+        default_factory=dict, description="The file's partition values (column → value as text); {} when the "
+                                          "table is unpartitioned.")
     first_row_id: int
     row_count: int
     matches: int
