@@ -553,6 +553,8 @@ function onValueKey(ev) {
     items[i].dispatchEvent(new MouseEvent("mousedown"));
   } else if (ev.key === "Escape") {
     ev.stopPropagation();   // the first Escape closes the suggestions, the next one the panel
+    clearTimeout(suggestTimer);
+    if (state.explore) state.explore.seq++;   // a look-up still under way must not open them again
     $("suggestions").hidden = true;
   }
 }
@@ -791,7 +793,7 @@ function jobRow(j) {
                  onclick: (ev) => { ev.preventDefault(); showJobLog(j.id); } }, "log"),
        active ? el("button", { type: "button", class: "ghost", onclick: () => cancelJob(j.id) }, "Cancel") : null))];
   if (j.message) {
-    rows.push(el("tr", { class: "job-message", "data-job": j.id },
+    rows.push(el("tr", { class: "job-message", "data-message-of": j.id },
       el("td", { colspan: String(JOB_COLUMNS), class: "muted" }, j.message)));
   }
   if (j.error) rows.push(el("tr", { class: "job-error" }, el("td", { colspan: String(JOB_COLUMNS) }, el("div", { class: "error-box" }, j.error))));
