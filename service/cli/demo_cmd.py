@@ -211,7 +211,7 @@ def _follow(http: httpx.Client, column: str, job_id: str, t0: float) -> None:
 def _rows_indexed(rows: int, column: str) -> str:
     """rows_indexed counts each indexed column's rows: say so when a build indexes several columns."""
     n = len([c for c in column.split(",") if c.strip()])
-    return f"rows indexed {rows:,}" + (f" ({rows // n:,} rows × {n} columns)" if n > 1 else "")
+    return f"rows indexed {rows:,}" + (f" ({rows // n:,} rows × {n} columns)" if n > 1 and rows else "")
 
 
 def _run_query(http: httpx.Client, title: str, where: str) -> None:
