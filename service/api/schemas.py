@@ -122,8 +122,8 @@ class TablePublic(BaseModel):
     name: str
     location: str
     format: str
-    partition_columns: list[str] = Field(description="The partition columns: a Paimon table's partition keys "
-                                                     "(in GET/PUT of one table), else those registered.")
+    partition_columns: list[str] = Field(description="The partition columns: a Paimon table's partition keys, "
+                                                     "else those registered.")
     row_id_column: str | None
     created_at: str | None = None
     paimon: PaimonTablePublic | None = Field(None, description="Paimon tables only: the served snapshot.")

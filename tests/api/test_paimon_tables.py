@@ -119,6 +119,8 @@ def test_register_and_describe(paimon: tuple[TestClient, Path]) -> None:
     assert p["partition_keys"] == ["dt"]
     # the table's own partition keys, as pypaimon's schema has them (registration named none)
     assert shown["partition_columns"] == list(judge.partition_keys) == ["dt"]
+    assert [t["partition_columns"] for t in client.get("/v1/tables").json()["tables"] if t["name"] == "events"] \
+        == [["dt"]]
     assert p["row_count"] == pypaimon_read(location, ["dt"]).num_rows == 3000
     by_col = {i["column"]: i for i in p["indexes"]}
     assert set(by_col) == set(COLUMNS)
