@@ -236,7 +236,8 @@ class JobCreated(BaseModel):
 
 class JobProgress(BaseModel):
     fraction: float = 0.0
-    rows_indexed: int = 0
+    rows_indexed: int = Field(0, description="Rows indexed so far, counted once per indexed column: a build of 3 "
+                                             "columns over 2,000,000 rows ends at 6,000,000.")
     ranges_done: int = 0
     ranges_total: int = 0
     phases: dict[str, float] | None = Field(
