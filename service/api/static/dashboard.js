@@ -775,7 +775,7 @@ function jobRow(j) {
   const frac = j.state === "succeeded" ? 1 : (p.fraction || 0);
   const active = j.state === "queued" || j.state === "running";
   const seconds = jobSeconds(j);
-  const rows = [el("tr", { "data-job": j.id, "data-state": j.state },
+  const rows = [el("tr", { "data-job": j.id, "data-state": j.state, class: j.message ? "has-message" : null },
     // the first 8 characters identify a job (as in the origins column); the full id is the title
     el("td", { class: "mono job-id", title: j.id }, j.id.slice(0, 8)),
     el("td", {}, el("code", {}, `${j.table}.${j.index_column}`), " ", familyTag(j.index_type)),
