@@ -129,11 +129,14 @@ def _coerce_float(kt: KeyType, value: object) -> float:
                 out = float(word)
             except ValueError:
                 raise _bind(kt, value, "not a number") from None
+            _check_finite(kt, value, out)
     elif isinstance(value, (int, float, decimal.Decimal, np.integer, np.floating)):
         try:
             out = float(value)
-        except OverflowError:
-            raise _bind(kt, value, "out of range") from None
+        except (OverflowError, ValueError):  # an int beyond the double range; Decimal('sNaN')
+            raise _bind(kt, value, f"not a finite {kt.spelling}") from None
+        if not isinstance(value, (float, np.floating)):
+            _check_finite(kt, value, out)
     else:
         raise _bind(kt, value, "expected a number")
     if out != out:
@@ -144,6 +147,15 @@ def _coerce_float(kt: KeyType, value: object) -> float:
             raise _bind(kt, value, "outside the FLOAT range")
         out = f32
     return out
+
+
+def _check_finite(kt: KeyType, value: object, out: float) -> None:
+    """A number written in digits that overflows to ±infinity (`1e999`) is a typo, not infinity: say so.
+
+    Infinity and NaN are spelled as words ('Infinity', '-inf', 'NaN'), or passed as floats by a program.
+    """
+    if math.isinf(out):
+        raise _bind(kt, value, f"not a finite {kt.spelling} (it overflows); write 'Infinity' or '-Infinity' for infinity")
 
 
 def _coerce_decimal(kt: KeyType, value: object) -> decimal.Decimal:

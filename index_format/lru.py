@@ -97,3 +97,8 @@ class ByteLRU(Generic[V]):
 
     def __len__(self) -> int:
         return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        """Whether `key` is cached now; not a lookup (neither counted nor refreshed)."""
+        with self._lock:
+            return key in self._entries

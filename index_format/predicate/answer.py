@@ -59,6 +59,8 @@ class IndexFileRef:
     # The sidecar only when it is already open; never opens, reads or derives one (key counts use it: a
     # point count must not start work a range would).
     peek_sidecar: Callable[[], RangeBitmapReader | None] | None = None
+    # Whether the file's reader is open in the caller's reader cache now (explain's files_cached); never opens.
+    is_open: Callable[[], bool] | None = None
 
 
 @dataclass
@@ -201,7 +203,8 @@ class _Run:
         self.stats_before: dict[tuple[str, int], tuple[int, ...]] = {}
         self.nulls: dict[tuple[str, int, int], BitMap64] = {}
         self.present: dict[tuple[str, int, int], BitMap64] = {}
-        self.counters = {"files_considered": 0, "files_pruned": 0, "files_read": 0, "sidecars_used": 0}
+        self.counters = {"files_considered": 0, "files_pruned": 0, "files_read": 0, "files_cached": 0,
+                         "sidecars_used": 0}
         self.fallback_scan = False
         self.budget: list[dict[str, object]] = []
         self.unsupported: list[str] = []
@@ -518,6 +521,8 @@ class _Run:
         self.check_deadline()
         key = (column, id(ref))
         if key not in self.readers:
+            if ref.is_open is not None and ref.is_open():
+                self.counters["files_cached"] += 1
             reader = ref.open()
             self.readers[key] = reader
             self.stats_before[key] = _stats(reader)
@@ -536,9 +541,13 @@ class _Run:
             after = _stats(reader)
             for name, a, b in zip(_STAT_NAMES, after, self.stats_before[key], strict=True):
                 totals[name] += a - b
-        out: dict[str, object] = {**self.counters, **totals, "fallback_scan": self.fallback_scan,
-                                  "budget_decisions": self.budget, "unsupported": self.unsupported,
-                                  "dropped_and_children": self.dropped}
+        # Answered from the service's caches alone: every file read was already open and no byte was read
+        # (a repeated query); files_read then counts cached readers, not storage reads.
+        read, cached = self.counters["files_read"], self.counters["files_cached"]
+        from_cache = read > 0 and cached == read and totals["bytes_read"] == 0
+        out: dict[str, object] = {**self.counters, **totals, "from_cache": from_cache,
+                                  "fallback_scan": self.fallback_scan, "budget_decisions": self.budget,
+                                  "unsupported": self.unsupported, "dropped_and_children": self.dropped}
         if self.sidecar_errors:
             out["sidecar_errors"] = self.sidecar_errors
         if self.explain:

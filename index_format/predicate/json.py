@@ -133,6 +133,11 @@ class _Decoder:
             self.limits.check_string(value, path)
         elif isinstance(value, int) and not isinstance(value, bool):
             self.limits.check_int(value, path)
+        elif isinstance(value, float) and not math.isfinite(value):
+            # JSON numbers are finite: an infinite one is a literal that overflowed (1e999), or Python's
+            # non-standard NaN/Infinity tokens. The wire form spells these as strings (to_json does).
+            raise ParseError(f"number {value!r} is not finite (1e999 overflows a double); send \"Infinity\", "
+                             "\"-Infinity\" or \"NaN\" as a string", position=path)
         return value
 
 

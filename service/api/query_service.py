@@ -232,7 +232,7 @@ class QueryService:
                 path=e.path, range_start=e.range_start, range_end=e.range_end,
                 meta=parse_meta(kt, bytes.fromhex(e.meta_hex)), file_size=e.file_size, open=opener,
                 open_sidecar=sidecar.open if sidecar else None, sidecar_failed=sidecar.failed if sidecar else None,
-                peek_sidecar=sidecar.peek if sidecar else None))
+                peek_sidecar=sidecar.peek if sidecar else None, is_open=self._is_open(e.path, e.file_size)))
         index = ColumnIndex(column=snap.column, kt=kt, files=refs, fallback_scan_max_size=budget, sparse=sparse,
                             answers=fam.answers, family=fam.name, seeks=fam.seeks, rank=fam.rank,
                             alternatives=tuple(m.index for m in more))
@@ -256,6 +256,17 @@ class QueryService:
             return self.readers.get_or_load((resolved[0], size), load)
 
         return open_reader
+
+    def _is_open(self, path: str, size: int) -> Callable[[], bool]:
+        """Whether `path`'s reader is in the reader cache now (explain's files_cached), without opening it."""
+        key: list[tuple[str, int]] = []
+
+        def is_open() -> bool:
+            if not key:
+                key.append((self.storage.resolve(path), size))
+            return key[0] in self.readers
+
+        return is_open
 
     # ---- queries ----------------------------------------------------------------------------
     def parse(self, where: str | None, predicate: Mapping[str, Any] | None) -> Any:

@@ -188,8 +188,8 @@ def file_matches(rows: BitMap64, files: list[DataFile], page: list[int]) -> list
             continue
         lo, hi = np.searchsorted(page_arr, [f.first_row_id, end])
         positions = (page_arr[lo:hi] - np.uint64(f.first_row_id)).tolist()
-        out.append({"path": f.path, "first_row_id": f.first_row_id, "row_count": f.row_count,
-                    "matches": int(matches), "positions": positions})
+        out.append({"path": f.path, "partition": dict(f.partition), "first_row_id": f.first_row_id,
+                    "row_count": f.row_count, "matches": int(matches), "positions": positions})
     return out
 
 
@@ -205,6 +205,6 @@ def file_matches_by_value(rows: BitMap64, files: list[DataFile], page: list[int]
         if not matches:
             continue
         positions = np.flatnonzero(np.isin(ids, page_arr)).tolist() if len(page_arr) else []
-        out.append({"path": f.path, "first_row_id": f.first_row_id, "row_count": f.row_count,
-                    "matches": int(matches), "positions": positions})
+        out.append({"path": f.path, "partition": dict(f.partition), "first_row_id": f.first_row_id,
+                    "row_count": f.row_count, "matches": int(matches), "positions": positions})
     return out

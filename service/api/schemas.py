@@ -122,7 +122,8 @@ class TablePublic(BaseModel):
     name: str
     location: str
     format: str
-    partition_columns: list[str]
+    partition_columns: list[str] = Field(description="The partition columns: a Paimon table's partition keys, "
+                                                     "else those registered.")
     row_id_column: str | None
     created_at: str | None = None
     paimon: PaimonTablePublic | None = Field(None, description="Paimon tables only: the served snapshot.")
@@ -235,7 +236,8 @@ class JobCreated(BaseModel):
 
 class JobProgress(BaseModel):
     fraction: float = 0.0
-    rows_indexed: int = 0
+    rows_indexed: int = Field(0, description="Rows indexed so far, counted once per indexed column: a build of 3 "
+                                             "columns over 2,000,000 rows ends at 6,000,000.")
     ranges_done: int = 0
     ranges_total: int = 0
     phases: dict[str, float] | None = Field(
@@ -321,6 +323,9 @@ class ValuesPublic(BaseModel):
     values: list[ValueCount]
     next_cursor: str | None = None
     snapshot_id: int
+    null_rows: int | None = Field(
+        None, description="Rows whose value is NULL (a multivalue index: whose array is NULL), never listed in "
+                          "`values`; given on the first page (no cursor), null on later pages.")
 
 
 # ---- query --------------------------------------------------------------------------------------
@@ -351,6 +356,9 @@ class Coverage(BaseModel):
 
 class FileMatch(BaseModel):
     path: str
+    partition: dict[str, str] = Field(
+        default_factory=dict, description="The file's partition values (column → value as text); {} when the "
+                                          "table is unpartitioned.")
     first_row_id: int
     row_count: int
     matches: int

@@ -194,7 +194,7 @@ def _follow(http: httpx.Client, column: str, job_id: str, t0: float) -> None:
         job = _check(http.get(f"/v1/jobs/{job_id}"))
         progress = job.get("progress") or {}
         line = (f"      {job['state']:<9} {100 * float(progress.get('fraction') or 0):5.1f}%  "
-                f"rows {int(progress.get('rows_indexed') or 0):,}  "
+                f"{_rows_indexed(int(progress.get('rows_indexed') or 0), column)}  "
                 f"ranges {progress.get('ranges_done', 0)}/{progress.get('ranges_total', '?')}")
         if line != last:
             print(line, flush=True)
@@ -206,6 +206,12 @@ def _follow(http: httpx.Client, column: str, job_id: str, t0: float) -> None:
             raise SystemExit(f"bgix demo: build of {column} {job['state']}: {job.get('error')}")
         time.sleep(0.5)
     raise SystemExit(f"bgix demo: build of {column} did not finish within {BUILD_TIMEOUT_S:.0f} s")
+
+
+def _rows_indexed(rows: int, column: str) -> str:
+    """rows_indexed counts each indexed column's rows: say so when a build indexes several columns."""
+    n = len([c for c in column.split(",") if c.strip()])
+    return f"rows indexed {rows:,}" + (f" ({rows // n:,} rows × {n} columns)" if n > 1 and rows else "")
 
 
 def _run_query(http: httpx.Client, title: str, where: str) -> None:

@@ -193,6 +193,10 @@ def test_constant_predicates_report_the_coverage_they_were_answered_on(tmp_path:
         assert body["coverage"] == {"complete": False, "uncovered_ranges": [[40, 79]]}
         body = client.post("/v1/tables/p/query", json={"where": "v = 'a' OR TRUE", "result": "count"}).json()
         assert body["count"] == 40 and body["coverage"]["uncovered_ranges"] == [[40, 79]]
+        # result "files": each entry names its hive partition (README), the directory the file is in
+        body = client.post("/v1/tables/p/query", json={"where": "v = 'a'", "result": "files"}).json()
+        assert [(Path(f["path"]).parent.name, f["partition"], f["matches"]) for f in body["files"]] == \
+            [("dt=1", {"dt": "1"}, int((frames["1"].v == "a").sum()))]
 
 
 def test_a_build_process_that_cannot_start_does_not_block_the_index(tmp_path: Path, monkeypatch) -> None:

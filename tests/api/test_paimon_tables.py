@@ -117,6 +117,10 @@ def test_register_and_describe(paimon: tuple[TestClient, Path]) -> None:
     assert {(f["id"], f["name"]) for f in p["fields"]} == {(f.id, f.name) for f in judge.fields}
     assert {f["name"]: f["type"] for f in p["fields"]}["code"].startswith("INT")
     assert p["partition_keys"] == ["dt"]
+    # the table's own partition keys, as pypaimon's schema has them (registration named none)
+    assert shown["partition_columns"] == list(judge.partition_keys) == ["dt"]
+    assert [t["partition_columns"] for t in client.get("/v1/tables").json()["tables"] if t["name"] == "events"] \
+        == [["dt"]]
     assert p["row_count"] == pypaimon_read(location, ["dt"]).num_rows == 3000
     by_col = {i["column"]: i for i in p["indexes"]}
     assert set(by_col) == set(COLUMNS)
@@ -194,6 +198,11 @@ def test_result_files_and_files_listing_name_paimon_data_files(paimon: tuple[Tes
     seen = sorted(f["first_row_id"] + pos for f in got["files"] for pos in f["positions"])
     assert seen == want
     assert {(Path(f["path"]).name, f["first_row_id"], f["row_count"]) for f in got["files"]} <= plan
+    # each file entry names its partition: pypaimon's dt of every matching row in it
+    dt_of = pypaimon_read(location, ["dt"]).to_pandas().set_index("_ROW_ID")["dt"]
+    for f in got["files"]:
+        assert f["partition"] == {"dt": str(dt_of[f["first_row_id"] + f["positions"][0]])}
+        assert {str(dt_of[f["first_row_id"] + pos]) for pos in f["positions"]} == {f["partition"]["dt"]}
 
 
 def test_deletes_and_appends_are_seen_without_a_call(paimon: tuple[TestClient, Path]) -> None:

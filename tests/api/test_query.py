@@ -130,6 +130,34 @@ def test_explain_reports_reads(built) -> None:
     assert "pruned" in keys and "fallback" in keys and "bitmaps" in keys and "blocks" in keys, explain
 
 
+def test_explain_says_when_the_answer_came_from_cache(built) -> None:
+    client, df, _ = built
+    body = {"where": "country = 'DE' AND status = 'trial'", "result": "count", "explain": True}
+    first = _query(client, body).json()
+    again = _query(client, body).json()
+    want = int((df.country.eq("DE") & df.status.eq("trial")).sum())
+    assert first["count"] == again["count"] == want
+    ex = again["explain"]
+    # the repeat reads the same files through readers already open, and no byte from storage: it says so
+    assert ex["files_read"] == first["explain"]["files_read"] > 0
+    assert ex["files_cached"] == ex["files_read"] and ex["bytes_read"] == 0 and ex["from_cache"] is True
+    assert 0 <= first["explain"]["files_cached"] <= first["explain"]["files_read"]
+    assert first["explain"]["from_cache"] is (first["explain"]["files_cached"] == first["explain"]["files_read"]
+                                              and first["explain"]["bytes_read"] == 0)
+
+
+def test_values_give_the_null_count_on_the_first_page(built) -> None:
+    client, df, _ = built
+    for column in ("status", "country", "age", "score"):
+        first = client.get(f"/v1/tables/events/indexes/{column}/values", params={"limit": 2}).json()
+        assert first["null_rows"] == int(df[column].isna().sum()) > 0, column
+        assert all(v["value"] is not None for v in first["values"])
+        if first["next_cursor"]:
+            later = client.get(f"/v1/tables/events/indexes/{column}/values",
+                               params={"limit": 2, "cursor": first["next_cursor"]}).json()
+            assert later["null_rows"] is None
+
+
 def test_values_equal_pandas_value_counts(built) -> None:
     client, df, _ = built
     for column in ("status", "country", "age", "score"):

@@ -92,6 +92,8 @@ def test_paimon_demo_counts_match_pypaimons_read_and_pypaimons_scanner_uses_our_
     # one request built the three columns and committed them as one Paimon snapshot after the 4 data commits
     assert "create_global_index events.status,country,tenant" in out
     assert "(snapshot 5)" in out and "succeeded" in out
+    # rows_indexed counts each column's rows, and the progress line says so
+    assert "rows indexed 150,000 (50,000 rows × 3 columns)" in out, out
     assert "/dashboard" in out
 
 

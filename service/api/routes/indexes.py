@@ -135,6 +135,9 @@ def list_values(
         raise SnapshotChangedError("index snapshot changed since the first page; restart without a cursor")
     values = [schemas.ValueCount(value=to_json(cv.kt, value), rows=rows) for value, rows in items[:limit]]
     more = len(items) > limit
+    # NULL is no key of the index, so no value entry: its count comes with the first page (the top values).
+    nulls = None if cursor is not None else \
+        services.query_service.index_stats(cv, services.query_service.view(name))["null_rows"]
     return schemas.ValuesPublic(
-        column=cv.index.column, values=values, snapshot_id=cv.snapshot.id,
+        column=cv.index.column, values=values, snapshot_id=cv.snapshot.id, null_rows=nulls,
         next_cursor=ValuesCursor(offset + limit, cv.snapshot.id, key).encode() if more else None)

@@ -10,6 +10,7 @@ from service.api import schemas
 from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
 from service.api.error_table import describe
 from service.api.presenters import data_file_public, file_error_public, table_public
+from index_format.errors import BgixError
 from service.catalog.model import Table
 
 log = logging.getLogger("bgix.api")
@@ -69,11 +70,23 @@ def list_tables(services: ServicesDep) -> schemas.TablesPublic:
     """All registered tables. A table whose catalog document cannot be read is listed under `errors`
     (name and error), so one broken table does not hide the others."""
     good, broken = services.catalog.scan_tables()
-    tables = [table_public(t) for t in good]
+    tables = [_listed(services, t) for t in good]
     out = schemas.TablesPublic(tables=tables, count=len(tables))
     if broken:  # set only when there is one, so the usual response stays as it was
         out.errors = [schemas.TableErrorPublic(name=name, error=schemas.ErrorBody(**describe(exc)))
                       for name, exc in sorted(broken.items())]
+    return out
+
+
+def _listed(services: Services, t: Table) -> schemas.TablePublic:
+    """A table in the list: its definition; a Paimon table's partition columns are its snapshot's partition keys
+    (the served view, cached; when it cannot be read the table is listed as registered and GET names why)."""
+    out = table_public(t)
+    if services.query_service.sources.open(t).shows_summary:
+        try:
+            out.partition_columns = list(services.query_service.view(t.name).summary.description.partition_keys)
+        except BgixError:
+            log.debug("table %r listed without its Paimon partition keys", t.name, exc_info=True)
     return out
 
 

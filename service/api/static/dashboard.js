@@ -28,7 +28,16 @@ function askForToken() {
 }
 
 async function api(method, path, body, retried) {
-  const headers = { "Accept": "application/json" };
+  const text = await request(method, path, body, retried, "application/json");
+  if (!text) return null;
+  try { return JSON.parse(text); } catch (_) { return null; }
+}
+
+// A text/plain resource (a job's log) through the same token and error handling.
+function apiText(path) { return request("GET", path, undefined, false, "text/plain"); }
+
+async function request(method, path, body, retried, accept) {
+  const headers = { "Accept": accept };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   const t = token();
   if (t) headers["Authorization"] = `Bearer ${t}`;
@@ -41,18 +50,18 @@ async function api(method, path, body, retried) {
   if (resp.status === 401 && !retried) {
     if (t) sessionStorage.removeItem(TOKEN_KEY);  // a wrong token must not be replayed forever
     await askForToken();
-    return api(method, path, body, true);
+    return request(method, path, body, true, accept);
   }
   const text = await resp.text();
   let data = null;
-  if (text) { try { data = JSON.parse(text); } catch (_) { data = null; } }
+  if (!resp.ok && text) { try { data = JSON.parse(text); } catch (_) { data = null; } }
   if (!resp.ok) {
     // Show the API's own words (error envelope); fall back to the raw body for proxies etc.
     const err = data && data.error;
     if (err) throw new ApiError(resp.status, err.code, err.message, err.details);
     throw new ApiError(resp.status, `http_${resp.status}`, text.slice(0, 300) || resp.statusText);
   }
-  return data;
+  return text;
 }
 
 const enc = encodeURIComponent;
@@ -65,6 +74,12 @@ function fmtBytes(n) {
   let v = Number(n), i = 0;
   while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
   return `${v.toFixed(i === 0 ? 0 : 1)} ${units[i]}`;
+}
+function fmtDuration(sec) {
+  if (sec === null || sec === undefined || !Number.isFinite(sec)) return "—";
+  if (sec < 60) return `${sec.toFixed(1)} s`;
+  if (sec < 3600) return `${Math.floor(sec / 60)} min ${Math.round(sec % 60)} s`;
+  return `${Math.floor(sec / 3600)} h ${Math.round((sec % 3600) / 60)} min`;
 }
 function fmtValue(v) { return v === null ? "NULL" : (typeof v === "string" ? v : JSON.stringify(v)); }
 // Row ranges in the catalog are inclusive [start, end] (spec §5.1).
@@ -194,11 +209,11 @@ function tableCard(d) {
   if (d.indexError) { const box = el("div", { class: "error-box" }); showError(box, d.indexError); card.append(box); }
   if (!d.indexes.length) { card.append(el("p", { class: "muted" }, "No indexes yet.")); return card; }
   const rows = d.indexes.map((ix) => indexRow(t.name, ix, totalRows));
-  card.append(el("table", { class: "grid indexes" },
+  card.append(el("div", { class: "table-scroll" }, el("table", { class: "grid indexes" },
     el("thead", {}, el("tr", {},
       ["Column", "Type", "Rows", "Files", "Size", "Distinct", "Nulls", "Coverage", "Snapshot", "Built", ""].map(
         (h, i) => el("th", { class: i >= 2 && i <= 6 ? "num" : null }, h)))),
-    el("tbody", {}, rows)));
+    el("tbody", {}, rows))));
   return card;
 }
 
@@ -229,11 +244,11 @@ function paimonCard(d) {
   if (!p.indexes.length) { card.append(el("p", { class: "muted" }, "No global index in this snapshot yet.")); return card; }
   const served = new Map(d.indexes.map((ix) => [indexKey(ix.column, familyOf(ix)), ix]));
   const liveRows = p.row_count - p.deleted_rows;
-  card.append(el("table", { class: "grid indexes" },
+  card.append(el("div", { class: "table-scroll" }, el("table", { class: "grid indexes" },
     el("thead", {}, el("tr", {},
       ["Column", "Type", "_ROW_IDs", "Files", "Size", "Distinct", "Nulls", "Coverage", "Origin", "Row ranges", ""].map(
         (h, i) => el("th", { class: i >= 2 && i <= 6 ? "num" : null }, h)))),
-    el("tbody", {}, p.indexes.map((pix) => paimonIndexRow(t.name, pix, served.get(indexKey(pix.column, familyOf(pix))), liveRows)))));
+    el("tbody", {}, p.indexes.map((pix) => paimonIndexRow(t.name, pix, served.get(indexKey(pix.column, familyOf(pix))), liveRows))))));
   return card;
 }
 
@@ -332,7 +347,7 @@ function indexRow(table, ix, totalRows) {
     el("td", {}, bar(frac, frac >= 1 ? "done" : ""),
        el("div", { class: "bar-label" }, `${(100 * frac).toFixed(1)}%` + (uncovered ? ` · ${fmtInt(uncovered)} rows uncovered` : ""))),
     el("td", {}, `#${ix.snapshot_id}`),
-    el("td", { class: "muted" }, ix.built_at ? ix.built_at.replace("T", " ").slice(0, 19) : "—"),
+    el("td", { class: "muted nowrap" }, ix.built_at ? ix.built_at.replace("T", " ").slice(0, 19) : "—"),
     el("td", {}, el("button", { type: "button", class: "ghost explore-btn", onclick: () => openExplore(table, ix.column, family) }, "Explore")));
 }
 
@@ -390,6 +405,13 @@ function openExplore(table, column, family) {
   $("value-input").focus();
 }
 
+function closeExplore() {
+  if ($("explore-section").hidden) return;
+  $("explore-section").hidden = true;
+  $("suggestions").hidden = true;
+  state.explore = null;   // late answers of its look-ups are dropped (they check state.explore)
+}
+
 function valuesUrl(params) {
   const { table, column } = state.explore;
   const qs = new URLSearchParams(params).toString();
@@ -400,11 +422,21 @@ async function loadTopValues() {
   const chart = $("top-chart");
   chart.replaceChildren(el("p", { class: "muted" }, "loading…"));
   try {
+    const ex = state.explore;
     const data = await api("GET", valuesUrl({ order: "count", limit: TOP_VALUES }));
-    chart.replaceChildren(topValuesSvg(data.values || []));
+    if (ex !== state.explore) return;
+    chart.replaceChildren(topValuesSvg(withNulls(data.values || [], data.null_rows)));
   } catch (e) {
     const box = el("div", { class: "error-box" }); showError(box, e); chart.replaceChildren(box);
   }
+}
+
+// NULL is no key of an index, so the API gives its rows apart (null_rows): rank it with the values.
+function withNulls(values, nullRows) {
+  if (!nullRows) return values;
+  const out = [...values, { value: null, rows: nullRows }];
+  out.sort((a, b) => b.rows - a.rows);   // stable: NULL comes after values of the same count
+  return out.slice(0, TOP_VALUES);
 }
 
 function topValuesSvg(values) {
@@ -452,11 +484,12 @@ async function fetchSuggestions() {
   if (!state.explore) return;
   if (!state.explore.isString) return exactLookup();
   const prefix = $("value-input").value;
-  const seq = ++state.explore.seq;
+  const ex = state.explore, seq = ++ex.seq;
+  const stale = () => ex !== state.explore || seq !== ex.seq;   // a newer keystroke asked, or the panel closed
   const list = $("suggestions");
   try {
     const data = await api("GET", valuesUrl({ prefix, order: "value", limit: 10 }));
-    if (seq !== state.explore.seq) return;  // a newer keystroke already asked
+    if (stale()) return;
     const values = data.values || [];
     list.replaceChildren(...values.map((v) => el("li", { role: "option", "data-value": fmtValue(v.value),
         onmousedown: (ev) => { ev.preventDefault(); pickValue(v); } },
@@ -465,36 +498,41 @@ async function fetchSuggestions() {
     list.hidden = false;
     showError($("value-result"), null); $("value-result").hidden = false;
   } catch (e) {
-    if (seq !== state.explore.seq) return;
+    if (stale()) return;
     list.hidden = true;
     const box = $("value-result"); box.className = "error-box"; box.textContent = e.message; box.hidden = false;
   }
 }
 
 async function exactLookup() {
-  const { table, column } = state.explore;
+  const ex = state.explore, { table, column } = ex;
   const text = $("value-input").value.trim();
-  const seq = ++state.explore.seq;
+  const seq = ++ex.seq;
+  const stale = () => ex !== state.explore || seq !== ex.seq;
   const box = $("value-result");
   $("suggestions").hidden = true;
   if (!text) { box.className = "muted"; box.textContent = ""; return; }
   try {
     // The query endpoint converts the literal to the column type (JSON form: strings allowed for dates etc.).
-    const op = state.explore.multi ? "array_contains" : "eq";
+    const op = ex.multi ? "array_contains" : "eq";
     const data = await api("POST", `/v1/tables/${enc(table)}/query`,
       { predicate: { op, column, value: literalFromText(text) }, result: "count" });
-    if (seq !== state.explore.seq) return;
+    if (stale()) return;
     pickValue({ value: literalFromText(text), rows: data.count });
   } catch (e) {
-    if (seq !== state.explore.seq) return;
+    if (stale()) return;
     box.className = "error-box"; box.textContent = e.message; box.hidden = false;
   }
 }
 
 function literalFromText(text) {
-  // Numbers and booleans as JSON scalars; everything else (dates, timestamps, decimals, NaN) as text.
+  // Numbers and booleans as JSON scalars; everything else (dates, timestamps, decimals, NaN) as text. A number
+  // JSON cannot carry (1e999 is Infinity in JS, and JSON.stringify makes it null) goes as its text: the
+  // service then says what is wrong with it instead of answering for NULL.
   if (/^-?\d+$/.test(text)) return Number.isSafeInteger(Number(text)) ? Number(text) : text;
-  if (/^-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$/.test(text) && /float|double/.test(state.explore.keyType)) return Number(text);
+  if (/^-?(\d+\.\d*|\.\d+|\d+)([eE][-+]?\d+)?$/.test(text) && /float|double/.test(state.explore.keyType)) {
+    return Number.isFinite(Number(text)) ? Number(text) : text;
+  }
   if (text === "true" || text === "false") return text === "true";
   return text;
 }
@@ -502,7 +540,7 @@ function literalFromText(text) {
 function onValueKey(ev) {
   // Arrow keys move through the suggestions, Enter picks, Escape closes (no mouse needed).
   const items = [...$("suggestions").querySelectorAll("li[data-value]")];
-  if ($("suggestions").hidden || !items.length) return;
+  if ($("suggestions").hidden || !items.length) return;   // Escape then reaches the document: closes the panel
   let i = items.findIndex((li) => li.classList.contains("active"));
   if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
     ev.preventDefault();
@@ -514,6 +552,9 @@ function onValueKey(ev) {
     ev.preventDefault();
     items[i].dispatchEvent(new MouseEvent("mousedown"));
   } else if (ev.key === "Escape") {
+    ev.stopPropagation();   // the first Escape closes the suggestions, the next one the panel
+    clearTimeout(suggestTimer);
+    if (state.explore) state.explore.seq++;   // a look-up still under way must not open them again
     $("suggestions").hidden = true;
   }
 }
@@ -644,6 +685,12 @@ function explainView(explain, snapshots) {
       el("summary", {}, `details: ${Object.keys(nested).join(", ")}`),
       el("pre", { class: "json" }, JSON.stringify(nested, null, 2))));
   }
+  if (explain && explain.from_cache) {
+    // files_read then counts readers the service already had open, and bytes_read 0 is why: say so first.
+    wrap.prepend(el("p", { class: "from-cache" },
+      `Answered from the service's cache: all ${fmtInt(explain.files_read)} index files were already open and `
+      + "no byte was read from storage."));
+  }
   if (!wrap.childNodes.length) wrap.append(el("p", { class: "muted" }, "no explain figures returned"));
   return wrap;
 }
@@ -697,27 +744,77 @@ function renderJobs() {
   const root = $("jobs");
   const jobs = [...state.knownJobs.values()].sort((a, b) => String(b.created_at || "").localeCompare(String(a.created_at || "")));
   if (!jobs.length) { root.replaceChildren(el("p", { class: "muted" }, "No build jobs yet.")); return; }
-  root.replaceChildren(el("table", { class: "grid jobs" },
-    el("thead", {}, el("tr", {}, ["Job", "Index", "State", "Progress", "Rows indexed", "Ranges", "Created", ""].map((h) => el("th", {}, h)))),
-    el("tbody", {}, jobs.map(jobRow))));
+  root.replaceChildren(el("div", { class: "table-scroll" }, el("table", { class: "grid jobs" },
+    el("thead", {}, el("tr", {}, ["Job", "Index", "State", "Progress", "Rows indexed", "Ranges", "Duration", "Created", ""].map(
+      (h, i) => el("th", { class: [4, 5, 6].includes(i) ? "num" : null }, h)))),
+    el("tbody", {}, jobs.map(jobRow)))));
 }
+
+// Seconds a job ran: the API's duration_s when it has one, else from its timestamps (still running: so far).
+function jobSeconds(j) {
+  if (typeof j.duration_s === "number") return j.duration_s;
+  const start = Date.parse(j.started_at || "");
+  if (Number.isNaN(start)) return null;
+  const end = j.finished_at ? Date.parse(j.finished_at) : Date.now();
+  return Number.isNaN(end) ? null : Math.max(0, (end - start) / 1000);
+}
+
+// rows_indexed counts every indexed column's rows: a 3-column build of 2M rows indexes 6M. Say so.
+function rowsIndexedCell(j, rows) {
+  const columns = String(j.index_column || "").split(",").filter((c) => c.trim()).length;
+  const per = columns > 1 ? el("div", { class: "bar-label rows-per-column" },
+    `${fmtInt(Math.floor(rows / columns))} rows × ${columns} columns`) : null;
+  return el("td", { class: "num rows-indexed", title: "rows indexed, counted once per indexed column" },
+            fmtInt(rows), per);
+}
+
+const JOB_COLUMNS = 9;
 
 function jobRow(j) {
   const p = j.progress || {};
   const frac = j.state === "succeeded" ? 1 : (p.fraction || 0);
   const active = j.state === "queued" || j.state === "running";
-  const rows = [el("tr", { "data-job": j.id, "data-state": j.state },
-    el("td", { class: "mono" }, j.id),
+  const seconds = jobSeconds(j);
+  const rows = [el("tr", { "data-job": j.id, "data-state": j.state, class: j.message ? "has-message" : null },
+    // the first 8 characters identify a job (as in the origins column); the full id is the title
+    el("td", { class: "mono job-id", title: j.id }, j.id.slice(0, 8)),
     el("td", {}, el("code", {}, `${j.table}.${j.index_column}`), " ", familyTag(j.index_type)),
     el("td", {}, el("span", { class: `badge ${j.state}` }, j.state)),
     el("td", {}, bar(frac, j.state === "succeeded" ? "done" : (j.state === "failed" ? "failed" : "")),
        el("div", { class: "bar-label job-pct" }, `${(100 * frac).toFixed(1)}%`)),
-    el("td", { class: "num" }, fmtInt(p.rows_indexed)),
+    rowsIndexedCell(j, Number(p.rows_indexed || 0)),
     el("td", { class: "num" }, `${p.ranges_done || 0}/${p.ranges_total || 0}`),
-    el("td", { class: "muted" }, j.created_at ? j.created_at.replace("T", " ").slice(0, 19) : "—"),
-    el("td", {}, active ? el("button", { type: "button", class: "ghost", onclick: () => cancelJob(j.id) }, "Cancel") : null))];
-  if (j.error) rows.push(el("tr", { class: "job-error" }, el("td", { colspan: "8" }, el("div", { class: "error-box" }, j.error))));
+    el("td", { class: "num job-duration", "data-seconds": seconds === null ? null : seconds.toFixed(3),
+               title: active ? "running so far" : "from start to finish" }, fmtDuration(seconds) + (active && seconds !== null ? "…" : "")),
+    el("td", { class: "muted nowrap" }, j.created_at ? j.created_at.replace("T", " ").slice(0, 19) : "—"),
+    el("td", { class: "job-actions" },
+       // the build's driver log (text); fetched with the token and shown below the list
+       el("a", { class: "job-log", href: `/v1/jobs/${enc(j.id)}/log`, target: "_blank", rel: "noopener",
+                 onclick: (ev) => { ev.preventDefault(); showJobLog(j.id); } }, "log"),
+       active ? el("button", { type: "button", class: "ghost", onclick: () => cancelJob(j.id) }, "Cancel") : null))];
+  if (j.message) {
+    rows.push(el("tr", { class: "job-message", "data-message-of": j.id },
+      el("td", { colspan: String(JOB_COLUMNS), class: "muted" }, j.message)));
+  }
+  if (j.error) rows.push(el("tr", { class: "job-error" }, el("td", { colspan: String(JOB_COLUMNS) }, el("div", { class: "error-box" }, j.error))));
   return rows;
+}
+
+async function showJobLog(id) {
+  const box = $("job-log");
+  box.hidden = false;
+  box.dataset.job = id;
+  $("job-log-title").textContent = `log of job ${id}`;
+  const body = $("job-log-body");
+  body.className = "json"; body.textContent = "loading…";
+  try {
+    const text = await apiText(`/v1/jobs/${enc(id)}/log`);
+    if (box.dataset.job !== id) return;
+    body.textContent = text || "(the log is empty)";
+  } catch (e) {
+    if (box.dataset.job !== id) return;
+    body.className = "error-box"; body.textContent = e.message;
+  }
 }
 
 async function cancelJob(id) {
@@ -785,6 +882,9 @@ function init() {
   $("build-table").addEventListener("change", fillColumnList);
   $("build-type").addEventListener("change", fillColumnList);
   $("range-form").addEventListener("submit", runRange);
+  $("explore-close").addEventListener("click", closeExplore);
+  $("job-log-close").addEventListener("click", () => { $("job-log").hidden = true; delete $("job-log").dataset.job; });
+  document.addEventListener("keydown", (ev) => { if (ev.key === "Escape") closeExplore(); });
   $("value-input").addEventListener("input", onValueInput);
   $("value-input").addEventListener("keydown", onValueKey);
   $("value-input").addEventListener("focus", onValueInput);

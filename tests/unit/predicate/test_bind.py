@@ -62,6 +62,22 @@ def test_literal_that_cannot_fit_names_column_type_and_literal(text: str) -> Non
     assert repr(column) in str(info.value)
 
 
+@pytest.mark.parametrize("text", ["d = 1e999", "d = -1e999", "d = '1e999'", "d > 1E+400", "d IN (1, 1e999)"])
+def test_a_number_that_overflows_a_double_is_an_error_not_infinity(text: str) -> None:
+    # 1e999 is a typo for a finite number, never silently infinity (or NULL, as JSON's Infinity becomes)
+    with pytest.raises(BindError, match=r"'d'.*not a finite double.*write 'Infinity'"):
+        b(text)
+
+
+def test_infinity_and_nan_words_keep_java_double_order() -> None:
+    # spelled as words they are keys; their order is Java's Double.compare: -inf < finite < +inf < NaN (spec §3)
+    from index_format.keys import sort_key
+    values = [b(f"d = '{w}'").value for w in ("-Infinity", "-1e308", "0", "1e308", "Infinity", "NaN")]  # type: ignore[union-attr]
+    assert math.isinf(values[0]) and values[0] < 0 and values[4] == math.inf and math.isnan(values[5])
+    order = [sort_key(COLS["d"], v) for v in values]
+    assert order == sorted(order) and len(set(order)) == len(order)
+
+
 def test_null_literal_rules() -> None:
     kt = COLS["i"]
     assert b("i = NULL") == BoundLeaf("always_unknown", "i", kt)

@@ -114,3 +114,16 @@ def test_any_json_decodes_or_raises_parse_error(doc: object) -> None:
         assert isinstance(e.position, str) and e.position.startswith("$")
     else:
         assert isinstance(node, Node)
+
+
+@pytest.mark.parametrize("text", ['{"op": "eq", "column": "d", "value": 1e999}',
+                                  '{"op": "in", "column": "d", "values": [1, -1e999]}',
+                                  '{"op": "eq", "column": "d", "value": NaN}'])
+def test_a_number_that_is_not_finite_on_the_wire_is_a_parse_error(text: str) -> None:
+    # JSON numbers are finite: 1e999 overflowed (json.loads makes it inf) and is never silently infinity
+    with pytest.raises(ParseError, match="not finite") as info:
+        from_json(json.loads(text))
+    assert info.value.position.startswith("$.value") or info.value.position.startswith("$.values")
+    # spelled as strings, as to_json writes them, they are literals
+    leaf = from_json({"op": "eq", "column": "d", "value": "Infinity"})
+    assert isinstance(leaf, Leaf) and leaf.value == "Infinity"
