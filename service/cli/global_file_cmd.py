@@ -13,11 +13,15 @@ from typing import Any
 
 from index_format.errors import BgixError, InvalidOptionError, PredicateError
 
-__all__ = ["global_kind", "inspect_btree", "query_global"]
+__all__ = ["GLOBAL_KINDS", "file_kind", "global_kind", "inspect_btree", "query_global"]
 
 
-def global_kind(path: str) -> str | None:
-    """'global-bitmap-index', 'global-btree-index' or None, from the file's last bytes."""
+GLOBAL_KINDS = ("global-bitmap-index", "global-btree-index")
+
+
+def file_kind(path: str) -> str | None:
+    """The kind index_format.file_index.detect sees in the file's first and last bytes (None: no signature;
+    a bare payload has none)."""
     from index_format.file_index.detect import detect_kind
     with open(path, "rb") as fh:
         head = fh.read(64)
@@ -25,8 +29,13 @@ def global_kind(path: str) -> str | None:
         size = fh.tell()
         fh.seek(max(0, size - 64))
         tail = fh.read()
-    kind = detect_kind(head, tail, size)
-    return kind if kind in ("global-bitmap-index", "global-btree-index") else None
+    return detect_kind(head, tail, size)
+
+
+def global_kind(path: str) -> str | None:
+    """'global-bitmap-index', 'global-btree-index' or None, from the file's last bytes."""
+    kind = file_kind(path)
+    return kind if kind in GLOBAL_KINDS else None
 
 
 def _codec(type_id: int) -> str:
@@ -152,7 +161,9 @@ def query_global(args: argparse.Namespace, kind: str, texts: list[str]) -> int:
     from index_format.types import parse_type
 
     if not args.key_type:
-        raise InvalidOptionError("a global index file needs --type (the file does not record its column type)")
+        raise InvalidOptionError(f"{args.file} is a {kind.replace('-', ' ')} file, which does not record its "
+                                 "column type: add --type, the indexed column's type (e.g. --type STRING, "
+                                 "--type BIGINT)")
     kt = parse_type(args.key_type)
     opener = open_btree_index if kind == "global-btree-index" else open_index
     reader = opener(args.file, kt)
