@@ -166,11 +166,13 @@ def _open_named_payload(index_type: str, data: bytes, kt: Any, path: str) -> Any
     try:
         reader = open_payload(index_type, data, kt, path=path)
     except IndexFormatError as exc:
-        # a bloom filter reads almost any bytes: named only when no other type fits
-        others = sorted((t for t in INDEX_TYPES if t != index_type and fits(t)), key=lambda t: t == "bloom-filter")
-        hint = (f"it reads as a {others[0]} payload: --index-type {others[0]}?" if others
-                else f"is it a {index_type} payload of a {kt.spelling.upper()} column?")
-        raise InvalidOptionError(f"{exc} ({hint})") from None
+        # a bloom filter reads almost any bytes: that they read as one is no evidence
+        others = [t for t in INDEX_TYPES if t not in (index_type, "bloom-filter") and fits(t)]
+        if others:   # the flag is wrong, not the file
+            raise InvalidOptionError(f"{exc} (it reads as a {others[0]} payload: --index-type {others[0]}?)") \
+                from None
+        raise type(exc)(f"{exc.reason} (is the file a {index_type} payload of column type {kt.spelling.upper()}?)",
+                        path=exc.path, block=exc.block, offset=exc.offset) from None
     trailing = getattr(reader, "trailing_bytes", 0)
     others = [t for t in INDEX_TYPES if t not in (index_type, "bloom-filter") and fits(t)]
     if trailing or (index_type == "bloom-filter" and others):
