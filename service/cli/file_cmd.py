@@ -38,7 +38,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--type", dest="key_type", default=None, help="column type (default: from the Parquet schema)")
     b.add_argument("--index-type", default=None, choices=FILE_INDEX_TYPES,
                    help="write this file-index payload of the column instead of a global bitmap index")
-    b.add_argument("--options", default=None, help="payload options 'k=v;k=v', e.g. 'version=1;index-block-size=256b'")
+    b.add_argument("--options", default=None, help="payload options 'k=v;k=v' or 'k=v,k=v', e.g. 'version=1;index-block-size=256b'")
     b.add_argument("--file-index-options", default=None,
                    help="Paimon table options 'file-index.bitmap.columns=a;file-index.bloom-filter.a.fpp=0.01;...': "
                         "write the file-index container Paimon's data-file writer would")
