@@ -150,6 +150,35 @@ def _ids(ids: list[int], limit: int = 50) -> str:
     return text + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
 
 
+_SAMPLE_KEYS = 64
+
+
+def _check_key_type(reader: Any, kt: Any, path: str, kind: str) -> None:
+    """InvalidOptionError when the file's first keys cannot be keys of `kt`: the file does not record its
+    column type, and a wrong --type would otherwise answer every predicate with no rows (or fail on a key's
+    width with a message about bytes). Keys of another type of the same width (DOUBLE for BIGINT) cannot be
+    told apart and are not caught."""
+    from itertools import islice
+
+    from index_format.errors import CorruptFileError
+
+    what = f"{path} ({kind.replace('-', ' ')})"
+    try:
+        sample = [entry[0] for entry in islice(reader.entries(), _SAMPLE_KEYS)]
+    except CorruptFileError as exc:
+        if exc.block != "key":
+            raise
+        raise InvalidOptionError(f"{what} does not hold {kt.spelling.upper()} keys ({exc.reason}): --type must be "
+                                 "the type of the column the file indexes") from None
+    if kt.name == "string" and sample:
+        raw = [v.encode("utf-8", "surrogateescape") for v in sample]
+        widths = {len(b) for b in raw}
+        if len(widths) == 1 and widths <= {1, 2, 4, 8} and all(b"\x00" in b for b in raw):
+            raise InvalidOptionError(f"{what} holds {widths.pop()}-byte binary keys (e.g. {raw[0].hex()}), the form "
+                                     "of a number, date or time column, not STRING: --type must be the type of the "
+                                     "column the file indexes")
+
+
 def query_global(args: argparse.Namespace, kind: str, texts: list[str]) -> int:
     """One JSON element per predicate over column `v`: the matching local row ids and their count."""
     from index_format.btree.btree_reader import open_btree_index
@@ -167,6 +196,7 @@ def query_global(args: argparse.Namespace, kind: str, texts: list[str]) -> int:
     kt = parse_type(args.key_type)
     opener = open_btree_index if kind == "global-btree-index" else open_index
     reader = opener(args.file, kt)
+    _check_key_type(reader, kt, args.file, kind)
     # no manifest: bounds that prune nothing; the file's own rows (null and non-null) are the universe
     meta = FileMeta(None, None, True, False)
     ref = IndexFileRef(args.file, 0, (1 << 62), meta, reader.size, lambda: reader)
