@@ -151,6 +151,28 @@ def _ids(ids: list[int], limit: int = 50) -> str:
 
 
 _SAMPLE_KEYS = 64
+# key width → (the usual type, every type of that width) for the hint of a query without --type
+_WIDTH_TYPES = {1: ("TINYINT", "BOOLEAN or TINYINT"), 2: ("SMALLINT", "SMALLINT"),
+                4: ("INT", "INT, FLOAT, DATE or TIME"), 8: ("BIGINT", "BIGINT, DOUBLE or TIMESTAMP(3)")}
+
+
+def _type_hint(opener: Any, path: str) -> str:
+    """A suggestion from the first keys' bytes (read as STRING, which any bytes are): text or a fixed width."""
+    from itertools import islice
+
+    from index_format.types import parse_type
+    try:
+        raw = [e[0].encode("utf-8", "surrogateescape")
+               for e in islice(opener(path, parse_type("string")).entries(), _SAMPLE_KEYS)]
+    except BgixError:
+        raw = []
+    widths = {len(b) for b in raw}
+    if len(widths) == 1 and all(b"\x00" in b for b in raw) and min(widths) in _WIDTH_TYPES:
+        usual, every = _WIDTH_TYPES[min(widths)]
+        return f"its keys are {min(widths)}-byte values of {every}: e.g. --type {usual}"
+    if raw and all(b.decode("utf-8", "replace").isprintable() for b in raw):
+        return "its keys read as text: --type STRING"
+    return "e.g. --type STRING, --type BIGINT"
 
 
 def _check_key_type(reader: Any, kt: Any, path: str, kind: str) -> None:
@@ -189,12 +211,12 @@ def query_global(args: argparse.Namespace, kind: str, texts: list[str]) -> int:
     from index_format.predicate.sql import parse_where
     from index_format.types import parse_type
 
-    if not args.key_type:
-        raise InvalidOptionError(f"{args.file} is a {kind.replace('-', ' ')} file, which does not record its "
-                                 "column type: add --type, the indexed column's type (e.g. --type STRING, "
-                                 "--type BIGINT)")
-    kt = parse_type(args.key_type)
     opener = open_btree_index if kind == "global-btree-index" else open_index
+    if not args.key_type:
+        hint = _type_hint(opener, args.file)
+        raise InvalidOptionError(f"{args.file} is a {kind.replace('-', ' ')} file, which does not record its "
+                                 f"column type: add --type, the indexed column's type ({hint})")
+    kt = parse_type(args.key_type)
     reader = opener(args.file, kt)
     _check_key_type(reader, kt, args.file, kind)
     # no manifest: bounds that prune nothing; the file's own rows (null and non-null) are the universe

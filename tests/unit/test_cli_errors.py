@@ -81,13 +81,15 @@ def test_global_index_queried_with_payload_flags_answers_as_the_global_index(dat
 def test_global_index_query_without_type_names_the_file_kind_and_the_flag(data: Path) -> None:
     assert bgix("file", "build", "d.parquet", "--column", "n", "-o", "n.index", cwd=data).returncode == 0
     proc = bgix("file", "query", "n.index", "--where", "v = 3", cwd=data)
-    failed(proc, 2, "n.index is a global bitmap index file", "add --type")
+    failed(proc, 2, "n.index is a global bitmap index file", "add --type", "e.g. --type BIGINT")
+    assert bgix("file", "build", "d.parquet", "--column", "status", "-o", "s.index", cwd=data).returncode == 0
+    proc = bgix("file", "query", "s.index", "--where", "v = 'ok'", cwd=data)
+    failed(proc, 2, "s.index is a global bitmap index file", "--type STRING")
     proc = bgix("file", "query", "n.index", "--schema", "v:BIGINT", "--where", "v = 3", cwd=data)
     failed(proc, 2, "global bitmap index file, not a file-index container", "--type")
     # a --type the keys cannot have: refused, not answered with no rows
     proc = bgix("file", "query", "n.index", "--type", "STRING", "--where", "v = '3'", cwd=data)
     failed(proc, 2, "8-byte binary keys", "not STRING", "--type must be the type of the column")
-    assert bgix("file", "build", "d.parquet", "--column", "status", "-o", "s.index", cwd=data).returncode == 0
     proc = bgix("file", "query", "s.index", "--type", "BIGINT", "--where", "v = 3", cwd=data)
     failed(proc, 2, "does not hold BIGINT keys", "--type must be the type of the column")
     proc = bgix("file", "query", "n.index", "--type", "BIGINT", "--where", "v = 3", cwd=data)
