@@ -55,10 +55,11 @@ def spark_process_env(env: MutableMapping[str, str]) -> MutableMapping[str, str]
     env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     env.setdefault("PYSPARK_PYTHON", sys.executable)
     env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    root = str(Path(__file__).resolve().parents[2])   # the directory holding the service package
+    root = Path(__file__).resolve().parents[2]   # the directory holding the service package
     paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
-    if root not in paths:
-        env["PYTHONPATH"] = os.pathsep.join([*paths, root])
+    # an installed bgix is found by its own interpreter; a whole site-packages must not leak into another one
+    if str(root) not in paths and root.name not in ("site-packages", "dist-packages"):
+        env["PYTHONPATH"] = os.pathsep.join([*paths, str(root)])
     return env
 
 
