@@ -68,7 +68,11 @@ def run(args: argparse.Namespace) -> int:
 
     from service.api.settings import Settings
 
-    settings = Settings()  # fail here on a bad BGIX_* value (the app and every worker read them again)
+    try:
+        settings = Settings()  # fail here on a bad BGIX_* value (the app and every worker read them again)
+    except ValueError as exc:   # pydantic's ValidationError: names the setting, the value and what it must be
+        print(f"bgix serve: bad BGIX_* setting: {exc}", file=sys.stderr)
+        return 2
     from_env = any(k.upper() == "BGIX_WAREHOUSE" for k in os.environ)
     for line in warehouse_notes(settings.warehouse, from_env):
         print(line, file=sys.stderr, flush=True)

@@ -305,3 +305,8 @@ def test_serve_prints_the_warehouse_and_warns_about_a_relative_default(tmp_path:
     out = _serve_lines(tmp_path, {**env, "BGIX_WAREHOUSE": str(tmp_path / "wh")}, 1, "Uvicorn running")
     assert f"warehouse {tmp_path / 'wh'}" in out and "has no tables" in out
     assert "BGIX_WAREHOUSE is not set" not in out and "does not exist" not in out
+
+
+def test_serve_with_a_bad_setting_says_which(tmp_path: Path) -> None:
+    proc = bgix("serve", "--port", "0", "--workers", "1", cwd=tmp_path, env={**os.environ, "BGIX_CACHE_BYTES": "abc"})
+    failed(proc, 2, "bad BGIX_* setting", "cache_bytes", "abc")
