@@ -47,9 +47,10 @@ def _zstd_compressor(level: int, content_size: bool = False) -> zstandard.ZstdCo
 def check_codec(name: str) -> str:
     codec = name.lower()
     if codec not in CODEC_IDS:
-        raise InvalidOptionError(f"unknown compression {name!r}; expected none, zstd, lz4 or lzo")
+        raise InvalidOptionError(f"unknown compression {name!r}; expected none, zstd or lz4 "
+                                 "(lzo can only be read)")
     if codec not in WRITABLE:
-        raise InvalidOptionError(f"compression {name!r} can be read but not written")
+        raise InvalidOptionError(f"compression {name!r} can be read but not written; write none, zstd or lz4")
     return codec
 
 

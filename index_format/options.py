@@ -12,7 +12,7 @@ from index_format.errors import InvalidOptionError
 
 __all__ = [
     "CODECS", "KEY_ORDERS", "OPTION_TABLE", "IndexOptions", "OptionSpec", "WRITABLE_CODECS",
-    "format_size", "given_options", "option_error", "parse_options", "parse_size", "shown",
+    "format_size", "given_options", "option_error", "parse_options", "parse_size", "shown", "split_pairs",
 ]
 
 # spec §2.4: on-disk codec ids 0..3; lzo is decodable but bgix has no LZO encoder.
@@ -94,7 +94,8 @@ def _parse_bool(value: object) -> bool:
 def _parse_codec(value: object) -> str:
     if isinstance(value, str) and value.strip().lower() in CODECS:
         return value.strip().lower()
-    raise ValueError(f"not a compression codec ({', '.join(CODECS)})")
+    # lzo is accepted here (an index Java wrote with it records it) and refused when writing (codecs.check_codec)
+    raise ValueError(f"not a compression codec; writable: {', '.join(WRITABLE_CODECS)} (lzo can only be read)")
 
 
 def _parse_key_order(value: object) -> str:
@@ -378,15 +379,23 @@ def _parse_fields(raw: Mapping[str, object] | str | None) -> dict[str, object]:
     return out
 
 
+# ';' always separates two options; ',' only when a `key=` follows, so a value may hold commas (a column list
+# "file-index.bitmap.columns=a,b") and both spellings, Paimon's "k1=v1,k2=v2" and "k1=v1;k2=v2", work everywhere
+_SEPARATOR = re.compile(r";|,(?=\s*[A-Za-z0-9_.\-]+\s*=)")
+
+
+def split_pairs(text: str) -> list[str]:
+    """An options string's 'key=value' parts, separated by ';' or ',' (see _SEPARATOR); empty parts dropped."""
+    return [part.strip() for part in _SEPARATOR.split(text) if part.strip()]
+
+
 def _split_string(text: str) -> dict[str, str]:
     out: dict[str, str] = {}
-    for part in text.split(","):
-        if not part.strip():
-            continue
+    for part in split_pairs(text):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
             raise InvalidOptionError(
-                f"option {shown(part.strip())} is not 'key=value' (options are 'k1=v1,k2=v2')")
+                f"option {shown(part)} is not 'key=value' (options are 'k1=v1,k2=v2' or 'k1=v1;k2=v2')")
         out[key.strip()] = value.strip()  # last one wins, like Paimon's procedure
     return out
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import shutil
-import tempfile
 
 __all__ = ["create_exclusive", "delete", "list_dir", "replace_atomic"]
 
@@ -50,7 +50,7 @@ def create_exclusive(full: str, data: bytes) -> bool:
             # No hard links on this file system: O_EXCL still decides the race atomically, but a
             # reader may see the file before its bytes are complete.
             try:
-                fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+                fd = os.open(full, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
             except FileExistsError:
                 return False
             with os.fdopen(fd, "wb") as fh:
@@ -83,7 +83,7 @@ def delete(full: str, recursive: bool) -> None:
 def _write_temp(full: str, data: bytes) -> str:
     directory = os.path.dirname(full)
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".tmp-", suffix=".part")
+    fd, tmp = _open_temp(directory)
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -93,6 +93,19 @@ def _write_temp(full: str, data: bytes) -> str:
         _unlink_quietly(tmp)
         raise
     return tmp
+
+
+def _open_temp(directory: str) -> tuple[int, str]:
+    """A new, exclusively created temp file in `directory`, mode 0666 less the umask like any file a program
+    writes (tempfile.mkstemp's 0600 would leave index files unreadable to other users and to a Spark
+    cluster or Paimon reader running as another user; secrets are written elsewhere, privately)."""
+    for _ in range(100):
+        tmp = os.path.join(directory, f".tmp-{secrets.token_hex(8)}.part")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), tmp
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no free temp file name in {directory}")
 
 
 def _fsync_dir(directory: str) -> None:

@@ -125,10 +125,9 @@ class BuildRunners:
             args += ["--master", s.spark_master]
             if job is None and s.build_prewarm:
                 args.append("--prewarm")
+        # Spark's environment defaults (its Python, SPARK_LOCAL_IP) are set by the runner itself before its JVM
+        # starts (service.build_job.engines.spark_process_env, shared with `bgix build`)
         env = dict(os.environ)
-        env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-        env.setdefault("PYSPARK_PYTHON", sys.executable)
-        env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
         log_path = self.box.root / f"runner-{job or 'warm'}-{time.time_ns()}.log"
         with open(log_path, "wb") as out:
             proc = subprocess.Popen(args, stdin=subprocess.PIPE, stdout=out, stderr=subprocess.STDOUT,

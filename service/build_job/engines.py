@@ -10,10 +10,11 @@ import logging
 import math
 import os
 import re
+import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -46,12 +47,31 @@ def run_local(plan: BuildPlan, progress: Progress, out: list[pa.RecordBatch]) ->
 
 # -- Spark engine ---------------------------------------------------------------------------------
 
+def spark_process_env(env: MutableMapping[str, str]) -> MutableMapping[str, str]:
+    """The defaults a plain shell lacks for Spark to run this package's Python code, put into `env` unless set
+    there: Spark's Python (driver and workers) is this interpreter, not the first `python3` on PATH (which
+    lacks bgix and pyarrow: "No module named 'service'"); this checkout is on the workers' PYTHONPATH (a
+    source tree used without installing it); the driver binds to 127.0.0.1 (a cluster overrides that with
+    spark.driver.host / bindAddress, see docs/operations.md). Used by the service's build runners and by
+    `bgix build` alike, before the JVM starts."""
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    root = Path(__file__).resolve().parents[2]   # the directory holding the service package
+    paths = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+    # an installed bgix is found by its own interpreter; a whole site-packages must not leak into another one
+    if str(root) not in paths and root.name not in ("site-packages", "dist-packages"):
+        env["PYTHONPATH"] = os.pathsep.join([*paths, str(root)])
+    return env
+
+
 def spark_session(master: str, conf: dict[str, str] | None = None) -> SparkSession:
     """The active session if there is one (tests share one), else a new one for `master`."""
     from pyspark.sql import SparkSession
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
+    spark_process_env(os.environ)   # read by the JVM and the Python workers it starts next
     builder = (SparkSession.builder.master(master).appName("bgix-build")
                .config("spark.ui.enabled", "false")
                .config("spark.sql.shuffle.partitions", "8")

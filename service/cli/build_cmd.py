@@ -29,7 +29,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
                         help="index family: bitmap, btree or multivalue (ARRAY columns); with several columns one "
                              "family for all, or one per column in order (\"btree,multivalue\")")
     parser.add_argument("--partitions", help="partitions to index: 'dt=2026-06-18,hh=0;dt=2026-06-19,hh=1'")
-    parser.add_argument("--options", default="", help="index options 'k=v,k=v' (e.g. rebuild=true)")
+    parser.add_argument("--options", default="",
+                        help="index options 'k=v,k=v' or 'k=v;k=v' (e.g. rebuild=true); a comma not followed by "
+                             "k= stays in the value")
     parser.add_argument("--master", default="local[*]", help="Spark master (default local[*])")
     parser.add_argument("--engine", default="spark", choices=("spark", "local"),
                         help="spark (default) or local: in-process with pyarrow, for small tables")
@@ -64,6 +66,11 @@ def run(args: argparse.Namespace) -> int:
         roots.append(args.location)
     try:
         catalog = Catalog(Storage(args.warehouse, roots, options))
+        if args.location and not catalog.storage.exists(args.location):
+            # registering it would succeed (the service lets a table's files arrive later), and the build
+            # would then index nothing: a mistyped location must not leave a table behind
+            print(f"error: --location {args.location} does not exist; nothing was registered", file=sys.stderr)
+            return 2
         if args.location:
             parts = [c.strip() for c in args.partition_columns.split(",") if c.strip()]
             register_table(catalog, Table(args.table, args.location, args.format, parts, args.row_id_column))
@@ -81,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
             "spark_master": args.master, "engine": args.engine,
         }
         snap = run_job(spec)
-    except BgixError as exc:
+    except (BgixError, OSError) as exc:
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(snap.summary() if snap else {"snapshot_id": None, "message": "nothing to index"}, indent=1))

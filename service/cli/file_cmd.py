@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -38,7 +37,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--type", dest="key_type", default=None, help="column type (default: from the Parquet schema)")
     b.add_argument("--index-type", default=None, choices=FILE_INDEX_TYPES,
                    help="write this file-index payload of the column instead of a global bitmap index")
-    b.add_argument("--options", default=None, help="payload options 'k=v;k=v', e.g. 'version=1;index-block-size=256b'")
+    b.add_argument("--options", default=None, help="payload options 'k=v;k=v' or 'k=v,k=v', e.g. 'version=1;index-block-size=256b'")
     b.add_argument("--file-index-options", default=None,
                    help="Paimon table options 'file-index.bitmap.columns=a;file-index.bloom-filter.a.fpp=0.01;...': "
                         "write the file-index container Paimon's data-file writer would")
@@ -73,10 +72,8 @@ def run(args: argparse.Namespace) -> int:
             done = file_index_cmd.inspect_file(args)
             return _inspect(args) if done is None else done
         if args.file_command == "query":
-            kind = None if args.schema or args.index_type else global_file_cmd.global_kind(args.file)
-            if kind is not None:
-                return global_file_cmd.query_global(args, kind, file_index_cmd.predicates(args))
-            return file_index_cmd.query(args)
+            return _query(args)
+        file_index_cmd.output_path(args.output)   # refused before any work: -o's directory must exist
         if args.file_index_options is not None:
             return file_index_cmd.build_container(args)
         if args.index_type is not None:
@@ -94,6 +91,27 @@ def run(args: argparse.Namespace) -> int:
     except (BgixError, OSError) as exc:
         print(f"bgix file {args.file_command}: {exc}", file=sys.stderr)
         return 1
+
+
+def _query(args: argparse.Namespace) -> int:
+    """Answer by what the file is (from its bytes), whatever the flags guessed: a global index read as a
+    file-index payload would answer every predicate with no rows."""
+    kind = global_file_cmd.file_kind(args.file)
+    what = f"{args.file} is a {kind.replace('-', ' ')} file" if kind else ""
+    if kind in global_file_cmd.GLOBAL_KINDS:
+        if args.schema:
+            raise InvalidOptionError(f"{what}, not a file-index container: leave out --schema and give the "
+                                     "column's type with --type")
+        if args.index_type:   # the intent is plain: ask this file; the answer is its own, not a payload's
+            print(f"bgix file query: note: {what}, not a {args.index_type} file-index payload; answering it "
+                  "as the global index (--index-type is not needed)", file=sys.stderr)
+        return global_file_cmd.query_global(args, kind, file_index_cmd.predicates(args))
+    if kind == "file-index-container" and not args.schema:
+        raise InvalidOptionError(f"{what}: give its columns' types with --schema 'a:STRING,b:BIGINT'"
+                                 + (" instead of --index-type" if args.index_type else ""))
+    if kind == "deletion-vector-index" and not args.index_type:
+        raise InvalidOptionError(f"{what}; it answers no predicates (bgix file inspect shows it)")
+    return file_index_cmd.query(args)
 
 
 def _block_status(reader: Any, offset: int, length: int, name: str) -> tuple[int, str]:
@@ -177,7 +195,7 @@ def _is_text(t: Any) -> bool:
 
 
 def _build(args: argparse.Namespace) -> int:
-    from service.cli.parquet_input import ParquetInput
+    from service.cli.parquet_input import ParquetInput, check_key_type
 
     columns = [args.column] + ([args.row_id_column] if args.row_id_column else [])
     with ParquetInput(args.input) as probe:
@@ -197,7 +215,6 @@ def _build(args: argparse.Namespace) -> int:
 
             from index_format.global_index.writer import write_index_bytes
             from index_format.options import IndexOptions
-            from index_format.storage import Storage
             from index_format.types import from_arrow, parse_type
         finally:
             table = table_of()   # the read ends before the file closes, whatever happened
@@ -208,6 +225,8 @@ def _build(args: argparse.Namespace) -> int:
         return 2
     keys = table.column(args.column)
     kt = parse_type(args.key_type) if args.key_type else from_arrow(keys.type)
+    if args.key_type:
+        check_key_type(args.input, args.column, keys.type, kt)
     if args.row_id_column:
         row_ids = table.column(args.row_id_column)  # the writer reads it from its buffer (to_numpy imports pandas)
     else:
@@ -215,8 +234,7 @@ def _build(args: argparse.Namespace) -> int:
     opts = IndexOptions(dictionary_block_size=args.block_size, compression=args.compression,
                         compression_level=args.level)
     data, written = write_index_bytes(keys, row_ids, kt, opts)
-    out = os.path.abspath(args.output)
-    Storage(os.path.dirname(out)).write_atomic(out, data)  # never leaves a half-written index behind
+    file_index_cmd.write_output(args.output, data)
     print(f"wrote {args.output}: {written.file_size} bytes, {written.value_count} values")
     print(f"row_count {written.row_count}")
     print(f"meta {written.meta.hex()}")

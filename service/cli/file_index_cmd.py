@@ -15,28 +15,40 @@ from typing import Any
 
 from index_format.errors import InvalidOptionError, PredicateError
 
-__all__ = ["build_container", "build_payload", "inspect_file", "parse_options", "predicates", "query"]
+__all__ = ["build_container", "build_payload", "inspect_file", "output_path", "parse_options", "predicates", "query",
+           "write_output"]
 
 
 def parse_options(text: str | None, flag: str) -> dict[str, str]:
-    """`k=v;k=v` → dict (the spelling of the reference files' options column and Paimon's table options)."""
+    """`k=v;k=v` or `k=v,k=v` → dict (index_format.options.split_pairs: a comma followed by no `key=` stays in
+    the value, as in a column list `file-index.bitmap.columns=a,b`)."""
+    from index_format.options import split_pairs
     out: dict[str, str] = {}
-    if not text:
-        return out
-    for part in text.split(";"):
-        if not part.strip():
-            continue
+    for part in split_pairs(text or ""):
         key, sep, value = part.partition("=")
         if not sep or not key.strip():
-            raise InvalidOptionError(f"{flag}: {part.strip()!r} is not key=value")
+            raise InvalidOptionError(f"{flag}: {part!r} is not key=value")
         out[key.strip()] = value.strip()
     return out
 
 
-def _write(output: str, data: bytes) -> None:
-    from index_format.storage import Storage
+def output_path(output: str) -> str:
+    """The absolute path of `-o`; InvalidOptionError when its directory does not exist (a typo must not create
+    a tree of directories) or it names a directory."""
     out = os.path.abspath(output)
-    Storage(os.path.dirname(out)).write_atomic(out, data)  # never leaves a half-written file behind
+    parent = os.path.dirname(out)
+    if not os.path.isdir(parent):
+        raise InvalidOptionError(f"-o {output}: directory {parent} does not exist (create it first)")
+    if os.path.isdir(out):
+        raise InvalidOptionError(f"-o {output}: is a directory; name the index file to write")
+    return out
+
+
+def write_output(output: str, data: bytes) -> None:
+    """Write the `-o` file atomically: never leaves a half-written file behind."""
+    from index_format.storage import Storage
+    out = output_path(output)
+    Storage(os.path.dirname(out)).write_atomic(out, data)
 
 
 def _read_parquet(path: str, columns: list[str] | None) -> Any:
@@ -51,14 +63,17 @@ def build_payload(args: argparse.Namespace) -> int:
     from index_format.file_index.formats import write_payload
     from index_format.file_index.values import paimon_spelling, paimon_type
     from index_format.types import from_arrow
+    from service.cli.parquet_input import check_key_type
 
     if not args.column:
         raise InvalidOptionError("--index-type needs --column")
     table = _read_parquet(args.input, [args.column])
     column = table.column(args.column)
     kt = paimon_type(args.key_type) if args.key_type else from_arrow(column.type)
+    if args.key_type:
+        check_key_type(args.input, args.column, column.type, kt)
     data = write_payload(args.index_type, kt, column, parse_options(args.options, "--options"))
-    _write(args.output, data)
+    write_output(args.output, data)
     print(f"wrote {args.output}: {len(data)} bytes, {args.index_type} index of {args.column} "
           f"({paimon_spelling(kt)}, {table.num_rows} rows)")
     return 0
@@ -76,7 +91,7 @@ def build_container(args: argparse.Namespace) -> int:
     if data is None:
         raise InvalidOptionError("--file-index-options configures no index "
                                  "(expected file-index.<type>.columns=...)")
-    _write(args.output, data)
+    write_output(args.output, data)
     print(f"wrote {args.output}: {len(data)} bytes, file index of {table.num_rows} rows")
     return 0
 
@@ -101,7 +116,6 @@ def _readers_of(args: argparse.Namespace, data: bytes) -> tuple[Any, dict[str, A
     """(column → readers, column → KeyType) for a bare payload (column `v`) or a container."""
     from index_format.errors import UnknownColumnError
     from index_format.file_index.file_predicate import readers_by_column
-    from index_format.file_index.formats import open_payload
     from index_format.file_index.schema import key_type_of, parse_schema
     from index_format.file_index.values import paimon_type
 
@@ -130,8 +144,43 @@ def _readers_of(args: argparse.Namespace, data: bytes) -> tuple[Any, dict[str, A
     if not args.key_type:
         raise InvalidOptionError("--index-type needs --type (a payload does not record its column type)")
     kt = paimon_type(args.key_type)
-    reader = open_payload(args.index_type, data, kt, path=path)
+    reader = _open_named_payload(args.index_type, data, kt, path)
     return readers_by_column({"v": [reader]}, ["v"]), {"v": kt}
+
+
+def _open_named_payload(index_type: str, data: bytes, kt: Any, path: str) -> Any:
+    """The reader of a bare payload the user says is `index_type`. A payload records neither its type nor its
+    length, and some readers accept other types' bytes (a bloom filter reads any bytes; a bsi reader stops
+    where its bitmaps end, as Java's does): bytes that are plainly another type's are refused here rather
+    than answered (wrongly) as this one."""
+    from index_format.errors import BgixError, IndexFormatError
+    from index_format.file_index.formats import INDEX_TYPES, open_payload
+
+    def fits(t: str) -> bool:
+        try:
+            r = open_payload(t, data, kt, path=path)
+        except (BgixError, ValueError):
+            return False
+        return not getattr(r, "trailing_bytes", 0)
+
+    try:
+        reader = open_payload(index_type, data, kt, path=path)
+    except IndexFormatError as exc:
+        # a bloom filter reads almost any bytes: that they read as one is no evidence
+        others = [t for t in INDEX_TYPES if t not in (index_type, "bloom-filter") and fits(t)]
+        if others:   # the flag is wrong, not the file
+            raise InvalidOptionError(f"{exc} (it reads as a {others[0]} payload: --index-type {others[0]}?)") \
+                from None
+        raise type(exc)(f"{exc.reason} (is the file a {index_type} payload of column type {kt.spelling.upper()}?)",
+                        path=exc.path, block=exc.block, offset=exc.offset) from None
+    trailing = getattr(reader, "trailing_bytes", 0)
+    others = [t for t in INDEX_TYPES if t not in (index_type, "bloom-filter") and fits(t)]
+    if trailing or (index_type == "bloom-filter" and others):
+        what = (f"it reads as a {others[0]} payload" if others
+                else f"{trailing} bytes follow the {index_type} payload's end")
+        raise InvalidOptionError(f"{path} is not a {index_type} payload ({what}); --index-type must name the "
+                                 "type of payload the file holds")
+    return reader
 
 
 def query(args: argparse.Namespace) -> int:

@@ -13,11 +13,15 @@ from typing import Any
 
 from index_format.errors import BgixError, InvalidOptionError, PredicateError
 
-__all__ = ["global_kind", "inspect_btree", "query_global"]
+__all__ = ["GLOBAL_KINDS", "file_kind", "global_kind", "inspect_btree", "query_global"]
 
 
-def global_kind(path: str) -> str | None:
-    """'global-bitmap-index', 'global-btree-index' or None, from the file's last bytes."""
+GLOBAL_KINDS = ("global-bitmap-index", "global-btree-index")
+
+
+def file_kind(path: str) -> str | None:
+    """The kind index_format.file_index.detect sees in the file's first and last bytes (None: no signature;
+    a bare payload has none)."""
     from index_format.file_index.detect import detect_kind
     with open(path, "rb") as fh:
         head = fh.read(64)
@@ -25,8 +29,13 @@ def global_kind(path: str) -> str | None:
         size = fh.tell()
         fh.seek(max(0, size - 64))
         tail = fh.read()
-    kind = detect_kind(head, tail, size)
-    return kind if kind in ("global-bitmap-index", "global-btree-index") else None
+    return detect_kind(head, tail, size)
+
+
+def global_kind(path: str) -> str | None:
+    """'global-bitmap-index', 'global-btree-index' or None, from the file's last bytes."""
+    kind = file_kind(path)
+    return kind if kind in GLOBAL_KINDS else None
 
 
 def _codec(type_id: int) -> str:
@@ -141,6 +150,57 @@ def _ids(ids: list[int], limit: int = 50) -> str:
     return text + (f", … ({len(ids) - limit} more)" if len(ids) > limit else "")
 
 
+_SAMPLE_KEYS = 64
+# key width → (the usual type, every type of that width) for the hint of a query without --type
+_WIDTH_TYPES = {1: ("TINYINT", "BOOLEAN or TINYINT"), 2: ("SMALLINT", "SMALLINT"),
+                4: ("INT", "INT, FLOAT, DATE or TIME"), 8: ("BIGINT", "BIGINT, DOUBLE or TIMESTAMP(3)")}
+
+
+def _type_hint(opener: Any, path: str) -> str:
+    """A suggestion from the first keys' bytes (read as STRING, which any bytes are): text or a fixed width."""
+    from itertools import islice
+
+    from index_format.types import parse_type
+    try:
+        raw = [e[0].encode("utf-8", "surrogateescape")
+               for e in islice(opener(path, parse_type("string")).entries(), _SAMPLE_KEYS)]
+    except BgixError:
+        raw = []
+    widths = {len(b) for b in raw}
+    if len(widths) == 1 and all(b"\x00" in b for b in raw) and min(widths) in _WIDTH_TYPES:
+        usual, every = _WIDTH_TYPES[min(widths)]
+        return f"its keys are {min(widths)}-byte values of {every}: e.g. --type {usual}"
+    if raw and all(b.decode("utf-8", "replace").isprintable() for b in raw):
+        return "its keys read as text: --type STRING"
+    return "e.g. --type STRING, --type BIGINT"
+
+
+def _check_key_type(reader: Any, kt: Any, path: str, kind: str) -> None:
+    """InvalidOptionError when the file's first keys cannot be keys of `kt`: the file does not record its
+    column type, and a wrong --type would otherwise answer every predicate with no rows (or fail on a key's
+    width with a message about bytes). Keys of another type of the same width (DOUBLE for BIGINT) cannot be
+    told apart and are not caught."""
+    from itertools import islice
+
+    from index_format.errors import CorruptFileError
+
+    what = f"{path} ({kind.replace('-', ' ')})"
+    try:
+        sample = [entry[0] for entry in islice(reader.entries(), _SAMPLE_KEYS)]
+    except CorruptFileError as exc:
+        if exc.block != "key":
+            raise
+        raise InvalidOptionError(f"{what} does not hold {kt.spelling.upper()} keys ({exc.reason}): --type must be "
+                                 "the type of the column the file indexes") from None
+    if kt.name == "string" and sample:
+        raw = [v.encode("utf-8", "surrogateescape") for v in sample]
+        widths = {len(b) for b in raw}
+        if len(widths) == 1 and widths <= {1, 2, 4, 8} and all(b"\x00" in b for b in raw):
+            raise InvalidOptionError(f"{what} holds {widths.pop()}-byte binary keys (e.g. {raw[0].hex()}), the form "
+                                     "of a number, date or time column, not STRING: --type must be the type of the "
+                                     "column the file indexes")
+
+
 def query_global(args: argparse.Namespace, kind: str, texts: list[str]) -> int:
     """One JSON element per predicate over column `v`: the matching local row ids and their count."""
     from index_format.btree.btree_reader import open_btree_index
@@ -151,11 +211,14 @@ def query_global(args: argparse.Namespace, kind: str, texts: list[str]) -> int:
     from index_format.predicate.sql import parse_where
     from index_format.types import parse_type
 
-    if not args.key_type:
-        raise InvalidOptionError("a global index file needs --type (the file does not record its column type)")
-    kt = parse_type(args.key_type)
     opener = open_btree_index if kind == "global-btree-index" else open_index
+    if not args.key_type:
+        hint = _type_hint(opener, args.file)
+        raise InvalidOptionError(f"{args.file} is a {kind.replace('-', ' ')} file, which does not record its "
+                                 f"column type: add --type, the indexed column's type ({hint})")
+    kt = parse_type(args.key_type)
     reader = opener(args.file, kt)
+    _check_key_type(reader, kt, args.file, kind)
     # no manifest: bounds that prune nothing; the file's own rows (null and non-null) are the universe
     meta = FileMeta(None, None, True, False)
     ref = IndexFileRef(args.file, 0, (1 << 62), meta, reader.size, lambda: reader)

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from index_format.errors import InvalidOptionError
 
-__all__ = ["ParquetInput"]
+__all__ = ["ParquetInput", "check_key_type", "not_parquet"]
 
 
 class ParquetInput:
@@ -34,13 +34,19 @@ class ParquetInput:
             reader = ParquetReader()
         except (ImportError, AttributeError):
             import pyarrow.parquet as pq
-            self._file = pq.ParquetFile(path, read_dictionary=list(dictionary) or None)
+            try:
+                self._file = pq.ParquetFile(path, read_dictionary=list(dictionary) or None)
+            except pa.ArrowInvalid as exc:
+                raise not_parquet(path, exc) from None
             self.schema: pa.Schema = self._file.schema_arrow
             return
         # the local file ParquetFile would open (same errors: FileNotFoundError for a missing path)
         self._source = pa.OSFile(path)
         try:
             reader.open(self._source, read_dictionary=list(dictionary) or None)
+        except pa.ArrowInvalid as exc:   # not Parquet: its footer magic or metadata is missing
+            self._source.close()
+            raise not_parquet(path, exc) from None
         except BaseException:
             self._source.close()
             raise
@@ -99,3 +105,33 @@ class ParquetInput:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def not_parquet(path: str, exc: Exception) -> InvalidOptionError:
+    """The error for an input that pyarrow cannot open as Parquet (a CSV, an index file, a truncated copy)."""
+    return InvalidOptionError(f"{path} is not a Parquet file ({exc}); the input must be a Parquet file")
+
+
+# Key types whose values have the same form: a --type from another group (INT for a string column) is a
+# mistake, and would fail deep in the writer with a message about key bytes
+_GROUPS = {"string": "text", "boolean": "boolean", "tinyint": "integer", "smallint": "integer", "int": "integer",
+           "bigint": "integer", "float": "floating point", "double": "floating point", "decimal": "decimal",
+           "date": "date", "time": "time", "timestamp": "timestamp", "timestamp_ltz": "timestamp"}
+
+
+def check_key_type(path: str, column: str, arrow_type: pa.DataType, given: Any) -> None:
+    """InvalidOptionError when --type `given` (a KeyType) cannot describe the Parquet column's values."""
+    from index_format.errors import UnsupportedTypeError
+    from index_format.types import from_arrow
+
+    value_type = arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+    if given.name == "string" and (pa.types.is_binary(value_type) or pa.types.is_large_binary(value_type)):
+        return
+    try:
+        group = _GROUPS[from_arrow(value_type).name]
+    except UnsupportedTypeError:
+        group = None
+    if group != _GROUPS[given.name]:
+        raise InvalidOptionError(
+            f"--type {given.spelling.upper()} does not match column {column!r} of {path}, whose Parquet type is "
+            f"{value_type}; leave --type out to use the column's own type")

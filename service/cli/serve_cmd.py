@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import sys
 
 log = logging.getLogger("bgix.serve")
 
@@ -33,11 +34,48 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-access-log", action="store_true", help="disable per-request access logs")
 
 
+def warehouse_notes(warehouse: str, from_env: bool) -> list[str]:
+    """Start-up lines naming the warehouse served, with a warning when it is likely not the one meant: a
+    relative default (the ./warehouse of whatever directory the command ran in), or a local directory that
+    does not exist or holds no table."""
+    from index_format.storage import Storage, is_absolute_location
+    from service.catalog.catalog import Catalog
+
+    if "://" in warehouse:
+        return [f"bgix serve: warehouse {warehouse}"]
+    full = os.path.abspath(warehouse)
+    origin = "BGIX_WAREHOUSE" if from_env else "the default, BGIX_WAREHOUSE being unset"
+    lines = [f"bgix serve: warehouse {full}"
+             + ("" if is_absolute_location(warehouse) else f" ({warehouse!r}, {origin}, in the current directory)")]
+    if not from_env:
+        lines.append(f"bgix serve: warning: BGIX_WAREHOUSE is not set: serving ./warehouse of {os.getcwd()}; "
+                     "set BGIX_WAREHOUSE=/path/to/warehouse to serve another")
+    if not os.path.isdir(full):
+        lines.append(f"bgix serve: warning: warehouse directory {full} does not exist: no tables to serve "
+                     "until one is registered")
+    else:
+        try:
+            count = len(Catalog(Storage(full)).list_tables())
+        except Exception:   # an unreadable warehouse is the service's to report; this is only a hint
+            count = -1
+        if count == 0:
+            lines.append(f"bgix serve: warning: warehouse {full} has no tables")
+    return lines
+
+
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
     from service.api.settings import Settings
 
+    try:
+        settings = Settings()  # fail here on a bad BGIX_* value (the app and every worker read them again)
+    except ValueError as exc:   # pydantic's ValidationError: names the setting, the value and what it must be
+        print(f"bgix serve: bad BGIX_* setting: {exc}", file=sys.stderr)
+        return 2
+    from_env = any(k.upper() == "BGIX_WAREHOUSE" for k in os.environ)
+    for line in warehouse_notes(settings.warehouse, from_env):
+        print(line, file=sys.stderr, flush=True)
     if args.workers == 1:
         from service.api.app import create_app
 
@@ -52,7 +90,6 @@ def run(args: argparse.Namespace) -> int:
     from service.api.worker_group import ENV_VAR, WorkerGroup
     from service.cli.serve_workers import supervise
 
-    Settings()  # fail here on a bad BGIX_* value, not in every worker (each worker reads them again)
     group = WorkerGroup.create()
     os.environ[ENV_VAR] = str(group.path)  # the workers (spawned processes) inherit it
     try:

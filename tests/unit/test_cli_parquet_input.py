@@ -56,7 +56,7 @@ def test_errors(sample: Path, tmp_path: Path, mode: str) -> None:
     with pytest.raises(FileNotFoundError):
         ParquetInput(str(tmp_path / "missing.parquet"))
     (tmp_path / "junk.parquet").write_bytes(b"not parquet at all")
-    with pytest.raises(pa.ArrowInvalid):
+    with pytest.raises(InvalidOptionError, match="junk.parquet is not a Parquet file"):
         ParquetInput(str(tmp_path / "junk.parquet"))
     with ParquetInput(str(sample)) as source:
         with pytest.raises(InvalidOptionError, match="no column 'zz' in .*columns: s, m, st, n"):

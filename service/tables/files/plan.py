@@ -204,6 +204,14 @@ def check_family(previous: Snapshot | None, spec: JobSpec) -> None:
             "index first)")
 
 
+def _column_type(schema: pa.Schema, column: str, path: str) -> pa.DataType:
+    """The column's Arrow type in a data file's schema; InvalidOptionError naming the columns there are."""
+    if column not in schema.names:
+        raise InvalidOptionError(f"the table has no column {column!r} (data file {path} has columns: "
+                                 f"{', '.join(schema.names)})")
+    return schema.field(column).type
+
+
 def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
     """Collect the column's garbage, plan (make_plan) and describe the work for the shared worker: one task
     per range (or per file with a row_id_column), files in the job's directory with range sidecars.
@@ -223,8 +231,8 @@ def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
     f0 = plan.files[0] if plan.files else None
     # Key type from the first data file's Arrow schema (Parquet/ORC: footer only); the Spark scan
     # variant takes Spark's own.
-    kt = (_key_type(read_schema(storage, f0.path, table.format, f0.size).field(column).type, spec.index_type, column)
-          if f0 else None)
+    kt = _key_type(_column_type(read_schema(storage, f0.path, table.format, f0.size), column, f0.path),
+                   spec.index_type, column) if f0 else None
     nothing = not plan.ranges and not spec.options.rebuild
     return BuildPlan(
         columns={column: kt.spelling if kt else "string"},
