@@ -34,32 +34,32 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-access-log", action="store_true", help="disable per-request access logs")
 
 
-def warehouse_notes(warehouse: str, from_env: bool) -> list[str]:
-    """Start-up lines naming the warehouse served, with a warning when it is likely not the one meant: a
-    relative default (the ./warehouse of whatever directory the command ran in), or a local directory that
-    does not exist or holds no table."""
+def warehouse_notes(warehouse: str, from_env: bool) -> list[tuple[int, str]]:
+    """Start-up lines (log level, text) naming the warehouse served, with a warning when it is likely not the
+    one meant: a relative default (the ./warehouse of whatever directory the command ran in), or a local
+    directory that does not exist or holds no table."""
     from index_format.storage import Storage, is_absolute_location
     from service.catalog.catalog import Catalog
 
     if "://" in warehouse:
-        return [f"bgix serve: warehouse {warehouse}"]
+        return [(logging.INFO, f"warehouse {warehouse}")]
     full = os.path.abspath(warehouse)
     origin = "BGIX_WAREHOUSE" if from_env else "the default, BGIX_WAREHOUSE being unset"
-    lines = [f"bgix serve: warehouse {full}"
-             + ("" if is_absolute_location(warehouse) else f" ({warehouse!r}, {origin}, in the current directory)")]
+    lines = [(logging.INFO, f"warehouse {full}"
+              + ("" if is_absolute_location(warehouse) else f" ({warehouse!r}, {origin}, in the current directory)"))]
     if not from_env:
-        lines.append(f"bgix serve: warning: BGIX_WAREHOUSE is not set: serving ./warehouse of {os.getcwd()}; "
-                     "set BGIX_WAREHOUSE=/path/to/warehouse to serve another")
+        lines.append((logging.WARNING, f"BGIX_WAREHOUSE is not set: serving ./warehouse of {os.getcwd()}; "
+                      "set BGIX_WAREHOUSE=/path/to/warehouse to serve another"))
     if not os.path.isdir(full):
-        lines.append(f"bgix serve: warning: warehouse directory {full} does not exist: no tables to serve "
-                     "until one is registered")
+        lines.append((logging.WARNING, f"warehouse directory {full} does not exist: no tables to serve "
+                      "until one is registered"))
     else:
         try:
             count = len(Catalog(Storage(full)).list_tables())
         except Exception:   # an unreadable warehouse is the service's to report; this is only a hint
             count = -1
         if count == 0:
-            lines.append(f"bgix serve: warning: warehouse {full} has no tables")
+            lines.append((logging.WARNING, f"warehouse {full} has no tables"))
     return lines
 
 
@@ -73,9 +73,13 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:   # pydantic's ValidationError: names the setting, the value and what it must be
         print(f"bgix serve: bad BGIX_* setting: {exc}", file=sys.stderr)
         return 2
+    from service.api.log_format import configure_logging
+
+    # start-up lines go through logging: in BGIX_LOG_FORMAT=json every line of the service is JSON, these too
+    configure_logging(settings.log_format, logging.getLevelName(args.log_level.upper()))
     from_env = any(k.upper() == "BGIX_WAREHOUSE" for k in os.environ)
-    for line in warehouse_notes(settings.warehouse, from_env):
-        print(line, file=sys.stderr, flush=True)
+    for level, line in warehouse_notes(settings.warehouse, from_env):
+        log.log(level, line)
     if args.workers == 1:
         from service.api.app import create_app
 

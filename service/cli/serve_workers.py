@@ -14,7 +14,6 @@ import multiprocessing
 import os
 import signal
 import socket
-import sys
 import time
 from typing import Any
 
@@ -69,10 +68,8 @@ def supervise(host: str, port: int, workers: int, options: dict[str, Any]) -> No
     previous = {s: signal.signal(s, stop) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         bound = sockets[0].getsockname()
-        # printed, not logged: nothing configures logging in this process, and the URL is what a user looks for
         host_text = f"[{bound[0]}]" if ":" in bound[0] else bound[0]
-        print(f"bgix serve: serving on http://{host_text}:{bound[1]} with {workers} workers", file=sys.stderr,
-              flush=True)
+        log.info("serving on http://%s:%s with %s workers", host_text, bound[1], workers)
         while not stopping:
             for i, sock in enumerate(sockets):
                 p = procs[i]
