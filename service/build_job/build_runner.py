@@ -169,6 +169,9 @@ class BuildRunner:
                                               daemon=True))
         self.running[spec.job_id] = run
         self.builds += 1
+        # before the record says running: a runner killed from then on has named the job in its output (the log
+        # the service keeps for a build whose runner died, service.api.job_runner)
+        log.info("job %s: starting (table %s, columns %s)", spec.job_id, spec.table, ",".join(spec.columns))
         if spec.job_id in self.box.cancel_requests():
             run.cancel.set()
         run.thread.start()

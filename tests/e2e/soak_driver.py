@@ -229,8 +229,9 @@ class PaimonOracle:
 
 class Soak:
     def __init__(self, root: Path, duration_s: float, workers: int, seed: int, build_engine: str,
-                 log: Callable[[str], None]) -> None:
+                 log: Callable[[str], None], max_open_files: int | None = None) -> None:
         self.root, self.duration, self.seed, self.log = root, duration_s, seed, log
+        self.max_open_files = max_open_files
         self.report = SoakReport(duration_s=duration_s, workers=workers)
         self.build_engine = build_engine
         self.lock = threading.Lock()
@@ -253,9 +254,12 @@ class Soak:
         self.oracle = PaimonOracle(self.location)
 
     def env(self) -> dict[str, str]:
-        return {"BGIX_WAREHOUSE": str(self.root / "warehouse"), "BGIX_ALLOWED_ROOTS": str(self.root / "data"),
-                "BGIX_BUILD_ENGINE": self.build_engine, "BGIX_BUILD_PREWARM": "false",
-                "BGIX_SPARK_MASTER": "local[1]", "BGIX_SNAPSHOT_TTL_SECONDS": "0"}
+        env = {"BGIX_WAREHOUSE": str(self.root / "warehouse"), "BGIX_ALLOWED_ROOTS": str(self.root / "data"),
+               "BGIX_BUILD_ENGINE": self.build_engine, "BGIX_BUILD_PREWARM": "false",
+               "BGIX_SPARK_MASTER": "local[1]", "BGIX_SNAPSHOT_TTL_SECONDS": "0"}
+        if self.max_open_files is not None:
+            env["BGIX_MAX_OPEN_FILES"] = str(self.max_open_files)
+        return env
 
     # -- the pieces
     def call(self, client: httpx.Client, kind: str, method: str, path: str, want: tuple[int, ...],
@@ -438,6 +442,8 @@ class Soak:
 
 
 def run_soak(root: Path, duration_s: float, *, workers: int = 2, clients: int = 2, seed: int = 24,
-             build_engine: str = "local", log: Callable[[str], None] = print) -> SoakReport:
-    """Run the soak in `root` (an empty directory) for `duration_s` seconds of load; the report."""
-    return Soak(root, duration_s, workers, seed, build_engine, log).run(clients)
+             build_engine: str = "local", log: Callable[[str], None] = print,
+             max_open_files: int | None = None) -> SoakReport:
+    """Run the soak in `root` (an empty directory) for `duration_s` seconds of load; the report.
+    `max_open_files`: the servers' BGIX_MAX_OPEN_FILES (None: the service's default)."""
+    return Soak(root, duration_s, workers, seed, build_engine, log, max_open_files).run(clients)

@@ -16,7 +16,9 @@ DURATION_S = 45.0
 
 @pytest.mark.slow
 def test_soak_mixed_load_stays_correct_and_flat(tmp_path: Path) -> None:
-    report = run_soak(tmp_path, DURATION_S, workers=2, clients=2, seed=24)
+    # A small open-file cap: the reader caches reach it during the warm-up, so open files after it must be flat
+    # (with the default 256 + 128 they still fill toward the cap for minutes: bench/RESULTS.md, soak run A).
+    report = run_soak(tmp_path, DURATION_S, workers=2, clients=2, seed=24, max_open_files=16)
     summary = report.summary()
     assert report.server_errors == [], report.server_errors[:5]
     assert report.wrong == [], report.wrong[:5]

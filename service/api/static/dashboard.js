@@ -560,6 +560,9 @@ function onValueKey(ev) {
 }
 
 function pickValue(v) {
+  // a look-up still under way (a suggestion list for an earlier keystroke) must not clear or cover the pick
+  clearTimeout(suggestTimer);
+  if (state.explore) state.explore.seq++;
   $("value-input").value = fmtValue(v.value);
   $("suggestions").hidden = true;
   const box = $("value-result");
