@@ -5,20 +5,26 @@ importing this module never loads it. Imports no fastapi and nothing from servic
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from pyroaring import BitMap64
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql import Column, DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 ROW_ID_COLUMN = "_row_id"
-# Up to this many runs of consecutive matching ids (over all selected files), the filter is a JVM range
-# predicate on the row id; above it, a left-semi join with a DataFrame of the ids (broadcast when small).
+ROW_INDEX = "_metadata.row_index"
+# The ids reach the executors in compact per-file form, never one by one in a task or plan: a file whose matching
+# rows form at most MAX_RANGE_PREDICATES runs is filtered by range predicates on its row index (plain JVM
+# expressions; at most MAX_PREDICATES_TOTAL of them over all files, as larger OR trees cost Spark more to plan
+# and compile than a broadcast); every other file by a vectorized membership test against one broadcast of
+# per-file bit masks or sorted offsets (a pandas UDF that needs only numpy and pandas on the executors).
 MAX_RANGE_PREDICATES = 64
-BROADCAST_MAX_IDS = 5_000_000
+MAX_PREDICATES_TOTAL = 1024
+_KEEP = "__bgix_keep"
 
 
 class _FilesAndRows(Protocol):
@@ -39,13 +45,22 @@ def _spark_path(path: str) -> str:
     return path
 
 
+def _sorted_ids(row_ids: BitMap64) -> np.ndarray:
+    """The set as a sorted int64 array (ids are < 2**63 in practice; larger ones wrap as Spark's bigint does)."""
+    return np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64)
+
+
+def _run_bounds(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values → (starts, ends) of their inclusive runs of consecutive values, vectorized."""
+    if values.size == 0:
+        return values[:0], values[:0]
+    breaks = np.flatnonzero(np.diff(values) != 1)
+    return (np.concatenate((values[:1], values[breaks + 1])), np.concatenate((values[breaks], values[-1:])))
+
+
 def _runs(positions: np.ndarray) -> list[tuple[int, int]]:
-    """Sorted positions → inclusive runs [(start, end)], vectorized."""
-    if positions.size == 0:
-        return []
-    breaks = np.flatnonzero(np.diff(positions) != 1)
-    starts = np.concatenate(([positions[0]], positions[breaks + 1]))
-    ends = np.concatenate((positions[breaks], [positions[-1]]))
+    """Sorted positions → inclusive runs [(start, end)]."""
+    starts, ends = _run_bounds(positions)
     return list(zip(starts.tolist(), ends.tolist()))
 
 
@@ -66,6 +81,98 @@ def select_files(table_files: Iterable[Mapping[str, object] | object], row_ids: 
     return out
 
 
+def _local_positions(ids: np.ndarray, first: int, count: int) -> np.ndarray:
+    """The positions in a file of the sorted `ids` it holds ([first, first + count) → [0, count))."""
+    lo, hi = np.searchsorted(ids, [first, first + count])
+    return ids[lo:hi] - first
+
+
+def _compact_set(values: np.ndarray) -> tuple[str, int, np.ndarray]:
+    """Sorted distinct int64 `values` as the smaller of a bit mask over [lo, hi] and their offsets from lo."""
+    lo = int(values[0])
+    offsets = values - lo
+    span = int(offsets[-1]) + 1
+    if span // 8 + 1 <= offsets.nbytes:
+        bits = np.zeros(span, dtype=bool)
+        bits[offsets] = True
+        return "bits", lo, np.packbits(bits, bitorder="little")
+    return "sorted", lo, offsets
+
+
+def _membership_udf(spark: SparkSession, sets: dict[int, tuple[str, int, np.ndarray]]
+                    ) -> Callable[[int, Column], Column]:
+    """`test(key, column)`: is each value of `column` in `sets[key]`? One broadcast holds every set and one
+    pandas UDF tests them all (the key is a literal argument), so tasks carry only the broadcast's id and the
+    plan pickles one small function. The tested column must be a non-null bigint (pandas makes floats of nulls).
+
+    The UDF body is a closure defined here, so cloudpickle ships it by value: executors need numpy and
+    pandas (as any pandas UDF does), not bgix."""
+    import pandas as pd
+    from pyspark.sql import functions as F
+
+    broadcast = spark.sparkContext.broadcast(sets)
+
+    def keep(keys: pd.Series, values: pd.Series) -> pd.Series:
+        import numpy
+        import pandas
+
+        found = numpy.zeros(len(values), dtype=bool)
+        key_of = keys.to_numpy()
+        for key in numpy.unique(key_of):  # one key per batch in practice (a batch comes from one file)
+            rows = key_of == key
+            kind, lo, data = broadcast.value[int(key)]
+            offsets = values.to_numpy(dtype=numpy.int64)[rows] - lo
+            if kind == "bits":
+                inside = (offsets >= 0) & (offsets < data.size * 8)
+                at = numpy.where(inside, offsets, 0)
+                found[rows] = inside & ((data[at >> 3] >> (at & 7)) & 1).astype(bool)
+            else:
+                at = numpy.minimum(numpy.searchsorted(data, offsets), data.size - 1)
+                found[rows] = data[at] == offsets
+        return pandas.Series(found, index=values.index)
+
+    keep.__annotations__ = {"keys": pd.Series, "values": pd.Series, "return": pd.Series}
+    udf = F.pandas_udf(keep, "boolean")  # type: ignore[call-overload]
+
+    def test(key: int, column: Column) -> Column:
+        return udf(F.lit(key), column)  # type: ignore[no-any-return]
+
+    return test
+
+
+class _Conditions:
+    """Row conditions for several sorted value sets (a file's local positions, or an id column's values):
+    range predicates for sets of few runs, a broadcast membership test for the rest (see MAX_RANGE_PREDICATES)."""
+
+    def __init__(self, spark: SparkSession, value_sets: Sequence[np.ndarray]) -> None:
+        runs = [_run_bounds(v) for v in value_sets]
+        self._ranges: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        sets: dict[int, tuple[str, int, np.ndarray]] = {}
+        total = 0
+        for i in sorted(range(len(value_sets)), key=lambda k: runs[k][0].size):
+            n = runs[i][0].size
+            if n <= MAX_RANGE_PREDICATES and total + n <= MAX_PREDICATES_TOTAL:
+                self._ranges[i] = runs[i]
+                total += n
+            else:
+                sets[i] = _compact_set(value_sets[i])
+        self._test = _membership_udf(spark, sets) if sets else None
+
+    def condition(self, key: int, column: Column) -> Column:
+        """Is `column` (bigint) in set `key`? (Nulls are not.)"""
+        from pyspark.sql import functions as F
+
+        if key in self._ranges:
+            cond = None
+            for start, end in zip(*(a.tolist() for a in self._ranges[key])):
+                term = column.between(start, end)
+                cond = term if cond is None else (cond | term)
+            assert cond is not None
+            return cond
+        assert self._test is not None
+        return column.isNotNull() & self._test(key, F.coalesce(column, F.lit(0).cast("bigint")))
+
+
 def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
                       row_ids: BitMap64, format: str = "parquet", *, row_id_column: str | None = None,
                       base_path: str | None = None) -> DataFrame:
@@ -74,9 +181,10 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
     `table_files` is the table's row-id map (`GET /v1/tables/{t}/files`, `Client.files()`): each entry has
     `path`, `first_row_id`, `row_count`; row id = first_row_id + the row's position in its file
     (`_metadata.row_index`). Files without a matching row are not read; each selected file is one
-    read in a union, which suits up to a few hundred selected files. The filter runs in the JVM:
-    a few runs of ids become range predicates, many scattered ids a left-semi join. An empty set gives
-    an empty DataFrame with the table's schema.
+    read in a union (with the first file's schema: no per-file inference), which suits up to a few hundred
+    selected files. The ids become each file's local positions on the driver and are filtered in compact
+    form: runs as range predicates, scattered positions by a broadcast bit mask (see MAX_RANGE_PREDICATES).
+    An empty set gives an empty DataFrame with the table's schema.
 
     With `row_id_column` (a table registered with one) the row ids are that column's values, not
     positions: every file is read (Spark's Parquet statistics still skip row groups for the range
@@ -100,54 +208,53 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
         files = list(table_files)
         if not files:
             raise ValueError("filter_by_row_ids needs at least one table file to know the schema")
-        empty = _with_row_id(spark, _file_fields(files[0])[0], 0, format, base_path).limit(0)
-        return empty
-    wanted = BitMap64()
-    for _, first, count, _ in selected:
-        wanted.add_range(first, first + count)
-    wanted &= row_ids  # ids beyond the known files cannot match any row
-    ids = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
-    run_count = 1 + int(np.count_nonzero(np.diff(ids) != 1))
-    parts = [_with_row_id(spark, path, first, format, base_path) for path, first, _, _ in selected]
-    frame = parts[0]
-    for part in parts[1:]:
-        frame = frame.unionByName(part)
-    return _keep_ids(spark, frame, ids, run_count)
+        return _with_row_id(spark, _read(spark, _file_fields(files[0])[0], format, base_path), 0).limit(0)
+    ids = _sorted_ids(row_ids)
+    positions = [_local_positions(ids, first, count) for _, first, count, _ in selected]
+    conditions = _Conditions(spark, positions)
+    first_read = _read(spark, selected[0][0], format, base_path)
+    frame = None
+    for i, (path, first, _, _) in enumerate(selected):
+        df = first_read if i == 0 else _read(spark, path, format, base_path, first_read.schema)
+        part = _with_row_id(spark, df, first, conditions.condition(i, _row_index()))
+        frame = part if frame is None else frame.unionByName(part)
+    assert frame is not None
+    return _kept(frame)
 
 
-def _keep_ids(spark: SparkSession, frame: DataFrame, ids: np.ndarray, run_count: int) -> DataFrame:
-    """`frame` rows whose `_row_id` is in the sorted int64 `ids`: range predicates or a left-semi join."""
+def _kept(frame: DataFrame) -> DataFrame:
+    """The rows whose `__keep` is true, without it (one filter over the union: Spark pushes it into each file)."""
     from pyspark.sql import functions as F
 
-    if run_count <= MAX_RANGE_PREDICATES:
-        cond = None
-        for start, end in _runs(ids):
-            term = F.col(ROW_ID_COLUMN).between(start, end)
-            cond = term if cond is None else (cond | term)
-        return frame.where(cond)
-    import pyarrow as pa
-
-    id_frame = spark.createDataFrame(pa.table({ROW_ID_COLUMN: pa.array(ids, type=pa.int64())}))
-    if len(ids) <= BROADCAST_MAX_IDS:
-        id_frame = F.broadcast(id_frame)
-    return frame.join(id_frame, on=ROW_ID_COLUMN, how="left_semi")
+    return frame.where(F.col(_KEEP)).drop(_KEEP)
 
 
-def _reader(spark: SparkSession, format: str, base_path: str | None):  # type: ignore[no-untyped-def]
+def _row_index() -> Column:
+    from pyspark.sql import functions as F
+
+    return F.col(ROW_INDEX)
+
+
+def _read(spark: SparkSession, path: str, format: str, base_path: str | None,
+          schema: StructType | None = None) -> DataFrame:
+    """One data file; with `schema` (the first file's) Spark skips inferring it, the bulk of a read's plan time."""
     reader = spark.read.format(format)
     if base_path is not None:  # hive partition columns come from the path below the table location
         reader = reader.option("basePath", _spark_path(base_path))
-    return reader
+    if schema is not None:
+        reader = reader.schema(schema)
+    return reader.load(_spark_path(path))
 
 
-def _with_row_id(spark: SparkSession, path: str, first: int, format: str,
-                 base_path: str | None = None) -> DataFrame:
-    """One data file with `_row_id` = its first row id + the row's position in the file (spec §5.1 analogue)."""
+def _with_row_id(spark: SparkSession, df: DataFrame, first: int, keep: Column | None = None) -> DataFrame:
+    """A one-file read with `_row_id` = its first row id + the row's position in the file (spec §5.1 analogue),
+    and with `keep` a `__keep` column of it (one select per file: each DataFrame step costs an analysis)."""
     from pyspark.sql import functions as F
 
-    df = _reader(spark, format, base_path).load(_spark_path(path))
-    columns = [F.col(f"`{c}`") for c in df.columns]
-    return df.select(*columns, (F.lit(first).cast("bigint") + F.col("_metadata.row_index")).alias(ROW_ID_COLUMN))
+    columns = [F.col("*"), (F.lit(first).cast("bigint") + _row_index()).alias(ROW_ID_COLUMN)]
+    if keep is not None:
+        columns.append(keep.alias(_KEEP))
+    return df.select(*columns)
 
 
 def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
@@ -159,14 +266,15 @@ def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str,
     paths = [_spark_path(_file_fields(f)[0]) for f in table_files]
     if not paths:
         raise ValueError("filter_by_row_ids needs at least one table file to know the schema")
-    df = _reader(spark, format, base_path).load(paths)
+    reader = spark.read.format(format)
+    if base_path is not None:
+        reader = reader.option("basePath", _spark_path(base_path))
+    df = reader.load(paths)
     frame = df.select(*[F.col(f"`{c}`") for c in df.columns],
                       F.col(f"`{row_id_column}`").cast("bigint").alias(ROW_ID_COLUMN))
     if not row_ids:
         return frame.limit(0)
-    ids = np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64)
-    run_count = 1 + int(np.count_nonzero(np.diff(ids) != 1))
-    return _keep_ids(spark, frame, ids, run_count)
+    return frame.where(_Conditions(spark, [_sorted_ids(row_ids)]).condition(0, F.col(ROW_ID_COLUMN)))
 
 
 def filter_paimon_rows(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
@@ -211,31 +319,34 @@ def _sequence_of(f: Mapping[str, object] | object) -> int:
 
 def _merge_paimon_files(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
                         selected: Sequence[tuple[str, int, int, int]], row_ids: BitMap64) -> DataFrame:
-    """Union the selected files (each column null where a file lacks it, plus its sequence number), keep the
-    wanted ids, then per `_row_id` take each column from the newest file that has it (`max_by` skips rows
-    whose ordering is null, i.e. files without that column)."""
+    """Keep each selected file's wanted rows, union them (each column null where a file lacks it, plus its
+    sequence number), then per `_row_id` take each column from the newest file that has it (`max_by` skips rows
+    whose ordering is null, i.e. files without that column). Files differ in columns: each is read with its own."""
     from pyspark.sql import functions as F
 
     seq = {_file_fields(f)[0]: _sequence_of(f) for f in table_files}
-    parts = [(_with_row_id(spark, path, first, _format_of(path)), seq[path]) for path, first, _, _ in selected]
+    ids = _sorted_ids(row_ids)
+    conditions = _Conditions(spark, [_local_positions(ids, first, count) for _, first, count, _ in selected])
+    parts = []
+    for i, (path, first, _, _) in enumerate(selected):
+        df = _read(spark, path, _format_of(path), None)
+        parts.append((df.columns, _with_row_id(spark, df, first, conditions.condition(i, _row_index())), seq[path]))
     columns: dict[str, object] = {}
-    for df, _ in sorted(parts, key=lambda p: -len(p[0].columns)):  # a full file first: the table's column order
+    for _, df, _ in sorted(parts, key=lambda p: -len(p[0])):  # a full file first: the table's column order
         for fld in df.schema.fields:
-            if fld.name != ROW_ID_COLUMN:
+            if fld.name not in (ROW_ID_COLUMN, _KEEP):
                 columns.setdefault(fld.name, fld.dataType)
     unified = None
-    for df, s in parts:
-        present = set(df.columns)
-        cols = [F.col(ROW_ID_COLUMN), F.lit(s).cast("bigint").alias("__seq")]
+    for names, df, s in parts:
+        present = set(names)
+        cols = [F.col(ROW_ID_COLUMN), F.col(_KEEP), F.lit(s).cast("bigint").alias("__seq")]
         for name, dtype in columns.items():
             cols.append(F.col(f"`{name}`") if name in present else F.lit(None).cast(dtype).alias(name))  # type: ignore[arg-type]
             cols.append(F.lit(name in present).alias(f"__has_{name}"))
         frame = df.select(*cols)
         unified = frame if unified is None else unified.unionByName(frame)
     assert unified is not None
-    ids = np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64)
-    kept = _keep_ids(spark, unified, ids, 1 + int(np.count_nonzero(np.diff(ids) != 1)))
-    merged = kept.groupBy(ROW_ID_COLUMN).agg(*[
+    merged = _kept(unified).groupBy(ROW_ID_COLUMN).agg(*[
         F.max_by(F.col(f"`{name}`"), F.when(F.col(f"`__has_{name}`"), F.col("__seq"))).alias(name)
         for name in columns])
     return merged.select(*[F.col(f"`{name}`") for name in columns], F.col(ROW_ID_COLUMN))
