@@ -5,26 +5,28 @@ importing this module never loads it. Imports no fastapi and nothing from servic
 """
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from pyroaring import BitMap64
 
 if TYPE_CHECKING:
-    from pyspark.sql import Column, DataFrame, SparkSession
+    import pyarrow as pa
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 ROW_ID_COLUMN = "_row_id"
 ROW_INDEX = "_metadata.row_index"
-# The ids reach the executors in compact per-file form, never one by one in a task or plan: a file whose matching
-# rows form at most MAX_RANGE_PREDICATES runs is filtered by range predicates on its row index (plain JVM
-# expressions; at most MAX_PREDICATES_TOTAL of them over all files, as larger OR trees cost Spark more to plan
-# and compile than a broadcast); every other file by a vectorized membership test against one broadcast of
-# per-file bit masks or sorted offsets (a pandas UDF that needs only numpy and pandas on the executors).
+# The ids never ride in a task or a plan one by one. The driver splits them per file (ids in
+# [first_row_id, first_row_id + row_count)); a file whose ids form at most MAX_RANGE_PREDICATES runs is filtered
+# by range predicates on `_row_id` (plain JVM expressions; at most MAX_PREDICATES_TOTAL over all files, as larger
+# OR trees cost Spark more to plan and compile than a join); the other files are kept by a left-semi join whose
+# build side one executor task expands from a broadcast of per-file bit masks or sorted offsets (a few bytes per
+# id at most), broadcast to the scans as a hash table up to BROADCAST_MAX_IDS ids.
 MAX_RANGE_PREDICATES = 64
 MAX_PREDICATES_TOTAL = 1024
-_KEEP = "__bgix_keep"
+BROADCAST_MAX_IDS = 5_000_000
 
 
 class _FilesAndRows(Protocol):
@@ -81,10 +83,10 @@ def select_files(table_files: Iterable[Mapping[str, object] | object], row_ids: 
     return out
 
 
-def _local_positions(ids: np.ndarray, first: int, count: int) -> np.ndarray:
-    """The positions in a file of the sorted `ids` it holds ([first, first + count) → [0, count))."""
+def _file_ids(ids: np.ndarray, first: int, count: int) -> np.ndarray:
+    """The sorted `ids` a file holds: those in [first, first + count)."""
     lo, hi = np.searchsorted(ids, [first, first + count])
-    return ids[lo:hi] - first
+    return ids[lo:hi]
 
 
 def _compact_set(values: np.ndarray) -> tuple[str, int, np.ndarray]:
@@ -93,84 +95,87 @@ def _compact_set(values: np.ndarray) -> tuple[str, int, np.ndarray]:
     offsets = values - lo
     span = int(offsets[-1]) + 1
     if span // 8 + 1 <= offsets.nbytes:
-        bits = np.zeros(span, dtype=bool)
-        bits[offsets] = True
-        return "bits", lo, np.packbits(bits, bitorder="little")
+        mask = np.zeros(span // 8 + 1, dtype=np.uint8)
+        byte = offsets >> 3
+        starts = np.flatnonzero(np.diff(byte, prepend=-1))
+        # distinct bits of one byte: their sum is their OR (O(n), no span-sized temporary)
+        mask[byte[starts]] = np.add.reduceat(np.left_shift(1, offsets & 7), starts).astype(np.uint8)
+        return "bits", lo, mask
     return "sorted", lo, offsets
 
 
-def _membership_udf(spark: SparkSession, sets: dict[int, tuple[str, int, np.ndarray]]
-                    ) -> Callable[[int, Column], Column]:
-    """`test(key, column)`: is each value of `column` in `sets[key]`? One broadcast holds every set and one
-    pandas UDF tests them all (the key is a literal argument), so tasks carry only the broadcast's id and the
-    plan pickles one small function. The tested column must be a non-null bigint (pandas makes floats of nulls).
+def _expander(broadcast: object) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The `mapInArrow` function that turns keys into the ids of `broadcast.value[key]` (a `_compact_set`).
 
-    The UDF body is a closure defined here, so cloudpickle ships it by value: executors need numpy and
-    pandas (as any pandas UDF does), not bgix."""
-    import pandas as pd
-    from pyspark.sql import functions as F
+    A closure defined here, so cloudpickle ships it by value: executors need numpy and pyarrow, not bgix."""
 
-    broadcast = spark.sparkContext.broadcast(sets)
-
-    def keep(keys: pd.Series, values: pd.Series) -> pd.Series:
+    def expand(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import numpy
-        import pandas
+        import pyarrow
 
-        found = numpy.zeros(len(values), dtype=bool)
-        key_of = keys.to_numpy()
-        for key in numpy.unique(key_of):  # one key per batch in practice (a batch comes from one file)
-            rows = key_of == key
-            kind, lo, data = broadcast.value[int(key)]
-            offsets = values.to_numpy(dtype=numpy.int64)[rows] - lo
-            if kind == "bits":
-                inside = (offsets >= 0) & (offsets < data.size * 8)
-                at = numpy.where(inside, offsets, 0)
-                found[rows] = inside & ((data[at >> 3] >> (at & 7)) & 1).astype(bool)
-            else:
-                at = numpy.minimum(numpy.searchsorted(data, offsets), data.size - 1)
-                found[rows] = data[at] == offsets
-        return pandas.Series(found, index=values.index)
+        sets = broadcast.value  # type: ignore[attr-defined]
+        for batch in batches:
+            for key in batch.column(0).to_numpy().tolist():
+                kind, lo, data = sets[key]
+                if kind == "bits":
+                    values = numpy.flatnonzero(numpy.unpackbits(data, bitorder="little")) + lo
+                else:
+                    values = data + lo
+                yield pyarrow.record_batch([pyarrow.array(values, pyarrow.int64())], names=["_row_id"])
 
-    keep.__annotations__ = {"keys": pd.Series, "values": pd.Series, "return": pd.Series}
-    udf = F.pandas_udf(keep, "boolean")  # type: ignore[call-overload]
-
-    def test(key: int, column: Column) -> Column:
-        return udf(F.lit(key), column)  # type: ignore[no-any-return]
-
-    return test
+    return expand
 
 
-class _Conditions:
-    """Row conditions for several sorted value sets (a file's local positions, or an id column's values):
-    range predicates for sets of few runs, a broadcast membership test for the rest (see MAX_RANGE_PREDICATES)."""
+class _Selection:
+    """Keeps the rows of several frames (each with `_row_id`) whose id is in that frame's sorted id set:
+    range predicates for sets of few runs, one broadcast left-semi join for the rest (see MAX_RANGE_PREDICATES)."""
 
-    def __init__(self, spark: SparkSession, value_sets: Sequence[np.ndarray]) -> None:
-        runs = [_run_bounds(v) for v in value_sets]
-        self._ranges: dict[int, tuple[np.ndarray, np.ndarray]] = {}
-        sets: dict[int, tuple[str, int, np.ndarray]] = {}
+    def __init__(self, spark: SparkSession, id_sets: Sequence[np.ndarray]) -> None:
+        runs = [_run_bounds(v) for v in id_sets]
+        self.ranges: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.sets: dict[int, tuple[str, int, np.ndarray]] = {}
         total = 0
-        for i in sorted(range(len(value_sets)), key=lambda k: runs[k][0].size):
+        for i in sorted(range(len(id_sets)), key=lambda k: runs[k][0].size):
             n = runs[i][0].size
             if n <= MAX_RANGE_PREDICATES and total + n <= MAX_PREDICATES_TOTAL:
-                self._ranges[i] = runs[i]
+                self.ranges[i] = runs[i]
                 total += n
             else:
-                sets[i] = _compact_set(value_sets[i])
-        self._test = _membership_udf(spark, sets) if sets else None
+                self.sets[i] = _compact_set(id_sets[i])
+        self._spark = spark
+        self._join_ids = sum(int(id_sets[i].size) for i in self.sets)
 
-    def condition(self, key: int, column: Column) -> Column:
-        """Is `column` (bigint) in set `key`? (Nulls are not.)"""
+    def apply(self, frames: Sequence[DataFrame]) -> DataFrame:
+        """The union of `frames[i]` (same columns), each cut to its own id set."""
         from pyspark.sql import functions as F
 
-        if key in self._ranges:
+        pieces = []
+        for i, (starts, ends) in sorted(self.ranges.items()):
             cond = None
-            for start, end in zip(*(a.tolist() for a in self._ranges[key])):
-                term = column.between(start, end)
+            for start, end in zip(starts.tolist(), ends.tolist()):
+                term = F.col(ROW_ID_COLUMN).between(start, end)
                 cond = term if cond is None else (cond | term)
-            assert cond is not None
-            return cond
-        assert self._test is not None
-        return column.isNotNull() & self._test(key, F.coalesce(column, F.lit(0).cast("bigint")))
+            pieces.append(frames[i].where(cond))
+        if self.sets:
+            scanned = _union([frames[i] for i in sorted(self.sets)])
+            pieces.append(scanned.join(self._id_frame(), on=ROW_ID_COLUMN, how="left_semi"))
+        return _union(pieces)
+
+    def _id_frame(self) -> DataFrame:
+        """The ids of every set as one `_row_id` column, expanded by one task from a broadcast of the sets."""
+        from pyspark.sql import functions as F
+
+        broadcast = self._spark.sparkContext.broadcast([self.sets[i] for i in sorted(self.sets)])
+        keys = self._spark.range(len(self.sets), numPartitions=1)  # key k expands the k-th set
+        ids = keys.mapInArrow(_expander(broadcast), f"{ROW_ID_COLUMN} bigint")
+        return F.broadcast(ids) if self._join_ids <= BROADCAST_MAX_IDS else ids
+
+
+def _union(frames: Sequence[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
 
 
 def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
@@ -210,29 +215,12 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
             raise ValueError("filter_by_row_ids needs at least one table file to know the schema")
         return _with_row_id(spark, _read(spark, _file_fields(files[0])[0], format, base_path), 0).limit(0)
     ids = _sorted_ids(row_ids)
-    positions = [_local_positions(ids, first, count) for _, first, count, _ in selected]
-    conditions = _Conditions(spark, positions)
+    selection = _Selection(spark, [_file_ids(ids, first, count) for _, first, count, _ in selected])
     first_read = _read(spark, selected[0][0], format, base_path)
-    frame = None
-    for i, (path, first, _, _) in enumerate(selected):
-        df = first_read if i == 0 else _read(spark, path, format, base_path, first_read.schema)
-        part = _with_row_id(spark, df, first, conditions.condition(i, _row_index()))
-        frame = part if frame is None else frame.unionByName(part)
-    assert frame is not None
-    return _kept(frame)
-
-
-def _kept(frame: DataFrame) -> DataFrame:
-    """The rows whose `__keep` is true, without it (one filter over the union: Spark pushes it into each file)."""
-    from pyspark.sql import functions as F
-
-    return frame.where(F.col(_KEEP)).drop(_KEEP)
-
-
-def _row_index() -> Column:
-    from pyspark.sql import functions as F
-
-    return F.col(ROW_INDEX)
+    frames = [_with_row_id(spark, first_read if i == 0 else _read(spark, path, format, base_path,
+                                                                  first_read.schema), first)
+              for i, (path, first, _, _) in enumerate(selected)]
+    return selection.apply(frames)
 
 
 def _read(spark: SparkSession, path: str, format: str, base_path: str | None,
@@ -246,15 +234,11 @@ def _read(spark: SparkSession, path: str, format: str, base_path: str | None,
     return reader.load(_spark_path(path))
 
 
-def _with_row_id(spark: SparkSession, df: DataFrame, first: int, keep: Column | None = None) -> DataFrame:
-    """A one-file read with `_row_id` = its first row id + the row's position in the file (spec §5.1 analogue),
-    and with `keep` a `__keep` column of it (one select per file: each DataFrame step costs an analysis)."""
+def _with_row_id(spark: SparkSession, df: DataFrame, first: int) -> DataFrame:
+    """A one-file read with `_row_id` = its first row id + the row's position in the file (spec §5.1 analogue)."""
     from pyspark.sql import functions as F
 
-    columns = [F.col("*"), (F.lit(first).cast("bigint") + _row_index()).alias(ROW_ID_COLUMN)]
-    if keep is not None:
-        columns.append(keep.alias(_KEEP))
-    return df.select(*columns)
+    return df.select(F.col("*"), (F.lit(first).cast("bigint") + F.col(ROW_INDEX)).alias(ROW_ID_COLUMN))
 
 
 def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
@@ -274,7 +258,7 @@ def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str,
                       F.col(f"`{row_id_column}`").cast("bigint").alias(ROW_ID_COLUMN))
     if not row_ids:
         return frame.limit(0)
-    return frame.where(_Conditions(spark, [_sorted_ids(row_ids)]).condition(0, F.col(ROW_ID_COLUMN)))
+    return _Selection(spark, [_sorted_ids(row_ids)]).apply([frame])
 
 
 def filter_paimon_rows(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
@@ -326,27 +310,25 @@ def _merge_paimon_files(spark: SparkSession, table_files: Sequence[Mapping[str, 
 
     seq = {_file_fields(f)[0]: _sequence_of(f) for f in table_files}
     ids = _sorted_ids(row_ids)
-    conditions = _Conditions(spark, [_local_positions(ids, first, count) for _, first, count, _ in selected])
     parts = []
-    for i, (path, first, _, _) in enumerate(selected):
+    for path, first, _, _ in selected:
         df = _read(spark, path, _format_of(path), None)
-        parts.append((df.columns, _with_row_id(spark, df, first, conditions.condition(i, _row_index())), seq[path]))
+        parts.append((df.columns, _with_row_id(spark, df, first), seq[path]))
     columns: dict[str, object] = {}
     for _, df, _ in sorted(parts, key=lambda p: -len(p[0])):  # a full file first: the table's column order
         for fld in df.schema.fields:
-            if fld.name not in (ROW_ID_COLUMN, _KEEP):
+            if fld.name != ROW_ID_COLUMN:
                 columns.setdefault(fld.name, fld.dataType)
-    unified = None
+    unified = []
     for names, df, s in parts:
         present = set(names)
-        cols = [F.col(ROW_ID_COLUMN), F.col(_KEEP), F.lit(s).cast("bigint").alias("__seq")]
+        cols = [F.col(ROW_ID_COLUMN), F.lit(s).cast("bigint").alias("__seq")]
         for name, dtype in columns.items():
             cols.append(F.col(f"`{name}`") if name in present else F.lit(None).cast(dtype).alias(name))  # type: ignore[arg-type]
             cols.append(F.lit(name in present).alias(f"__has_{name}"))
-        frame = df.select(*cols)
-        unified = frame if unified is None else unified.unionByName(frame)
-    assert unified is not None
-    merged = _kept(unified).groupBy(ROW_ID_COLUMN).agg(*[
+        unified.append(df.select(*cols))
+    kept = _Selection(spark, [_file_ids(ids, first, count) for _, first, count, _ in selected]).apply(unified)
+    merged = kept.groupBy(ROW_ID_COLUMN).agg(*[
         F.max_by(F.col(f"`{name}`"), F.when(F.col(f"`__has_{name}`"), F.col("__seq"))).alias(name)
         for name in columns])
     return merged.select(*[F.col(f"`{name}`") for name in columns], F.col(ROW_ID_COLUMN))
