@@ -187,8 +187,9 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
     `path`, `first_row_id`, `row_count`; row id = first_row_id + the row's position in its file
     (`_metadata.row_index`). Files without a matching row are not read; each selected file is one
     read in a union (with the first file's schema: no per-file inference), which suits up to a few hundred
-    selected files. The ids become each file's local positions on the driver and are filtered in compact
-    form: runs as range predicates, scattered positions by a broadcast bit mask (see MAX_RANGE_PREDICATES).
+    selected files. The ids are split per file on the driver and reach the executors in compact form: a
+    file's few runs as range predicates, scattered ids as a broadcast bit mask that one task expands into the
+    build side of a broadcast left-semi join (see MAX_RANGE_PREDICATES); no task carries the ids one by one.
     An empty set gives an empty DataFrame with the table's schema.
 
     With `row_id_column` (a table registered with one) the row ids are that column's values, not
@@ -223,15 +224,15 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
     return selection.apply(frames)
 
 
-def _read(spark: SparkSession, path: str, format: str, base_path: str | None,
+def _read(spark: SparkSession, path: str | list[str], format: str, base_path: str | None,
           schema: StructType | None = None) -> DataFrame:
-    """One data file; with `schema` (the first file's) Spark skips inferring it, the bulk of a read's plan time."""
+    """Data files; with `schema` (the first file's) Spark skips inferring it, the bulk of a read's plan time."""
     reader = spark.read.format(format)
     if base_path is not None:  # hive partition columns come from the path below the table location
         reader = reader.option("basePath", _spark_path(base_path))
     if schema is not None:
         reader = reader.schema(schema)
-    return reader.load(_spark_path(path))
+    return reader.load(_spark_path(path) if isinstance(path, str) else [_spark_path(p) for p in path])
 
 
 def _with_row_id(spark: SparkSession, df: DataFrame, first: int) -> DataFrame:
@@ -247,13 +248,10 @@ def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str,
     files are read and the id column is filtered (exact, like a scan of the table)."""
     from pyspark.sql import functions as F
 
-    paths = [_spark_path(_file_fields(f)[0]) for f in table_files]
+    paths = [_file_fields(f)[0] for f in table_files]
     if not paths:
         raise ValueError("filter_by_row_ids needs at least one table file to know the schema")
-    reader = spark.read.format(format)
-    if base_path is not None:
-        reader = reader.option("basePath", _spark_path(base_path))
-    df = reader.load(paths)
+    df = _read(spark, paths, format, base_path)
     frame = df.select(*[F.col(f"`{c}`") for c in df.columns],
                       F.col(f"`{row_id_column}`").cast("bigint").alias(ROW_ID_COLUMN))
     if not row_ids:
