@@ -21,9 +21,10 @@ pytestmark = pytest.mark.spark
 PREDICATE = "s = 'w001' OR n > 40 OR s LIKE 'émoji%'"
 
 
-def _table(tmp_path: Path) -> tuple[list[dict], pd.DataFrame]:
+def _table(tmp_path: Path, rows_per_file: tuple[int, ...] = (700, 1200, 500),
+           row_group_size: int = 300) -> tuple[list[dict], pd.DataFrame]:
     """The row-id map built independently: files in path order, ids counted up from 0 in read order."""
-    gen = make_parquet_table(tmp_path, "t", rows_per_file=(700, 1200, 500), row_group_size=300)
+    gen = make_parquet_table(tmp_path, "t", rows_per_file=rows_per_file, row_group_size=row_group_size)
     files, frames, first = [], [], 0
     for path in gen.files:
         part = pq.read_table(path).to_pandas()
@@ -219,15 +220,7 @@ def _physical_plan(df) -> str:
 def test_scattered_ids_reach_tasks_as_a_broadcast_not_in_the_plan(spark, tmp_path: Path) -> None:
     """20k scattered ids: no local table of ids and no id literals in the plan (the ids travel as a broadcast
     bit mask, expanded by one task into the join's build side); the rows are exactly pandas' rows."""
-    gen = make_parquet_table(tmp_path, "big", rows_per_file=(30_000, 30_000), row_group_size=10_000)
-    files, frames, first = [], [], 0
-    for path in gen.files:
-        part = pq.read_table(path).to_pandas()
-        part.index = range(first, first + len(part))
-        files.append({"path": str(path), "first_row_id": first, "row_count": len(part)})
-        frames.append(part)
-        first += len(part)
-    pdf = pd.concat(frames)
+    files, pdf = _table(tmp_path, rows_per_file=(30_000, 30_000), row_group_size=10_000)
     rng = np.random.default_rng(11)
     wanted = np.sort(rng.choice(len(pdf), size=20_000, replace=False))
     got = filter_by_row_ids(spark, files, BitMap64(wanted.astype(np.uint64)))
