@@ -214,13 +214,12 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
         files = list(table_files)
         if not files:
             raise ValueError("filter_by_row_ids needs at least one table file to know the schema")
-        return _with_row_id(spark, _read(spark, _file_fields(files[0])[0], format, base_path), 0).limit(0)
+        return _with_row_id(_read(spark, _file_fields(files[0])[0], format, base_path), 0).limit(0)
     ids = _sorted_ids(row_ids)
     selection = _Selection(spark, [_file_ids(ids, first, count) for _, first, count, _ in selected])
     first_read = _read(spark, selected[0][0], format, base_path)
-    frames = [_with_row_id(spark, first_read if i == 0 else _read(spark, path, format, base_path,
-                                                                  first_read.schema), first)
-              for i, (path, first, _, _) in enumerate(selected)]
+    frames = [_with_row_id(first_read if i == 0 else _read(spark, path, format, base_path, first_read.schema),
+                           first) for i, (path, first, _, _) in enumerate(selected)]
     return selection.apply(frames)
 
 
@@ -235,7 +234,7 @@ def _read(spark: SparkSession, path: str | list[str], format: str, base_path: st
     return reader.load(_spark_path(path) if isinstance(path, str) else [_spark_path(p) for p in path])
 
 
-def _with_row_id(spark: SparkSession, df: DataFrame, first: int) -> DataFrame:
+def _with_row_id(df: DataFrame, first: int) -> DataFrame:
     """A one-file read with `_row_id` = its first row id + the row's position in the file (spec §5.1 analogue).
     One SQL expression: a single call into the JVM instead of one per column function."""
     return df.selectExpr("*", f"CAST({int(first)} AS BIGINT) + {ROW_INDEX} AS `{ROW_ID_COLUMN}`")
@@ -310,7 +309,7 @@ def _merge_paimon_files(spark: SparkSession, table_files: Sequence[Mapping[str, 
     parts = []
     for path, first, _, _ in selected:
         df = _read(spark, path, _format_of(path), None)
-        parts.append((df.columns, _with_row_id(spark, df, first), seq[path]))
+        parts.append((df.columns, _with_row_id(df, first), seq[path]))
     columns: dict[str, object] = {}
     for _, df, _ in sorted(parts, key=lambda p: -len(p[0])):  # a full file first: the table's column order
         for fld in df.schema.fields:
