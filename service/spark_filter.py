@@ -5,19 +5,27 @@ importing this module never loads it. Imports no fastapi and nothing from servic
 """
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Protocol
 
 import numpy as np
 from pyroaring import BitMap64
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
+    from pyspark.sql.types import StructType
 
 ROW_ID_COLUMN = "_row_id"
-# Up to this many runs of consecutive matching ids (over all selected files), the filter is a JVM range
-# predicate on the row id; above it, a left-semi join with a DataFrame of the ids (broadcast when small).
+ROW_INDEX = "_metadata.row_index"
+# The ids never ride in a task or a plan one by one. The driver splits them per file (ids in
+# [first_row_id, first_row_id + row_count)); a file whose ids form at most MAX_RANGE_PREDICATES runs is filtered
+# by range predicates on `_row_id` (plain JVM expressions; at most MAX_PREDICATES_TOTAL over all files, as larger
+# OR trees cost Spark more to plan and compile than a join); the other files are kept by a left-semi join whose
+# build side one executor task expands from a broadcast of per-file bit masks or sorted offsets (a few bytes per
+# id at most), broadcast to the scans as a hash table up to BROADCAST_MAX_IDS ids.
 MAX_RANGE_PREDICATES = 64
+MAX_PREDICATES_TOTAL = 1024
 BROADCAST_MAX_IDS = 5_000_000
 
 
@@ -39,13 +47,22 @@ def _spark_path(path: str) -> str:
     return path
 
 
+def _sorted_ids(row_ids: BitMap64) -> np.ndarray:
+    """The set as a sorted int64 array (ids are < 2**63 in practice; larger ones wrap as Spark's bigint does)."""
+    return np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64)
+
+
+def _run_bounds(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Sorted distinct values → (starts, ends) of their inclusive runs of consecutive values, vectorized."""
+    if values.size == 0:
+        return values[:0], values[:0]
+    breaks = np.flatnonzero(np.diff(values) != 1)
+    return (np.concatenate((values[:1], values[breaks + 1])), np.concatenate((values[breaks], values[-1:])))
+
+
 def _runs(positions: np.ndarray) -> list[tuple[int, int]]:
-    """Sorted positions → inclusive runs [(start, end)], vectorized."""
-    if positions.size == 0:
-        return []
-    breaks = np.flatnonzero(np.diff(positions) != 1)
-    starts = np.concatenate(([positions[0]], positions[breaks + 1]))
-    ends = np.concatenate((positions[breaks], [positions[-1]]))
+    """Sorted positions → inclusive runs [(start, end)]."""
+    starts, ends = _run_bounds(positions)
     return list(zip(starts.tolist(), ends.tolist()))
 
 
@@ -66,6 +83,101 @@ def select_files(table_files: Iterable[Mapping[str, object] | object], row_ids: 
     return out
 
 
+def _file_ids(ids: np.ndarray, first: int, count: int) -> np.ndarray:
+    """The sorted `ids` a file holds: those in [first, first + count)."""
+    lo, hi = np.searchsorted(ids, [first, first + count])
+    return ids[lo:hi]
+
+
+def _compact_set(values: np.ndarray) -> tuple[str, int, np.ndarray]:
+    """Sorted distinct int64 `values` as the smaller of a bit mask over [lo, hi] and their offsets from lo."""
+    lo = int(values[0])
+    offsets = values - lo
+    span = int(offsets[-1]) + 1
+    if span // 8 + 1 <= offsets.nbytes:
+        mask = np.zeros(span // 8 + 1, dtype=np.uint8)
+        byte = offsets >> 3
+        starts = np.flatnonzero(np.diff(byte, prepend=-1))
+        # distinct bits of one byte: their sum is their OR (O(n), no span-sized temporary)
+        mask[byte[starts]] = np.add.reduceat(np.left_shift(1, offsets & 7), starts).astype(np.uint8)
+        return "bits", lo, mask
+    return "sorted", lo, offsets
+
+
+def _expander(broadcast: object) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+    """The `mapInArrow` function that turns keys into the ids of `broadcast.value[key]` (a `_compact_set`).
+
+    A closure defined here, so cloudpickle ships it by value: executors need numpy and pyarrow, not bgix."""
+
+    def expand(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import numpy
+        import pyarrow
+
+        sets = broadcast.value  # type: ignore[attr-defined]
+        for batch in batches:
+            for key in batch.column(0).to_numpy().tolist():
+                kind, lo, data = sets[key]
+                if kind == "bits":
+                    values = numpy.flatnonzero(numpy.unpackbits(data, bitorder="little")) + lo
+                else:
+                    values = data + lo
+                yield pyarrow.record_batch([pyarrow.array(values, pyarrow.int64())], names=["_row_id"])
+
+    return expand
+
+
+class _Selection:
+    """Keeps the rows of several frames (each with `_row_id`) whose id is in that frame's sorted id set:
+    range predicates for sets of few runs, one broadcast left-semi join for the rest (see MAX_RANGE_PREDICATES)."""
+
+    def __init__(self, spark: SparkSession, id_sets: Sequence[np.ndarray]) -> None:
+        runs = [_run_bounds(v) for v in id_sets]
+        self.ranges: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        self.sets: dict[int, tuple[str, int, np.ndarray]] = {}
+        total = 0
+        for i in sorted(range(len(id_sets)), key=lambda k: runs[k][0].size):
+            n = runs[i][0].size
+            if n <= MAX_RANGE_PREDICATES and total + n <= MAX_PREDICATES_TOTAL:
+                self.ranges[i] = runs[i]
+                total += n
+            else:
+                self.sets[i] = _compact_set(id_sets[i])
+        self._spark = spark
+        self._join_ids = sum(int(id_sets[i].size) for i in self.sets)
+
+    def apply(self, frames: Sequence[DataFrame]) -> DataFrame:
+        """The union of `frames[i]` (same columns), each cut to its own id set."""
+        from pyspark.sql import functions as F
+
+        pieces = []
+        for i, (starts, ends) in sorted(self.ranges.items()):
+            cond = None
+            for start, end in zip(starts.tolist(), ends.tolist()):
+                term = F.col(ROW_ID_COLUMN).between(start, end)
+                cond = term if cond is None else (cond | term)
+            pieces.append(frames[i].where(cond))
+        if self.sets:
+            scanned = _union([frames[i] for i in sorted(self.sets)])
+            pieces.append(scanned.join(self._id_frame(), on=ROW_ID_COLUMN, how="left_semi"))
+        return _union(pieces)
+
+    def _id_frame(self) -> DataFrame:
+        """The ids of every set as one `_row_id` column, expanded by one task from a broadcast of the sets."""
+        from pyspark.sql import functions as F
+
+        broadcast = self._spark.sparkContext.broadcast([self.sets[i] for i in sorted(self.sets)])
+        keys = self._spark.range(len(self.sets), numPartitions=1)  # key k expands the k-th set
+        ids = keys.mapInArrow(_expander(broadcast), f"{ROW_ID_COLUMN} bigint")
+        return F.broadcast(ids) if self._join_ids <= BROADCAST_MAX_IDS else ids
+
+
+def _union(frames: Sequence[DataFrame]) -> DataFrame:
+    out = frames[0]
+    for frame in frames[1:]:
+        out = out.unionByName(frame)
+    return out
+
+
 def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
                       row_ids: BitMap64, format: str = "parquet", *, row_id_column: str | None = None,
                       base_path: str | None = None) -> DataFrame:
@@ -74,9 +186,11 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
     `table_files` is the table's row-id map (`GET /v1/tables/{t}/files`, `Client.files()`): each entry has
     `path`, `first_row_id`, `row_count`; row id = first_row_id + the row's position in its file
     (`_metadata.row_index`). Files without a matching row are not read; each selected file is one
-    read in a union, which suits up to a few hundred selected files. The filter runs in the JVM:
-    a few runs of ids become range predicates, many scattered ids a left-semi join. An empty set gives
-    an empty DataFrame with the table's schema.
+    read in a union (with the first file's schema: no per-file inference), which suits up to a few hundred
+    selected files. The ids are split per file on the driver and reach the executors in compact form: a
+    file's few runs as range predicates, scattered ids as a broadcast bit mask that one task expands into the
+    build side of a broadcast left-semi join (see MAX_RANGE_PREDICATES); no task carries the ids one by one.
+    An empty set gives an empty DataFrame with the table's schema.
 
     With `row_id_column` (a table registered with one) the row ids are that column's values, not
     positions: every file is read (Spark's Parquet statistics still skip row groups for the range
@@ -100,54 +214,30 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
         files = list(table_files)
         if not files:
             raise ValueError("filter_by_row_ids needs at least one table file to know the schema")
-        empty = _with_row_id(spark, _file_fields(files[0])[0], 0, format, base_path).limit(0)
-        return empty
-    wanted = BitMap64()
-    for _, first, count, _ in selected:
-        wanted.add_range(first, first + count)
-    wanted &= row_ids  # ids beyond the known files cannot match any row
-    ids = np.frombuffer(wanted.to_array(), dtype=np.uint64).astype(np.int64)
-    run_count = 1 + int(np.count_nonzero(np.diff(ids) != 1))
-    parts = [_with_row_id(spark, path, first, format, base_path) for path, first, _, _ in selected]
-    frame = parts[0]
-    for part in parts[1:]:
-        frame = frame.unionByName(part)
-    return _keep_ids(spark, frame, ids, run_count)
+        return _with_row_id(_read(spark, _file_fields(files[0])[0], format, base_path), 0).limit(0)
+    ids = _sorted_ids(row_ids)
+    selection = _Selection(spark, [_file_ids(ids, first, count) for _, first, count, _ in selected])
+    first_read = _read(spark, selected[0][0], format, base_path)
+    frames = [_with_row_id(first_read if i == 0 else _read(spark, path, format, base_path, first_read.schema),
+                           first) for i, (path, first, _, _) in enumerate(selected)]
+    return selection.apply(frames)
 
 
-def _keep_ids(spark: SparkSession, frame: DataFrame, ids: np.ndarray, run_count: int) -> DataFrame:
-    """`frame` rows whose `_row_id` is in the sorted int64 `ids`: range predicates or a left-semi join."""
-    from pyspark.sql import functions as F
-
-    if run_count <= MAX_RANGE_PREDICATES:
-        cond = None
-        for start, end in _runs(ids):
-            term = F.col(ROW_ID_COLUMN).between(start, end)
-            cond = term if cond is None else (cond | term)
-        return frame.where(cond)
-    import pyarrow as pa
-
-    id_frame = spark.createDataFrame(pa.table({ROW_ID_COLUMN: pa.array(ids, type=pa.int64())}))
-    if len(ids) <= BROADCAST_MAX_IDS:
-        id_frame = F.broadcast(id_frame)
-    return frame.join(id_frame, on=ROW_ID_COLUMN, how="left_semi")
-
-
-def _reader(spark: SparkSession, format: str, base_path: str | None):  # type: ignore[no-untyped-def]
+def _read(spark: SparkSession, path: str | list[str], format: str, base_path: str | None,
+          schema: StructType | None = None) -> DataFrame:
+    """Data files; with `schema` (the first file's) Spark skips inferring it, the bulk of a read's plan time."""
     reader = spark.read.format(format)
     if base_path is not None:  # hive partition columns come from the path below the table location
         reader = reader.option("basePath", _spark_path(base_path))
-    return reader
+    if schema is not None:
+        reader = reader.schema(schema)
+    return reader.load(_spark_path(path) if isinstance(path, str) else [_spark_path(p) for p in path])
 
 
-def _with_row_id(spark: SparkSession, path: str, first: int, format: str,
-                 base_path: str | None = None) -> DataFrame:
-    """One data file with `_row_id` = its first row id + the row's position in the file (spec §5.1 analogue)."""
-    from pyspark.sql import functions as F
-
-    df = _reader(spark, format, base_path).load(_spark_path(path))
-    columns = [F.col(f"`{c}`") for c in df.columns]
-    return df.select(*columns, (F.lit(first).cast("bigint") + F.col("_metadata.row_index")).alias(ROW_ID_COLUMN))
+def _with_row_id(df: DataFrame, first: int) -> DataFrame:
+    """A one-file read with `_row_id` = its first row id + the row's position in the file (spec §5.1 analogue).
+    One SQL expression: a single call into the JVM instead of one per column function."""
+    return df.selectExpr("*", f"CAST({int(first)} AS BIGINT) + {ROW_INDEX} AS `{ROW_ID_COLUMN}`")
 
 
 def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
@@ -156,17 +246,15 @@ def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str,
     files are read and the id column is filtered (exact, like a scan of the table)."""
     from pyspark.sql import functions as F
 
-    paths = [_spark_path(_file_fields(f)[0]) for f in table_files]
+    paths = [_file_fields(f)[0] for f in table_files]
     if not paths:
         raise ValueError("filter_by_row_ids needs at least one table file to know the schema")
-    df = _reader(spark, format, base_path).load(paths)
+    df = _read(spark, paths, format, base_path)
     frame = df.select(*[F.col(f"`{c}`") for c in df.columns],
                       F.col(f"`{row_id_column}`").cast("bigint").alias(ROW_ID_COLUMN))
     if not row_ids:
         return frame.limit(0)
-    ids = np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64)
-    run_count = 1 + int(np.count_nonzero(np.diff(ids) != 1))
-    return _keep_ids(spark, frame, ids, run_count)
+    return _Selection(spark, [_sorted_ids(row_ids)]).apply([frame])
 
 
 def filter_paimon_rows(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
@@ -211,30 +299,31 @@ def _sequence_of(f: Mapping[str, object] | object) -> int:
 
 def _merge_paimon_files(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
                         selected: Sequence[tuple[str, int, int, int]], row_ids: BitMap64) -> DataFrame:
-    """Union the selected files (each column null where a file lacks it, plus its sequence number), keep the
-    wanted ids, then per `_row_id` take each column from the newest file that has it (`max_by` skips rows
-    whose ordering is null, i.e. files without that column)."""
+    """Keep each selected file's wanted rows, union them (each column null where a file lacks it, plus its
+    sequence number), then per `_row_id` take each column from the newest file that has it (`max_by` skips rows
+    whose ordering is null, i.e. files without that column). Files differ in columns: each is read with its own."""
     from pyspark.sql import functions as F
 
     seq = {_file_fields(f)[0]: _sequence_of(f) for f in table_files}
-    parts = [(_with_row_id(spark, path, first, _format_of(path)), seq[path]) for path, first, _, _ in selected]
+    ids = _sorted_ids(row_ids)
+    parts = []
+    for path, first, _, _ in selected:
+        df = _read(spark, path, _format_of(path), None)
+        parts.append((df.columns, _with_row_id(df, first), seq[path]))
     columns: dict[str, object] = {}
-    for df, _ in sorted(parts, key=lambda p: -len(p[0].columns)):  # a full file first: the table's column order
+    for _, df, _ in sorted(parts, key=lambda p: -len(p[0])):  # a full file first: the table's column order
         for fld in df.schema.fields:
             if fld.name != ROW_ID_COLUMN:
                 columns.setdefault(fld.name, fld.dataType)
-    unified = None
-    for df, s in parts:
-        present = set(df.columns)
+    unified = []
+    for names, df, s in parts:
+        present = set(names)
         cols = [F.col(ROW_ID_COLUMN), F.lit(s).cast("bigint").alias("__seq")]
         for name, dtype in columns.items():
             cols.append(F.col(f"`{name}`") if name in present else F.lit(None).cast(dtype).alias(name))  # type: ignore[arg-type]
             cols.append(F.lit(name in present).alias(f"__has_{name}"))
-        frame = df.select(*cols)
-        unified = frame if unified is None else unified.unionByName(frame)
-    assert unified is not None
-    ids = np.frombuffer(row_ids.to_array(), dtype=np.uint64).astype(np.int64)
-    kept = _keep_ids(spark, unified, ids, 1 + int(np.count_nonzero(np.diff(ids) != 1)))
+        unified.append(df.select(*cols))
+    kept = _Selection(spark, [_file_ids(ids, first, count) for _, first, count, _ in selected]).apply(unified)
     merged = kept.groupBy(ROW_ID_COLUMN).agg(*[
         F.max_by(F.col(f"`{name}`"), F.when(F.col(f"`__has_{name}`"), F.col("__seq"))).alias(name)
         for name in columns])

@@ -21,9 +21,10 @@ pytestmark = pytest.mark.spark
 PREDICATE = "s = 'w001' OR n > 40 OR s LIKE 'émoji%'"
 
 
-def _table(tmp_path: Path) -> tuple[list[dict], pd.DataFrame]:
+def _table(tmp_path: Path, rows_per_file: tuple[int, ...] = (700, 1200, 500),
+           row_group_size: int = 300) -> tuple[list[dict], pd.DataFrame]:
     """The row-id map built independently: files in path order, ids counted up from 0 in read order."""
-    gen = make_parquet_table(tmp_path, "t", rows_per_file=(700, 1200, 500), row_group_size=300)
+    gen = make_parquet_table(tmp_path, "t", rows_per_file=rows_per_file, row_group_size=row_group_size)
     files, frames, first = [], [], 0
     for path in gen.files:
         part = pq.read_table(path).to_pandas()
@@ -203,3 +204,129 @@ def test_non_parquet_tables_use_their_format_and_need_a_row_id_column(spark, tmp
     assert sorted(r["rid"] for r in got.collect()) == [20, 40, 60]
     with pytest.raises(RowIdError, match="row_id_column"):
         filter_by_row_ids(spark, files, ids, format="orc")
+
+
+def _physical_plan(df) -> str:
+    """The physical plan as Spark would run it without adaptive execution (whose wrapper hides the rest)."""
+    conf = df.sparkSession.conf
+    adaptive = conf.get("spark.sql.adaptive.enabled")
+    conf.set("spark.sql.adaptive.enabled", "false")
+    try:
+        return str(df._jdf.queryExecution().executedPlan().toString())
+    finally:
+        conf.set("spark.sql.adaptive.enabled", adaptive)
+
+
+def test_scattered_ids_reach_tasks_as_a_broadcast_not_in_the_plan(spark, tmp_path: Path) -> None:
+    """20k scattered ids: no local table of ids and no id literals in the plan (the ids travel as a broadcast
+    bit mask, expanded by one task into the join's build side); the rows are exactly pandas' rows."""
+    files, pdf = _table(tmp_path, rows_per_file=(30_000, 30_000), row_group_size=10_000)
+    rng = np.random.default_rng(11)
+    wanted = np.sort(rng.choice(len(pdf), size=20_000, replace=False))
+    got = filter_by_row_ids(spark, files, BitMap64(wanted.astype(np.uint64)))
+
+    # The old build side, a DataFrame of the ids, is a local table Spark parallelizes into its tasks (2.2 MB
+    # tasks for 139k ids); now one task expands the broadcast sets (bench/bench_spark_filter.py measures tasks).
+    assert "LocalTableScan" in _physical_plan(spark.createDataFrame(pa.table({ROW_ID_COLUMN: pa.array(wanted)})))
+    plan = _physical_plan(got)
+    assert "LocalTableScan" not in plan and "MapInArrow" in plan and "BroadcastHashJoin" in plan
+    assert len(plan) < 20_000  # no id literals either
+    back = got.toPandas().set_index(ROW_ID_COLUMN).sort_index()
+    assert list(back.index) == wanted.tolist()
+    pd.testing.assert_frame_equal(back, pdf.loc[wanted, back.columns], check_dtype=False, check_names=False,
+                                  check_index_type=False)
+
+
+def test_runs_and_scattered_files_mix_in_one_answer(spark, tmp_path: Path) -> None:
+    """One file's matches are two runs (range predicates), another's are scattered (broadcast join), a third
+    has none (not read): each file is filtered its own way and the rows are exactly the wanted ones."""
+    from service.spark_filter import _file_ids, _Selection, _sorted_ids
+
+    files, pdf = _table(tmp_path)  # files of 700, 1200, 500 rows
+    scattered = list(range(700, 1900, 3))
+    ids = BitMap64(list(range(10, 40)) + list(range(100, 120)) + scattered)
+    chosen = select_files(files, ids)
+    assert [p for p, *_ in chosen] == [files[0]["path"], files[1]["path"]]
+    selection = _Selection(spark, [_file_ids(_sorted_ids(ids), f, n) for _, f, n, _ in chosen])
+    assert list(selection.ranges) == [0] and list(selection.sets) == [1]
+    got = filter_by_row_ids(spark, files, ids)
+    assert sorted(Path(p).name for p in got.inputFiles()) == sorted(Path(p).name for p, *_ in chosen)
+    back = got.toPandas().set_index(ROW_ID_COLUMN).sort_index()
+    assert list(back.index) == sorted(ids)
+    pd.testing.assert_frame_equal(back, pdf.loc[list(back.index), back.columns],
+                                  check_dtype=False, check_names=False, check_index_type=False)
+
+
+def test_sparse_id_column_values_and_nulls(spark, tmp_path: Path) -> None:
+    """Row-id column values spread far apart (sorted offsets, not a bit mask) with some nulls: nulls never match,
+    every wanted value does, values between them do not."""
+    from service.spark_filter import _compact_set, _sorted_ids
+
+    files, pdf = _table(tmp_path)
+    rng = np.random.default_rng(4)
+    rids = pd.array(rng.permutation(len(pdf)) * 1_000_003 + 2**40, dtype="Int64")
+    rids[rng.random(len(pdf)) < 0.05] = pd.NA
+    start = 0
+    for f in files:
+        t = pq.read_table(f["path"])
+        chunk = rids[start:start + t.num_rows]
+        pq.write_table(t.append_column("rid", pa.array(chunk, pa.int64(), from_pandas=True)), f["path"])
+        start += t.num_rows
+    pdf = pdf.assign(rid=rids)
+    wanted = pdf.rid[pdf.s.eq("w001") | pdf.n.gt(30)].dropna()
+    ids = BitMap64(int(r) for r in wanted)
+    assert len(ids) > 3 * MAX_RANGE_PREDICATES and _compact_set(_sorted_ids(ids))[0] == "sorted"
+    got = filter_by_row_ids(spark, files, ids, row_id_column="rid")
+    assert sorted(r["rid"] for r in got.collect()) == sorted(int(r) for r in wanted)
+    near = BitMap64(int(r) + 1 for r in wanted)  # neighbours of real values: none exists
+    assert filter_by_row_ids(spark, files, near, row_id_column="rid").count() == 0
+
+
+def test_id_expander_needs_no_bgix_on_executors(spark, tmp_path: Path) -> None:
+    """The function that expands the broadcast sets into ids is pickled by value: a Python where `service`
+    cannot be imported unpickles and runs it (Spark's executors need numpy and pyarrow, not bgix)."""
+    import subprocess
+    import sys
+
+    from pyspark import cloudpickle
+
+    from service.spark_filter import _compact_set, _expander
+
+    sets = [_compact_set(np.array([3, 4, 9], dtype=np.int64)),
+            _compact_set(np.array([5, 10**9, 2 * 10**9], dtype=np.int64))]
+    assert [sets[0][0], sets[1][0]] == ["bits", "sorted"]
+    expand = _expander(spark.sparkContext.broadcast(sets))
+    (tmp_path / "expand.pkl").write_bytes(cloudpickle.dumps(expand))
+    (tmp_path / "sets.pkl").write_bytes(cloudpickle.dumps(sets))
+    script = f"""
+import pickle, sys, types
+sys.modules["service"] = None  # importing bgix fails from here on
+import pyarrow as pa
+import pyspark.core.broadcast as b
+sets = pickle.loads(open({str(tmp_path / "sets.pkl")!r}, "rb").read())
+b._from_id = lambda bid: types.SimpleNamespace(value=sets)  # stands in for the executor's broadcast registry
+expand = pickle.loads(open({str(tmp_path / "expand.pkl")!r}, "rb").read())
+out = list(expand(iter([pa.record_batch([pa.array([1, 0], pa.int64())], names=["id"])])))
+print([v for batch in out for v in batch.column(0).to_pylist()])
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == str([5, 10**9, 2 * 10**9, 3, 4, 9])
+
+
+def test_compact_sets_are_exact() -> None:
+    """Bit masks hold exactly the values (little-endian bits from lo); sparse sets keep sorted offsets."""
+    from service.spark_filter import _compact_set
+
+    rng = np.random.default_rng(2)
+    for n in (1, 9, 700, 40_000):
+        values = np.sort(rng.choice(100_000, n, replace=False)).astype(np.int64) + 2**33
+        kind, lo, data = _compact_set(values)
+        assert lo == values[0]
+        if kind == "bits":
+            assert data.nbytes <= values.nbytes
+            assert np.array_equal(np.flatnonzero(np.unpackbits(data, bitorder="little")) + lo, values)
+        else:
+            assert np.array_equal(data + lo, values)
+    assert _compact_set(np.arange(5, 70_000, dtype=np.int64))[0] == "bits"
+    assert _compact_set(np.array([0, 10**12], dtype=np.int64))[0] == "sorted"
