@@ -213,3 +213,30 @@ def test_top_values_rank_null_with_the_values(page, served) -> None:
         # the top 15 counts, NULL's among them, each value with its own count (ties may list either value)
         assert [n for _, n in shown] == list(truth.head(15).values)
         assert all(truth[v] == n for v, n in shown) and dict(shown)["NULL"] == int(df[column].isna().sum()) > 0
+
+
+def test_a_picked_value_stays_when_a_late_suggestion_list_arrives(page, served) -> None:
+    """A look-up answered after the user picked a value (the list for a later keystroke, slow under load) must
+    neither clear the picked value's answer nor reopen the list (it did: the click on 'query these rows' then
+    found nothing to click)."""
+    _explore(page, "status")
+    page.locator("#value-input").fill("o")
+    page.locator("#suggestions li[data-value=ok]").wait_for()
+    held: list = []
+    pattern = re.compile(r".*/indexes/status/values\?.*order=value.*")
+    page.route(pattern, lambda route: held.append(route))   # the next look-up waits until the test lets it go
+    page.locator("#value-input").press("k")
+    for _ in range(100):
+        if held:
+            break
+        page.wait_for_timeout(50)
+    assert held, "the keystroke asked for no suggestions"
+    page.locator("#suggestions li[data-value=ok]").dispatch_event("mousedown")
+    held[0].continue_()
+    page.unroute(pattern)
+    page.wait_for_load_state("networkidle")
+    page.wait_for_timeout(300)
+    ok = int((served["df"].status == "ok").sum())
+    assert f"ok — {ok:,} rows" in page.locator("#value-result").inner_text()
+    assert page.locator("#value-result a.prefill").get_attribute("data-where") == "status = 'ok'"
+    assert page.locator("#suggestions").is_hidden()
