@@ -37,7 +37,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--type", dest="key_type", default=None, help="column type (default: from the Parquet schema)")
     b.add_argument("--index-type", default=None, choices=FILE_INDEX_TYPES,
                    help="write this file-index payload of the column instead of a global bitmap index")
-    b.add_argument("--options", default=None, help="payload options 'k=v;k=v' or 'k=v,k=v', e.g. 'version=1;index-block-size=256b'")
+    b.add_argument("--options", default=None, help="with --index-type: payload options 'k=v;k=v' or 'k=v,k=v', "
+                   "e.g. 'version=1;index-block-size=256b'; else the global index's options as create_global_index "
+                   "takes them, e.g. 'bitmap-index.compression=zstd' (over --compression, --block-size, --level)")
     b.add_argument("--file-index-options", default=None,
                    help="Paimon table options 'file-index.bitmap.columns=a;file-index.bloom-filter.a.fpp=0.01;...': "
                         "write the file-index container Paimon's data-file writer would")
@@ -214,7 +216,7 @@ def _build(args: argparse.Namespace) -> int:
             import numpy as np
 
             from index_format.global_index.writer import write_index_bytes
-            from index_format.options import IndexOptions
+            from index_format.options import IndexOptions, given_options
             from index_format.types import from_arrow, parse_type
         finally:
             table = table_of()   # the read ends before the file closes, whatever happened
@@ -231,8 +233,11 @@ def _build(args: argparse.Namespace) -> int:
         row_ids = table.column(args.row_id_column)  # the writer reads it from its buffer (to_numpy imports pandas)
     else:
         row_ids = np.arange(table.num_rows, dtype=np.int64)
-    opts = IndexOptions(dictionary_block_size=args.block_size, compression=args.compression,
-                        compression_level=args.level)
+    fields: dict[str, Any] = {"dictionary_block_size": args.block_size, "compression": args.compression,
+                              "compression_level": args.level}
+    if args.options:   # Paimon's option keys, as create_global_index takes them; over the flags
+        fields.update(given_options(args.options))
+    opts = IndexOptions(**fields)
     data, written = write_index_bytes(keys, row_ids, kt, opts)
     file_index_cmd.write_output(args.output, data)
     print(f"wrote {args.output}: {written.file_size} bytes, {written.value_count} values")

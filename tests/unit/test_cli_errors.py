@@ -310,3 +310,19 @@ def test_serve_prints_the_warehouse_and_warns_about_a_relative_default(tmp_path:
 def test_serve_with_a_bad_setting_says_which(tmp_path: Path) -> None:
     proc = bgix("serve", "--port", "0", "--workers", "1", cwd=tmp_path, env={**os.environ, "BGIX_CACHE_BYTES": "abc"})
     failed(proc, 2, "bad BGIX_* setting", "cache_bytes", "abc")
+
+
+def test_file_build_takes_the_global_index_options_create_global_index_takes(data: Path) -> None:
+    """`--options` on a global index build was silently ignored; now it applies Paimon's keys (the same file as
+    the flag it stands for) and refuses what it cannot write."""
+    by_flag = bgix("file", "build", "d.parquet", "--column", "n", "--compression", "zstd", "-o", "a.index", cwd=data)
+    by_option = bgix("file", "build", "d.parquet", "--column", "n", "--options",
+                     "bitmap-index.compression=zstd,bitmap-index.compression-level=1", "-o", "b.index", cwd=data)
+    plain = bgix("file", "build", "d.parquet", "--column", "n", "-o", "c.index", cwd=data)
+    assert by_flag.returncode == by_option.returncode == plain.returncode == 0, (by_option.stderr, plain.stderr)
+    assert (data / "a.index").read_bytes() == (data / "b.index").read_bytes() != (data / "c.index").read_bytes()
+    failed(bgix("file", "build", "d.parquet", "--column", "n", "--options", "bitmap-index.compression=lzo",
+                "-o", "d.index", cwd=data), 2, "lzo", "can be read but not written")
+    failed(bgix("file", "build", "d.parquet", "--column", "n", "--options", "nope=1", "-o", "d.index", cwd=data),
+           2, "unknown option 'nope'")
+    assert not (data / "d.index").exists()
