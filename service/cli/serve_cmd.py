@@ -58,8 +58,8 @@ def warehouse_notes(warehouse: str, from_env: bool) -> list[tuple[int, str]]:
             count = len(Catalog(Storage(full)).list_tables())
         except Exception:   # an unreadable warehouse is the service's to report; this is only a hint
             count = -1
-        if count == 0:
-            lines.append((logging.WARNING, f"warehouse {full} has no tables"))
+        if count == 0:   # a warning where it was likely not meant; a chosen, new warehouse is only noted
+            lines.append((logging.INFO if from_env else logging.WARNING, f"warehouse {full} has no tables"))
     return lines
 
 
