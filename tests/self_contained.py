@@ -18,6 +18,13 @@ class OutsideReads:
     def __init__(self, repo: Path) -> None:
         self.repo = str(repo.resolve())
         self.parent = str(repo.resolve().parent)
+        # What stood beside the repository before the tests ran. A clone directly in the temp folder (/tmp) has the
+        # tests' own temp folders beside it (pytest's, and those made during the run): reading them is no read
+        # "beside" the repository.
+        try:
+            self.siblings = set(os.listdir(self.parent))
+        except OSError:
+            self.siblings = set()
         self.seen: list[str] = []
         self.active = True
 
@@ -38,7 +45,11 @@ class OutsideReads:
         inside_parent = path == self.parent or path.startswith(self.parent + os.sep)
         inside_repo = path == self.repo or path.startswith(self.repo + os.sep)
         if inside_parent and not inside_repo:
-            self.seen.append(path)
+            sibling = path[len(self.parent) + 1:].split(os.sep, 1)[0]
+            made_by_tests = sibling.startswith("pytest-of-") or (
+                sibling not in self.siblings and os.path.exists(os.path.join(self.parent, sibling)))
+            if not made_by_tests:
+                self.seen.append(path)
 
     def take(self) -> list[str]:
         seen, self.seen = self.seen, []

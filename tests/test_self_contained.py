@@ -36,3 +36,28 @@ def test_no_test_source_names_the_shared_folder() -> None:
     offenders = [str(p.relative_to(REPO)) for p in (REPO / "tests").rglob("*.py")
                  if p.name != "test_self_contained.py" and '"shared"' in p.read_text(encoding="utf-8")]
     assert offenders == []
+
+
+def test_guard_ignores_folders_the_run_makes_beside_a_clone_in_the_temp_folder(tmp_path: Path) -> None:
+    """A clone at /tmp/<name> has pytest's and the tests' temp folders beside it: not reads beside the repo; a
+    folder that stood there before the run (or one that is not there at all) is."""
+    from tests.self_contained import OutsideReads
+
+    repo = tmp_path / "clone"
+    repo.mkdir()
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "v").write_bytes(b"1")
+    guard = OutsideReads(repo).install()
+    try:
+        made = tmp_path / "tmp-made-later"
+        made.mkdir()
+        (made / "x").write_bytes(b"1")
+        (made / "x").read_bytes()
+        (tmp_path / "pytest-of-me").mkdir()
+        assert guard.take() == []
+        (tmp_path / "shared" / "v").read_bytes()
+        with pytest.raises(OSError):
+            (tmp_path / "absent" / "y").open("rb")
+        assert guard.take() == [str(tmp_path / "shared" / "v"), str(tmp_path / "absent" / "y")]
+    finally:
+        guard.active = False
