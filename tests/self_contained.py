@@ -10,6 +10,10 @@ import sys
 from pathlib import Path
 
 _EVENTS = {"open", "os.listdir", "os.scandir"}
+_WRITES = os.O_WRONLY | os.O_CREAT | os.O_APPEND
+# temp folders the run makes (pytest's, tempfile's, the service's and tests' own): beside a clone that lies in the
+# temp folder, and possibly gone by the time a late read of them is seen
+_TEMP_PREFIXES = ("pytest-of-", "tmp", "bgix-")
 
 
 class OutsideReads:
@@ -38,6 +42,8 @@ class OutsideReads:
         target = args[0]
         if not isinstance(target, (str, bytes, os.PathLike)):
             return  # a file descriptor
+        if event == "open" and len(args) > 2 and isinstance(args[2], int) and args[2] & _WRITES:
+            return  # writing (a screenshot, a temp file) is no read of what a clone lacks
         path = os.fsdecode(target)
         if not os.path.isabs(path):
             path = os.path.join(os.getcwd(), path)
@@ -46,7 +52,7 @@ class OutsideReads:
         inside_repo = path == self.repo or path.startswith(self.repo + os.sep)
         if inside_parent and not inside_repo:
             sibling = path[len(self.parent) + 1:].split(os.sep, 1)[0]
-            made_by_tests = sibling.startswith("pytest-of-") or (
+            made_by_tests = sibling.startswith(_TEMP_PREFIXES) or (
                 sibling not in self.siblings and os.path.exists(os.path.join(self.parent, sibling)))
             if not made_by_tests:
                 self.seen.append(path)

@@ -54,6 +54,9 @@ def test_guard_ignores_folders_the_run_makes_beside_a_clone_in_the_temp_folder(t
         (made / "x").write_bytes(b"1")
         (made / "x").read_bytes()
         (tmp_path / "pytest-of-me").mkdir()
+        with pytest.raises(OSError):   # a temp folder of the run, gone by the time it is read
+            (tmp_path / "bgix-jobs-gone" / "state.json").open("rb")
+        (tmp_path / "shared" / "written.png").write_bytes(b"1")   # a write is no read
         assert guard.take() == []
         (tmp_path / "shared" / "v").read_bytes()
         with pytest.raises(OSError):

@@ -98,6 +98,13 @@ class JobLogCapture:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        self.finish()
+
+    def finish(self) -> None:
+        """Stop capturing and store the whole log; the build calls it before it records its end, so a client that
+        sees the job ended finds its log complete (later calls, and __exit__ after one, do nothing)."""
+        if self._stop.is_set():
+            return
         logging.getLogger().removeHandler(self.handler)
         self._stop.set()
         if self._flusher is not None:

@@ -18,7 +18,7 @@ import sys
 import threading
 import time
 import traceback
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -128,11 +128,13 @@ def run_job(spec: JobSpec | Mapping[str, Any], spark: SparkSession | None = None
     engine = spec.engine + (f" (Spark master {spec.spark_master})" if spec.engine != "local" else "")
     header = (f"bgix build job {spec.job_id}: table {spec.table}, columns {spec.index_column} ({spec.index_type}), "
               f"engine {engine}\n")
-    with JobLogCapture(catalog.storage, spec.job_id, header, runner_output=runner_output):
-        return _run_job(catalog, spec, spark, cancel)
+    with JobLogCapture(catalog.storage, spec.job_id, header, runner_output=runner_output) as capture:
+        return _run_job(catalog, spec, spark, cancel, capture.finish)
 
 
-def _run_job(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, cancel: threading.Event | None) -> Any:
+def _run_job(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, cancel: threading.Event | None,
+             log_done: Callable[[], None]) -> Any:
+    """`log_done` stores the job's log: called after its last line and before the record says the job ended."""
     if _start_record(catalog, spec) is None:
         return None
     build = _Build()
@@ -142,19 +144,21 @@ def _run_job(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, cancel
         state = "cancelled" if isinstance(exc, (JobCancelled, KeyboardInterrupt)) else "failed"
         _cleanup_quietly(build, spec)
         _end_inflight(catalog, build, spec)
-        catalog.update_job(spec.job_id, state=state, finished_at=now(),
-                           error=f"{type(exc).__name__}: {exc}")
         # in the job's log: an unexpected failure with its traceback (a BgixError names its problem)
         log.warning("job %s %s: %s: %s", spec.job_id, state, type(exc).__name__, exc,
                     exc_info=not isinstance(exc, (BgixError, KeyboardInterrupt)))
+        log_done()
+        catalog.update_job(spec.job_id, state=state, finished_at=now(),
+                           error=f"{type(exc).__name__}: {exc}")
         raise
     _end_inflight(catalog, build, spec)
     # a succeeded job must say it built nothing; where its time went is for operators and benchmarks
     catalog.write_progress(spec.job_id, {"phases": {name: round(sec, 3) for name, sec in build.phases},
                                          **({"message": message} if message is not None else {})})
+    log.info("job %s succeeded: %s", spec.job_id, message or f"snapshot {None if result is None else result.id}")
+    log_done()
     catalog.update_job(spec.job_id, state="succeeded", finished_at=now(),
                        snapshot_id=None if result is None else result.id)
-    log.info("job %s succeeded: %s", spec.job_id, message or f"snapshot {None if result is None else result.id}")
     return result
 
 
