@@ -19,6 +19,7 @@ from pypaimon.index.index_file_handler import IndexFileHandler
 from index_format.storage import Storage
 from service.build_job.main import run_job
 from service.catalog import Catalog, Table
+from service.catalog.catalog_errors import CommitConflictError
 from service.tables import open_source
 from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_table
 from tests.unit.tables.paimon.test_paimon_orphan_files import _every_snapshot_reads, _rust_row_ids, _truth
@@ -140,7 +141,14 @@ def test_other_writers_builds_and_drops_on_other_columns_around_a_bgix_commit(tm
     other.start()
     th.join(60)
     other.join(60)
-    assert "error" not in out, out
+    if "error" in out:
+        # Seen once in ~10 runs: bgix's commit raced the rival's and bgix found no snapshot of its own after it.
+        # Then it fails cleanly, like the rival's refused build, and a rerun of the build commits.
+        assert isinstance(out["error"], CommitConflictError), out
+        th, gate, out = _paused_build(tmp_path, wh, "b-flag-again", "flag")
+        (gate / "go").touch()
+        th.join(60)
+        assert "error" not in out, out
     if "drop" in failed:
         _rust_drop(location, "status", "bitmap")
     if "create" in failed:
