@@ -81,11 +81,7 @@ class RunnerProcess:
             return ""
 
     def log_tail(self) -> str:
-        try:
-            data = self.log_path.read_bytes()[-_LOG_TAIL:]
-        except OSError:
-            return ""
-        return data.decode("utf-8", "replace").strip()
+        return self.output(_LOG_TAIL).strip()
 
 
 class BuildRunners:

@@ -259,14 +259,7 @@ class QueryService:
 
     def _is_open(self, path: str, size: int) -> Callable[[], bool]:
         """Whether `path`'s reader is in the reader cache now (explain's files_cached), without opening it."""
-        key: list[tuple[str, int]] = []
-
-        def is_open() -> bool:
-            if not key:
-                key.append((self.storage.resolve(path), size))
-            return key[0] in self.readers
-
-        return is_open
+        return lambda: (self.storage.resolve(path), size) in self.readers
 
     # ---- queries ----------------------------------------------------------------------------
     def parse(self, where: str | None, predicate: Mapping[str, Any] | None) -> Any:

@@ -492,11 +492,13 @@ def _poll(sc: Any, group: str, acc: Any, progress: Progress, stop: threading.Eve
                         total += s.numTasks
             if total:
                 progress.task_fraction = done / total
+            totals = dict(acc.value)
             if reports is not None and progress.catalog is not None and time.monotonic() >= next_read:
                 counts, files = reports.read(progress.catalog.storage)
                 # a read costs a GET per task on an object store: many tasks, fewer reads
                 next_read = time.monotonic() + 0.05 * files
-                progress.set_range_totals(counts)
-            progress.set_range_totals(dict(acc.value))
+                for unit, rows in counts.items():   # a unit's count never goes backwards (set_range_totals)
+                    totals[unit] = max(totals.get(unit, 0), rows)
+            progress.set_range_totals(totals)
         except Exception:  # progress is best effort; the build itself reports real failures
             continue

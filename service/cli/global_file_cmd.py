@@ -156,6 +156,15 @@ _WIDTH_TYPES = {1: ("TINYINT", "BOOLEAN or TINYINT"), 2: ("SMALLINT", "SMALLINT"
                 4: ("INT", "INT, FLOAT, DATE or TIME"), 8: ("BIGINT", "BIGINT, DOUBLE or TIMESTAMP(3)")}
 
 
+def _binary_width(raw: list[bytes]) -> int | None:
+    """The width of keys that are all fixed-width binary values (1, 2, 4 or 8 bytes, a zero byte in each: the
+    form of a number, date or time column read as STRING); None when they are not."""
+    widths = {len(b) for b in raw}
+    if len(widths) == 1 and widths <= set(_WIDTH_TYPES) and all(b"\x00" in b for b in raw):
+        return widths.pop()
+    return None
+
+
 def _type_hint(opener: Any, path: str) -> str:
     """A suggestion from the first keys' bytes (read as STRING, which any bytes are): text or a fixed width."""
     from itertools import islice
@@ -166,10 +175,10 @@ def _type_hint(opener: Any, path: str) -> str:
                for e in islice(opener(path, parse_type("string")).entries(), _SAMPLE_KEYS)]
     except BgixError:
         raw = []
-    widths = {len(b) for b in raw}
-    if len(widths) == 1 and all(b"\x00" in b for b in raw) and min(widths) in _WIDTH_TYPES:
-        usual, every = _WIDTH_TYPES[min(widths)]
-        return f"its keys are {min(widths)}-byte values of {every}: e.g. --type {usual}"
+    width = _binary_width(raw)
+    if width is not None:
+        usual, every = _WIDTH_TYPES[width]
+        return f"its keys are {width}-byte values of {every}: e.g. --type {usual}"
     if raw and all(b.decode("utf-8", "replace").isprintable() for b in raw):
         return "its keys read as text: --type STRING"
     return "e.g. --type STRING, --type BIGINT"
@@ -194,9 +203,9 @@ def _check_key_type(reader: Any, kt: Any, path: str, kind: str) -> None:
                                  "the type of the column the file indexes") from None
     if kt.name == "string" and sample:
         raw = [v.encode("utf-8", "surrogateescape") for v in sample]
-        widths = {len(b) for b in raw}
-        if len(widths) == 1 and widths <= {1, 2, 4, 8} and all(b"\x00" in b for b in raw):
-            raise InvalidOptionError(f"{what} holds {widths.pop()}-byte binary keys (e.g. {raw[0].hex()}), the form "
+        width = _binary_width(raw)
+        if width is not None:
+            raise InvalidOptionError(f"{what} holds {width}-byte binary keys (e.g. {raw[0].hex()}), the form "
                                      "of a number, date or time column, not STRING: --type must be the type of the "
                                      "column the file indexes")
 

@@ -31,17 +31,6 @@ def _seconds(iso: str) -> float:
     return datetime.fromisoformat(iso).timestamp()
 
 
-def _wait_http(client: httpx.Client, job_id: str) -> dict[str, Any]:
-    import time
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        job = client.get(f"/v1/jobs/{job_id}").json()
-        if job["state"] not in ("queued", "running"):
-            return job
-        time.sleep(0.05)
-    raise AssertionError(f"job {job_id} did not end")
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("workers", [1, 2])
 def test_json_log_has_one_line_per_job_start_end_and_failure(tmp_path: Path, workers: int) -> None:
@@ -53,12 +42,12 @@ def test_json_log_has_one_line_per_job_start_end_and_failure(tmp_path: Path, wor
     with bgix_process(env, log, workers=workers, log_level="info") as (url, _proc), httpx.Client(base_url=url) as c:
         assert c.put("/v1/tables/t", json={"location": str(tmp_path / "data" / "t")}).status_code == 200
         build = {"table": "t", "index_column": "status"}
-        built = _wait_http(c, c.post("/v1/create_global_index", json=build).json()["job_id"])
-        again = _wait_http(c, c.post("/v1/create_global_index", json=build).json()["job_id"])
+        built = wait_job(c, c.post("/v1/create_global_index", json=build).json()["job_id"])
+        again = wait_job(c, c.post("/v1/create_global_index", json=build).json()["job_id"])
         # a build that fails: a file where its index directory must go
         (tmp_path / "warehouse" / "tables" / "t" / "indexes" / "n").mkdir(parents=True)
         (tmp_path / "warehouse" / "tables" / "t" / "indexes" / "n" / "data").write_text("in the way")
-        failed = _wait_http(c, c.post("/v1/create_global_index", json={"table": "t", "index_column": "n"})
+        failed = wait_job(c, c.post("/v1/create_global_index", json={"table": "t", "index_column": "n"})
                             .json()["job_id"])
         assert (built["state"], again["state"], failed["state"]) == ("succeeded", "succeeded", "failed")
         import time

@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from pyroaring import BitMap64
 
-from tests.api.helpers import write_table
+from tests.api.helpers import wait_job, write_table
 from tests.api.server import bgix_process
 from tests.unit.tables.paimon import paimon_tables as pt
 
@@ -408,7 +408,7 @@ class Soak:
                 for table, cols in (("plain", "s"), ("plain", "n"), ("events", "status,code")):
                     r = c.post("/v1/create_global_index", json={"table": table, "index_column": cols})
                     assert r.status_code == 202, r.text
-                    self._wait(c, r.json()["job_id"], 300)
+                    wait_job(c, r.json()["job_id"], 300)
             started = time.monotonic()
             self.deadline = started + self.duration
             self.report.warm_at = min(20.0, self.duration / 3)
@@ -423,22 +423,13 @@ class Soak:
                 t.join(timeout=120)
             with httpx.Client(base_url=url, timeout=60.0) as c:
                 for job in self.jobs:   # every build the soak started ends, and how
-                    rec = self._wait(c, job, 300)
+                    rec = wait_job(c, job, 300)
                     self.report.jobs[rec["state"]] += 1
                     if rec["state"] != "succeeded":
                         self.report.failed_jobs.append(f"{job}: {rec.get('error')}")
             self.report.samples.append(sample(proc.pid, started))
             self.report.duration_s = time.monotonic() - started
         return self.report
-
-    def _wait(self, client: httpx.Client, job: str, timeout: float) -> dict[str, Any]:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
-            rec = client.get(f"/v1/jobs/{job}").json()
-            if rec["state"] not in ("queued", "running"):
-                return rec
-            time.sleep(0.2)
-        raise AssertionError(f"job {job} still running after {timeout} s")
 
 
 def run_soak(root: Path, duration_s: float, *, workers: int = 2, clients: int = 2, seed: int = 24,

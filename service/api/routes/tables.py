@@ -6,11 +6,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
 
+from index_format.errors import BgixError
 from service.api import schemas
 from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
 from service.api.error_table import describe
 from service.api.presenters import data_file_public, file_error_public, table_public
-from index_format.errors import BgixError
 from service.catalog.model import Table
 
 log = logging.getLogger("bgix.api")
