@@ -73,6 +73,12 @@ class Settings(BaseSettings):
         8, ge=1, description="Threads that evaluate queries (off the event loop); more queries wait for one."
     )
 
+    keep_alive_s: float = Field(
+        75.0, gt=0,
+        description="Seconds an idle keep-alive connection stays open. Longer than clients' own idle expiry "
+        "(httpx: 5 s) so a client never reuses a connection the server is closing at that moment.",
+    )
+
     # Hardening limits (issue 10): every request's memory and work is bounded; over a limit is a clean 4xx.
     max_body_bytes: int = Field(
         8 * 1024 * 1024, ge=1024, description="Largest request body in bytes; a larger one gets 413 body_too_large."

@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         app = create_app()  # Settings() reads BGIX_* once, here
         tune_for_serving()
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                    access_log=not args.no_access_log)
+                    access_log=not args.no_access_log, timeout_keep_alive=settings.keep_alive_s)
         return 0
 
     from service.api.worker_group import ENV_VAR, WorkerGroup
@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
     os.environ[ENV_VAR] = str(group.path)  # the workers (spawned processes) inherit it
     try:
         supervise(args.host, args.port, args.workers,
-                  {"log_level": args.log_level, "access_log": not args.no_access_log})
+                  {"log_level": args.log_level, "access_log": not args.no_access_log,
+                   "timeout_keep_alive": settings.keep_alive_s})
     finally:
         os.environ.pop(ENV_VAR, None)
         if not group.remove():

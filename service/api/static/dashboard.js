@@ -48,6 +48,9 @@ async function request(method, path, body, retried, accept) {
     throw new ApiError(0, "network", `cannot reach the service (${e.message})`);
   }
   if (resp.status === 401 && !retried) {
+    // Sent before a token was entered (two loads raced the prompt): send it again with the new one, do not ask twice.
+    const now = token();
+    if (now && now !== t) return request(method, path, body, false, accept);
     if (t) sessionStorage.removeItem(TOKEN_KEY);  // a wrong token must not be replayed forever
     await askForToken();
     return request(method, path, body, true, accept);
