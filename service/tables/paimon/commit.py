@@ -33,6 +33,7 @@ from index_format.storage import Storage
 from service.catalog.catalog_errors import CommitConflictError
 from service.tables.paimon.index_entries import GlobalIndexEntry, index_file_names, list_all_index_entries
 from service.tables.paimon.location import PaimonLocation, to_storage_path
+from service.tables.paimon.no_replace_io import with_no_replace_rename
 from service.tables.paimon.table import PaimonTable, reopen
 
 __all__ = ["BuiltIndexFile", "commit_index_files", "commit_messages", "index_dir", "writable_table"]
@@ -171,9 +172,10 @@ def _replace_messages(writable: object, replaced: Sequence[GlobalIndexEntry]) ->
 
 
 def writable_table(location: PaimonLocation, catalog_options: Mapping[str, str] | None = None) -> Any:
-    """A fresh, unpinned pypaimon table to commit through (a PaimonTable is pinned: a time-travel copy)."""
-    return CatalogFactory.create({**dict(catalog_options or {}), "warehouse": location.warehouse}).get_table(
-        location.identifier)
+    """A fresh, unpinned pypaimon table to commit through (a PaimonTable is pinned: a time-travel copy); on
+    local disk its snapshot rename never replaces another writer's snapshot (no_replace_io)."""
+    return with_no_replace_rename(CatalogFactory.create(
+        {**dict(catalog_options or {}), "warehouse": location.warehouse}).get_table(location.identifier))
 
 
 def commit_messages(writable: Any, messages: Sequence[CommitMessage], *, after: int,
