@@ -5,7 +5,8 @@ with the inclusive row range, the column's field id, the spec §4 metadata and t
 Before committing, coverage is re-checked on the latest snapshot when another writer committed since the
 build's scan; after committing, a file that overlaps another writer's index on the same column (a race in
 the last instant; same family) makes this module take its own entries back out (index_deletes). When the commit fails
-the written files are deleted unless a snapshot references them, so the table stays as it was.
+the written files are deleted unless a snapshot references them, so the table stays as it was. A commit whose
+snapshot another writer's non-atomic rename replaced (pypaimon said written, no snapshot is ours) is made again.
 
 A refresh or rebuild also takes index files out (`replaces`: stale files, or on a rebuild every file of the
 column's family) in the same snapshot as it adds the new ones, so readers see the old entries or the new ones,
@@ -36,9 +37,20 @@ from service.tables.paimon.location import PaimonLocation, to_storage_path
 from service.tables.paimon.no_replace_io import with_no_replace_rename
 from service.tables.paimon.table import PaimonTable, reopen
 
-__all__ = ["BuiltIndexFile", "commit_index_files", "commit_messages", "index_dir", "writable_table"]
+__all__ = [
+    "BuiltIndexFile", "SnapshotReplacedError", "commit_index_files", "commit_messages", "index_dir", "writable_table",
+]
 
 log = logging.getLogger("bgix.paimon.commit")
+
+
+# A commit another writer's snapshot replaced is made again (nothing of it is referenced); more means a writer
+# that keeps replacing snapshots, and the build fails cleanly.
+_COMMIT_ATTEMPTS = 3
+
+
+class SnapshotReplacedError(CommitConflictError):
+    """pypaimon reported the commit written, but no snapshot after it is ours."""
 
 
 @dataclass(frozen=True)
@@ -78,15 +90,24 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
     if table.snapshot_id is None:
         raise CommitConflictError("the build scanned no snapshot; nothing to commit")
     try:
-        latest = reopen(table)
-        if latest.snapshot_id != table.snapshot_id:
-            _check_still_uncovered(latest, files, since=table.snapshot_id, replaced=replaces)
-        writable = writable_table(table.location, table.catalog_options)
-        messages = _messages(writable, files, table.snapshot_id, external=index_dir(table)[1], kind=0)
-        messages += _replace_messages(writable, replaces)
-        sid = commit_messages(writable, messages, after=latest.snapshot_id or 0, properties=properties)
-        _check_no_overlap_after(table, files, writable, sid)
-        return sid
+        for attempt in range(1, _COMMIT_ATTEMPTS + 1):
+            latest = reopen(table)
+            if latest.snapshot_id != table.snapshot_id:
+                _check_still_uncovered(latest, files, since=table.snapshot_id, replaced=replaces)
+            writable = writable_table(table.location, table.catalog_options)
+            messages = _messages(writable, files, table.snapshot_id, external=index_dir(table)[1], kind=0)
+            messages += _replace_messages(writable, replaces)
+            try:
+                sid = commit_messages(writable, messages, after=latest.snapshot_id or 0, properties=properties)
+            except SnapshotReplacedError:
+                if attempt == _COMMIT_ATTEMPTS:
+                    raise
+                log.warning("another writer's snapshot replaced this commit's (attempt %d of %d); committing again",
+                            attempt, _COMMIT_ATTEMPTS)
+                continue
+            _check_no_overlap_after(table, files, writable, sid)
+            return sid
+        raise AssertionError("unreachable")  # the loop returns or raises
     except BaseException:
         _delete_unreferenced(table, files, storage)
         raise
@@ -199,7 +220,9 @@ def _our_snapshot(writable: object, commit_user: str, after: int) -> int:
         if snap is not None and snap.commit_user == commit_user:
             return sid
         sid -= 1
-    raise CommitConflictError("the index commit left no snapshot of ours (an empty commit?)")
+    raise SnapshotReplacedError(
+        f"no snapshot after {after} is this commit's (user {commit_user}) although pypaimon reported it written: "
+        "another writer's rename replaced it (its snapshot write is not atomic), or the commit was empty")
 
 
 def _delete_unreferenced(table: PaimonTable, files: Sequence[BuiltIndexFile], storage: Storage) -> None:

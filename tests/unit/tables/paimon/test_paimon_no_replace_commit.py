@@ -1,4 +1,5 @@
-"""bgix's commits never replace a snapshot file another writer put in place first.
+"""bgix's commits never replace a snapshot file another writer put in place first, and one another writer replaced
+is made again.
 
 Paimon's snapshot commit is "rename snapshot-N into place unless it exists". pypaimon checks and then renames, so a
 writer in another process (pypaimon-rust, Spark) whose snapshot-N lands between the check and the rename was
@@ -14,13 +15,21 @@ import pathlib
 import random
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 from pypaimon.filesystem.local_file_io import LocalFileIO
+from pypaimon.index.index_file_handler import IndexFileHandler
 
-from service.tables.paimon.commit import commit_messages, writable_table
+from service.build_job.worker import build_tasks
+from service.catalog import Table
+from service.catalog.jobspec import JobSpec
+from service.tables.build_tasks import RESULT_SCHEMA
+from service.tables.paimon import open_paimon_table, table_storage
+from service.tables.paimon.commit import SnapshotReplacedError, commit_index_files, commit_messages, writable_table
 from service.tables.paimon.location import PaimonLocation
 from service.tables.paimon.no_replace_io import NoReplaceLocalFileIO
-from tests.unit.tables.paimon.paimon_tables import create_table, make_rows, pypaimon_read
+from service.tables.paimon.paimon_source import PaimonSource, built_files
+from tests.unit.tables.paimon.paimon_tables import create_table, make_rows, pypaimon_read, pypaimon_table
 
 
 def _rival_lands_between_check_and_rename(monkeypatch: pytest.MonkeyPatch, target: Path, rival: str) -> dict:
@@ -96,3 +105,64 @@ def test_rename_onto_an_existing_file_fails_and_keeps_both(tmp_path: Path) -> No
     assert io.rename(str(tmp_path / "a"), str(tmp_path / "sub" / "c")) is True
     assert (tmp_path / "sub" / "c").read_text() == "mine" and not (tmp_path / "a").exists()
     assert io.rename(str(tmp_path / "missing"), str(tmp_path / "d")) is False
+
+
+def _built(location: Path) -> tuple[object, list, object]:
+    """A bgix build of `status` on the table, written but not committed: (pinned table, files, storage)."""
+    pt = open_paimon_table(str(location))
+    spec = JobSpec(job_id="replaced", warehouse=str(location), table="t", index_column="status",
+                   table_format="paimon", options={"sorted-index.records-per-range": "10000"})
+    plan = PaimonSource(None, Table("t", str(location), "paimon")).plan_build(spec)  # type: ignore[arg-type]
+    written = pa.Table.from_batches(list(build_tasks(range(plan.tasks), plan)), schema=RESULT_SCHEMA)
+    return pt, built_files(plan, written), table_storage(pt)
+
+
+def _replace_after_rename(monkeypatch: pytest.MonkeyPatch, location: Path, times: int) -> list[int]:
+    """The first `times` snapshots bgix renames into place are replaced at once by a rival's (what a writer whose
+    snapshot write checks and then renames does when it checked before ours landed); returns their ids."""
+    replaced: list[int] = []
+    real = NoReplaceLocalFileIO.rename
+
+    def rename(self: NoReplaceLocalFileIO, src: str, dst: str) -> bool:
+        done = real(self, src, dst)
+        name = Path(dst).name
+        if done and name.startswith("snapshot-") and len(replaced) < times:
+            n = int(name.removeprefix("snapshot-"))
+            rival = json.loads((location / "snapshot" / f"snapshot-{n - 1}").read_text())
+            rival.update(id=n, commitUser="rival-writer", commitIdentifier=100 + n)
+            Path(dst).write_text(json.dumps(rival))
+            replaced.append(n)
+        return done
+
+    monkeypatch.setattr(NoReplaceLocalFileIO, "rename", rename)
+    return replaced
+
+
+def test_a_commit_another_writer_replaced_is_made_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    location = create_table(tmp_path, "t", commits=2, rows=300)
+    pt, files, storage = _built(location)
+    n = pt.snapshot_id
+    replaced = _replace_after_rename(monkeypatch, location, times=1)
+    sid = commit_index_files(pt, files, storage)
+    monkeypatch.undo()
+    assert replaced == [n + 1] and sid == n + 2
+    assert json.loads((location / "snapshot" / f"snapshot-{n + 1}").read_text())["commitUser"] == "rival-writer"
+    # pypaimon's own listing: the committed files are there and exist on disk
+    listed = {str(e.index_file.file_name) for e in IndexFileHandler(table=pypaimon_table(location)).scan(None)
+              if e.index_file.index_type == "bitmap"}
+    assert listed == {f.file_name for f in files}
+    assert all(Path(f.path).exists() for f in files)
+
+
+def test_a_writer_that_keeps_replacing_fails_the_commit_cleanly(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    location = create_table(tmp_path, "t", commits=2, rows=300)
+    pt, files, storage = _built(location)
+    replaced = _replace_after_rename(monkeypatch, location, times=99)
+    with pytest.raises(SnapshotReplacedError, match="another writer's rename replaced it"):
+        commit_index_files(pt, files, storage)
+    monkeypatch.undo()
+    assert len(replaced) == 3, "three attempts"
+    assert not any(Path(f.path).exists() for f in files), "the build's files are deleted: no snapshot holds them"
+    assert not [e for e in IndexFileHandler(table=pypaimon_table(location)).scan(None)
+                if e.index_file.index_type == "bitmap"]
