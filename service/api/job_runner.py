@@ -433,7 +433,9 @@ class JobRunner:
             return not process_alive(t.pid, t.pid_start), None
         if t.host.alive():
             return False, None
-        if self.runners.box.is_waiting(t.job_id):   # never taken (the runner had just exited idle): re-hand it
+        # never taken (the runner had just exited idle): re-hand it, unless it is being cancelled (cancelling ends
+        # the runner first and records the cancel after; the record may still say queued)
+        if self.runners.box.is_waiting(t.job_id) and not t.cancelled:
             t.host = self.runners.host_for_waiting(t.job_id)
             t.pid = t.host.pid
             return False, None
