@@ -27,14 +27,6 @@ if "service.build_job.build_runner" in sys.orig_argv:
 '''
 
 
-def _alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_bytes()
-    except OSError:
-        return False
-    return stat[stat.rfind(b")") + 2:].split()[0] != b"Z"
-
-
 def test_the_watcher_between_ending_the_runner_and_recording_cancelled_starts_no_other(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "site").mkdir()
@@ -60,9 +52,9 @@ def test_the_watcher_between_ending_the_runner_and_recording_cancelled_starts_no
             if changes.get("state") == "cancelled" and not in_window[0]:
                 in_window[0] = True
                 deadline = time.monotonic() + 30
-                while _alive(host.pid) and time.monotonic() < deadline:
+                while host.alive() and time.monotonic() < deadline:
                     time.sleep(0.02)
-                assert not _alive(host.pid), "cancelling ended the build's runner"
+                assert not host.alive(), "cancelling ended the build's runner"
                 runner._reap_all()   # the watcher's pass, in the window (it may record the cancel itself)
                 passes.append(len(runner.runners.processes))
             return real_update(job_id, **changes)

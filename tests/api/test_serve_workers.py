@@ -56,8 +56,8 @@ class Served:
     def on(self, pid: int) -> httpx.Client:
         """A client whose (one, kept-alive) connection was accepted by worker `pid`.
 
-        Fresh for every request: uvicorn closes a connection idle for 5 s, and the next one may land on
-        either worker."""
+        Fresh for every request: a connection is kept only while it is used (a pool's idle expiry), and the next
+        one may land on either worker."""
         for _ in range(200):
             c = httpx.Client(base_url=self.url, timeout=60.0, limits=httpx.Limits(max_connections=1))
             if int(c.get("/healthz").headers[HEADER]) == pid:
