@@ -10,6 +10,8 @@ Thread-safe and throttled; imports service.catalog and index_format.storage only
 from __future__ import annotations
 
 import json
+import posixpath
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -98,6 +100,9 @@ def planned(catalog: Catalog, job_id: str, plan: BuildPlan) -> None:
     catalog.write_progress(job_id, Progress.for_plan(None, job_id, plan).snapshot())
 
 
+_REPORT_NAME = re.compile(r"\d+\.json")   # TaskReportWriter's `<partition>.json`
+
+
 @dataclass(frozen=True)
 class TaskReports:
     """Where a build's Spark tasks leave their counts so far (picklable: it travels with the tasks)."""
@@ -118,7 +123,9 @@ class TaskReports:
         """The driver: every task's counts so far, summed per unit (a file being replaced is skipped), and how
         many task files it read."""
         out: dict[int, int] = {}
-        paths = storage.list(self.directory)
+        # only the tasks' own files: a report being replaced also lists as its complete temp file beside the last
+        # one until the rename (index_format.storage), and counting both counted that task twice
+        paths = [p for p in storage.list(self.directory) if _REPORT_NAME.fullmatch(posixpath.basename(p))]
         for path in paths:
             try:
                 counts = json.loads(storage.read_bytes(path))
