@@ -12,6 +12,7 @@ import logging
 import threading
 from typing import Any
 
+from service.catalog import warehouse_layout
 from service.catalog.catalog import Catalog
 from service.catalog.inflight_builds import list_inflight, remove_inflight
 from service.catalog.jobspec import JobSpec
@@ -105,6 +106,8 @@ def remove_dead_build_files(catalog: Catalog) -> list[OrphanReport]:
             log.info("dead build %s: removed %d index file(s) (%d bytes) it left in %s", marker.job_id,
                      len(report.removed), report.bytes, report.location)
         if not report.failed:
+            # its Spark tasks' progress reports too (a build that ends removes them itself)
+            catalog.storage.delete(warehouse_layout.job_task_reports(marker.job_id), recursive=True)
             remove_inflight(catalog.storage, marker.job_id)
     return reports
 

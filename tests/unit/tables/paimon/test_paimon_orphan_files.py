@@ -132,9 +132,13 @@ def test_a_killed_build_leaves_files_that_the_dead_build_cleanup_removes_exactly
     assert remove_dead_build_files(catalog) == []
     assert open_source(catalog, "events").remove_orphan_files(older_than_s=0, dry_run=False).removed == ()
     assert _names(location) == before | orphans
+    tasks = wh / "jobs" / "killed.tasks"   # what its Spark tasks reported of their progress
+    tasks.mkdir(parents=True)
+    (tasks / "0.json").write_text('{"0": 10}')
     _mark_dead(wh, "killed")
     size = sum(os.path.getsize(location / "index" / n) for n in orphans)
     reports = remove_dead_build_files(catalog)
+    assert not tasks.exists(), "the dead build's task reports went with its files"
     assert [sorted(f.file_name for f in r.removed) for r in reports] == [sorted(orphans)]
     assert all(f.job_id == "killed" for f in reports[0].removed) and reports[0].bytes == size
     assert _names(location) == before
