@@ -22,6 +22,8 @@ _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EM
 
 
 class NoReplaceLocalFileIO(LocalFileIO):
+    """pypaimon's LocalFileIO with the rename its contract describes: False, and nothing changed, when `dst` exists."""
+
     def rename(self, src: str, dst: str) -> bool:
         source, target = self._to_file(src), self._to_file(dst)
         if target.is_dir():   # "move into the directory": pypaimon's own (Hadoop-compatible) behaviour
@@ -29,9 +31,7 @@ class NoReplaceLocalFileIO(LocalFileIO):
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(source, target)
-        except FileExistsError:
-            return False
-        except FileNotFoundError:
+        except (FileExistsError, FileNotFoundError):   # taken by another writer; or no source (as pypaimon's)
             return False
         except OSError as exc:
             if exc.errno in _NO_LINKS:
