@@ -102,7 +102,9 @@ def test_two_builds_in_a_row_share_one_session_and_one_runner(served: Any) -> No
     assert after["builds"] >= before["builds"] + 2
     for job in (a, b):   # the session was there already: the builds went from plan to tasks
         phases = job["progress"]["phases"]
-        assert set(phases) == {"open and plan", "Spark session", "tasks", "commit"} and phases["Spark session"] < 0.1
+        # starting a session takes seconds (5–9 s measured); getting the warm one, milliseconds (0.11 s seen with
+        # the machine loaded twice over): a bound between the two, not a timing
+        assert set(phases) == {"open and plan", "Spark session", "tasks", "commit"} and phases["Spark session"] < 2.0
     assert _count(client, "s = 'v7'") == int((df.s == "v7").sum())
     assert _count(client, "n < 100") == int((df.n < 100).sum())
 
