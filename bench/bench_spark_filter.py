@@ -41,12 +41,12 @@ from pyroaring import BitMap64
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 from service import spark_filter as new_filter  # noqa: E402
+from service.build_job.engines import spark_process_env  # noqa: E402
 from service.demo.events import write_events  # noqa: E402
+
+spark_process_env(os.environ)   # Spark's Python and address, as bgix's own builds set them
 
 RESULTS = REPO / "bench" / "results" / "spark_filter.md"
 OLD_COMMIT = "3650594"  # main before issue 23's item 9

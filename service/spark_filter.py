@@ -60,12 +60,6 @@ def _run_bounds(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return (np.concatenate((values[:1], values[breaks + 1])), np.concatenate((values[breaks], values[-1:])))
 
 
-def _runs(positions: np.ndarray) -> list[tuple[int, int]]:
-    """Sorted positions → inclusive runs [(start, end)]."""
-    starts, ends = _run_bounds(positions)
-    return list(zip(starts.tolist(), ends.tolist()))
-
-
 def select_files(table_files: Iterable[Mapping[str, object] | object], row_ids: BitMap64
                  ) -> list[tuple[str, int, int, int]]:
     """(path, first_row_id, row_count, matches) of the files holding at least one id of `row_ids`.

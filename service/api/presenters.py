@@ -31,9 +31,13 @@ def table_public(t: Table, summary: PaimonView | None = None) -> schemas.TablePu
         created_at=iso(t.created_at))
     if summary is not None:
         out.paimon = paimon_public(summary)
-        # A Paimon table's partitions are its own schema's (registration names none): report those.
-        out.partition_columns = list(summary.description.partition_keys)
+        show_partitions(out, summary)
     return out
+
+
+def show_partitions(out: schemas.TablePublic, summary: PaimonView) -> None:
+    """A Paimon table's partitions are its own schema's (registration names none): report those."""
+    out.partition_columns = list(summary.description.partition_keys)
 
 
 def paimon_public(v: PaimonView) -> schemas.PaimonTablePublic:

@@ -82,7 +82,11 @@ def test_ids_beyond_the_table_and_empty_sets(spark, tmp_path: Path) -> None:
 
 
 def test_runs_are_exact() -> None:
-    from service.spark_filter import _runs
+    from service.spark_filter import _run_bounds
+
+    def _runs(positions: np.ndarray) -> list[tuple[int, int]]:
+        starts, ends = _run_bounds(positions)
+        return list(zip(starts.tolist(), ends.tolist()))
 
     pos = np.array([0, 1, 2, 5, 7, 8, 20], dtype=np.int64)
     assert _runs(pos) == [(0, 2), (5, 5), (7, 8), (20, 20)]

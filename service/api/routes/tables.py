@@ -10,7 +10,7 @@ from index_format.errors import BgixError
 from service.api import schemas
 from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
 from service.api.error_table import describe
-from service.api.presenters import data_file_public, file_error_public, table_public
+from service.api.presenters import data_file_public, file_error_public, show_partitions, table_public
 from service.catalog.model import Table
 
 log = logging.getLogger("bgix.api")
@@ -84,7 +84,7 @@ def _listed(services: Services, t: Table) -> schemas.TablePublic:
     out = table_public(t)
     if services.query_service.sources.open(t).shows_summary:
         try:
-            out.partition_columns = list(services.query_service.view(t.name).summary.description.partition_keys)
+            show_partitions(out, services.query_service.view(t.name).summary)
         except BgixError:
             log.debug("table %r listed without its Paimon partition keys", t.name, exc_info=True)
     return out
