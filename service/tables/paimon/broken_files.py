@@ -9,8 +9,14 @@ the way pypaimon reads them; the first that does not read is named. When every f
 something else) or the storage itself does not answer, the original error propagates unchanged. Only failures
 pay for the walk.
 
+A missing index manifest is the one file pypaimon does not fail on: its IndexManifestFile.read answers "no
+entries" when the file is absent, so a snapshot whose deletion vectors and index entries are lost would read as
+one without any (and a commit over it would write a snapshot without them: deleted rows back). check_index_manifest
+is bgix's own look before every index manifest read.
+
 naming_corrupt_metadata (around any pypaimon metadata read: opening, planning, index manifest scans) ·
-reading_metadata (the same for an open PaimonTable) · find_corrupt_metadata (the walk) · naming_data_files
+reading_metadata (the same for an open PaimonTable) · check_index_manifest (the named index manifest is there) ·
+find_corrupt_metadata (the walk) · naming_data_files
 (around a read of several data files) · find_broken_data_file (their walk) · reading_data_file (around a read of one).
 """
 from __future__ import annotations
@@ -23,8 +29,9 @@ from index_format.errors import BgixError
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CorruptTableMetadataError, DataFileError
 from service.tables.paimon.location import PaimonLocation, parse_location, to_storage_path
+from service.tables.paimon.paimon_errors import PaimonSnapshotNotFoundError
 
-__all__ = ["find_broken_data_file", "find_corrupt_metadata", "naming_corrupt_metadata", "naming_data_files",
+__all__ = ["check_index_manifest", "find_broken_data_file", "find_corrupt_metadata", "naming_corrupt_metadata", "naming_data_files",
            "os_error_in", "reading_data_file", "reading_metadata"]
 
 T = TypeVar("T")
@@ -32,6 +39,7 @@ PaimonTable = Any   # service.tables.paimon.table.PaimonTable, which imports thi
 _SCAN_SNAPSHOT_ID = "scan.snapshot-id"
 _REASON_CHARS = 300   # a decoder's message can quote the bytes it choked on
 _MISSING_DATA = "the file is missing (the table's snapshot lists it)"
+_MISSING = "the file is missing"
 
 
 class _CannotTell(Exception):
@@ -91,6 +99,31 @@ def reading_metadata(table: PaimonTable, snapshot_id: int | None = None) -> Any:
     return naming_corrupt_metadata(
         table.location.table_path, snapshot_id=table.snapshot_id if snapshot_id is None else snapshot_id,
         storage_options=table.storage_options, catalog_options=table.catalog_options)
+
+
+def check_index_manifest(table: PaimonTable, snapshot: Any) -> None:
+    """Before pypaimon reads `snapshot`'s index manifest (`snapshot`: any snapshot of `table`): the file it names
+    is there. pypaimon would read a missing one as listing nothing (no index files, no deletion vectors).
+
+    Raises:
+        CorruptTableMetadataError: the snapshot names an index manifest that is missing (names it).
+        PaimonSnapshotNotFoundError: the snapshot itself is gone too (expired while it was read).
+        StorageUnavailableError: the storage did not answer.
+    """
+    name = getattr(snapshot, "index_manifest", None)
+    if not name:
+        return
+    store = Storage(to_storage_path(table.location.table_path), [], dict(table.storage_options))
+    rel = f"manifest/{name}"
+    if store.exists(rel):
+        return
+    sid = int(snapshot.id)
+    if not store.exists(f"snapshot/snapshot-{sid}"):
+        raise PaimonSnapshotNotFoundError(
+            f"Paimon table {table.location.identifier}: snapshot {sid} expired while it was read (its index "
+            "manifest went with it); retry", table.location.table_path, sid)
+    raise CorruptTableMetadataError(store.resolve(rel), f"{_MISSING} (snapshot {sid} names it)",
+                                    f"Paimon index manifest of snapshot {sid}")
 
 
 def find_corrupt_metadata(location: str, *, snapshot_id: int | None = None,
@@ -178,7 +211,7 @@ def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, c
     if snap.index_manifest:
         rel = f"manifest/{snap.index_manifest}"
         if not _exists(store, rel):   # pypaimon reads a missing index manifest as no index files at all
-            raise CorruptTableMetadataError(store.resolve(rel), "the file is missing",
+            raise CorruptTableMetadataError(store.resolve(rel), f"{_MISSING} ({what} names it)",
                                             f"Paimon index manifest of {what}")
         _check(store, rel, f"Paimon index manifest of {what}",
                lambda: IndexManifestFile(table).read(snap.index_manifest))
