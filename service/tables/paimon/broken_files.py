@@ -29,7 +29,7 @@ from index_format.errors import BgixError
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CorruptTableMetadataError, DataFileError
 from service.tables.paimon.location import PaimonLocation, parse_location, to_storage_path
-from service.tables.paimon.paimon_errors import PaimonSnapshotNotFoundError
+from service.tables.paimon.paimon_errors import NotAPaimonTableError, PaimonSnapshotNotFoundError
 
 __all__ = ["check_index_manifest", "find_broken_data_file", "find_corrupt_metadata", "naming_corrupt_metadata", "naming_data_files",
            "os_error_in", "reading_data_file", "reading_metadata"]
@@ -78,10 +78,17 @@ def naming_corrupt_metadata(location: str, *, snapshot_id: int | None = None,
                             storage_options: Mapping[str, object] | None = None,
                             catalog_options: Mapping[str, str] | None = None) -> Iterator[None]:
     """Around a pypaimon read of the table at `location` (at `snapshot_id`, or its latest): a failure caused by a
-    corrupt metadata file becomes CorruptTableMetadataError naming it. bgix's own errors and storage trouble
-    pass unchanged."""
+    corrupt metadata file becomes CorruptTableMetadataError naming it, and so does "not a Paimon table" when the
+    table's snapshots name a schema that is gone. bgix's own errors and storage trouble pass unchanged."""
     try:
         yield
+    except NotAPaimonTableError:
+        # pypaimon finds no table without a schema file; snapshots that name one make it a table that lost its schema
+        found = find_corrupt_metadata(location, snapshot_id=snapshot_id, storage_options=storage_options,
+                                      catalog_options=catalog_options)
+        if found is None:
+            raise
+        raise found from None
     except BgixError:
         raise
     except Exception as exc:
@@ -175,7 +182,7 @@ def _walk(loc: PaimonLocation, store: Storage, snapshot_id: int | None, catalog_
         json_file(f"schema/schema-{snap.schema_id}", f"Paimon schema {snap.schema_id} (of {what})",
                   TableSchema.from_json)
     try:
-        _metadata_files(loc, store, snap, what, catalog_options)
+        _metadata_files(loc, store, snap, what, catalog_options, frozenset(schemas))
     except CorruptTableMetadataError as found:
         if found.reason.startswith("the file is missing") and not _exists(store, snap_rel):
             return None   # the snapshot expired while we looked: its files went with it
@@ -183,13 +190,15 @@ def _walk(loc: PaimonLocation, store: Storage, snapshot_id: int | None, catalog_
     return None
 
 
-def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, catalog_options: dict[str, str]
-                    ) -> None:
-    """The snapshot's manifest lists, every manifest they list and its index manifest, with pypaimon's readers."""
+def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, catalog_options: dict[str, str],
+                    schemas: frozenset[int]) -> None:
+    """The snapshot's manifest lists, every manifest they list, the schema of every data file they list (`schemas`:
+    the ids present) and its index manifest, with pypaimon's readers."""
     from pypaimon import CatalogFactory
     from pypaimon.manifest.index_manifest_file import IndexManifestFile
     from pypaimon.manifest.manifest_file_manager import ManifestFileManager
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
+    from pypaimon.schema.table_schema import TableSchema
 
     try:
         table = CatalogFactory.create({**catalog_options, "warehouse": loc.warehouse}).get_table(loc.identifier)
@@ -205,9 +214,18 @@ def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, c
             manifests.extend(_check(store, f"manifest/{name}", f"Paimon {kind} manifest list of {what}",
                                     lambda name=name, size=size: lists.read(name, size)))
     files = ManifestFileManager(table)
+    data_schemas: set[int] = set()
     for meta in manifests:
-        _check(store, f"manifest/{meta.file_name}", f"Paimon manifest of {what}",
-               lambda meta=meta: files.read(meta.file_name, file_size=meta.file_size))
+        entries = _check(store, f"manifest/{meta.file_name}", f"Paimon manifest of {what}",
+                         lambda meta=meta: files.read(meta.file_name, file_size=meta.file_size))
+        data_schemas.update(int(e.file.schema_id) for e in entries)
+    for sid in sorted(data_schemas - {int(snap.schema_id)}):   # pypaimon reads each data file with its schema
+        rel = f"schema/schema-{sid}"
+        if sid not in schemas:
+            raise CorruptTableMetadataError(store.resolve(rel), f"{_MISSING} (data files of {what} name it)",
+                                            f"Paimon schema {sid}")
+        _check(store, rel, f"Paimon schema {sid} (of data files of {what})",
+               lambda rel=rel: TableSchema.from_json(store.read_bytes(rel).decode("utf-8")))
     if snap.index_manifest:
         rel = f"manifest/{snap.index_manifest}"
         if not _exists(store, rel):   # pypaimon reads a missing index manifest as no index files at all
