@@ -31,8 +31,8 @@ from service.catalog.catalog_errors import CorruptTableMetadataError, DataFileEr
 from service.tables.paimon.location import PaimonLocation, parse_location, to_storage_path
 from service.tables.paimon.paimon_errors import NotAPaimonTableError, PaimonSnapshotNotFoundError
 
-__all__ = ["check_index_manifest", "find_broken_data_file", "find_corrupt_metadata", "naming_corrupt_metadata", "naming_data_files",
-           "os_error_in", "reading_data_file", "reading_metadata"]
+__all__ = ["check_index_manifest", "find_broken_data_file", "find_corrupt_metadata", "naming_corrupt_metadata",
+           "naming_data_files", "os_error_in", "reading_data_file", "reading_metadata"]
 
 T = TypeVar("T")
 PaimonTable = Any   # service.tables.paimon.table.PaimonTable, which imports this module (no circle)

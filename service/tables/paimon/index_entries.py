@@ -2,8 +2,9 @@
 family bgix knows (index_format.families: bitmap, btree, multivalue).
 
 pypaimon's IndexFileHandler reads the index manifest (scan_index_manifest, which names a corrupt or missing one:
-pypaimon alone reads a missing one as empty); this module only filters and reshapes the entries. A file's row ids are relative to `row_range_start` (spec §5);
-`index_meta` is the spec §4 metadata and `source_meta` Paimon Java's DEIX marker (absent in files pypaimon builds).
+pypaimon alone reads a missing one as empty); this module only filters and reshapes the entries. A file's row ids
+are relative to `row_range_start` (spec §5); `index_meta` is the spec §4 metadata and `source_meta` Paimon Java's
+DEIX marker (absent in files pypaimon builds).
 """
 from __future__ import annotations
 
