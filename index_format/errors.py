@@ -54,6 +54,21 @@ class ChecksumError(CorruptFileError):
     """A block trailer's CRC-32 does not match its body."""
 
 
+class MissingIndexFileError(IndexFormatError):
+    """An index file the table's index lists (a manifest, a snapshot) is not there: deleted, lost or never
+    written. `family` says which index it belongs to (bitmap, btree, multivalue; DELETION_VECTORS for a
+    Paimon deletion-vector file) when known. Reported like a corrupt file: the file is named, others keep
+    answering."""
+
+    def __init__(self, path: str, family: str | None = None) -> None:
+        what = f"{family} index file" if family else "index file"
+        super().__init__(f"the {what} is missing (the table's index lists it)", path=path)
+        self.family = family
+
+    def __reduce__(self) -> tuple[type, tuple[str | None, str | None]]:
+        return (type(self), (self.path, self.family))   # crosses process boundaries (build workers)
+
+
 class UnsupportedVersionError(IndexFormatError):
     """Footer version (or deletion-vector version) this library does not know."""
 

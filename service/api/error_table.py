@@ -112,7 +112,7 @@ def _details(exc: BaseException) -> dict[str, object]:
     elif isinstance(exc, UnknownTableColumnError):
         details["type"] = "UnknownColumnError"
     for attr in ("path", "block", "offset", "reason", "position", "column", "known", "job_id",
-                 "table", "index_column", "budget_s", "option", "location", "limit"):
+                 "table", "index_column", "budget_s", "option", "location", "limit", "family"):
         value = getattr(exc, attr, None)
         if value is not None:
             details[attr] = value

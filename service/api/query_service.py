@@ -46,16 +46,22 @@ _STATS_KEPT = 64          # stored-statistics handles kept in memory (small: cou
 
 
 class _CountingSource:
-    """RangeSource wrapper that adds every byte read to the bytes-read metric."""
+    """RangeSource wrapper that adds every byte read to the bytes-read metric, and names a missing file: sources
+    open lazily (a local file at its first read, an object per ranged GET), so a file deleted after the view
+    listed it shows up here as FileNotFoundError."""
 
-    def __init__(self, inner: RangeSource, metrics: Metrics) -> None:
+    def __init__(self, inner: RangeSource, metrics: Metrics, family: str | None = None) -> None:
         self._inner = inner
         self._metrics = metrics
+        self._family = family
         self.name = inner.name
         self.size = inner.size
 
     def read(self, offset: int, length: int) -> bytes:
-        data = self._inner.read(offset, length)
+        try:
+            data = self._inner.read(offset, length)
+        except FileNotFoundError as exc:
+            raise fmt.MissingIndexFileError(self.name, self._family) from exc
         self._metrics.bytes_read.inc(len(data))
         return data
 
@@ -221,7 +227,7 @@ class QueryService:
         fam = family(snap.index_type)
         refs = []
         for e in snap.files:
-            opener = self._opener(e.path, e.file_size, kt, fam.open_reader)
+            opener = self._opener(e.path, e.file_size, kt, fam.open_reader, fam.name)
             sidecar = None
             if fam.sidecars:
                 sidecar = self.sidecars.opener(
@@ -238,16 +244,16 @@ class QueryService:
                             alternatives=tuple(m.index for m in more))
         return ColumnView(snapshot=snap, kt=kt, index=index, more=more)
 
-    def _opener(self, path: str, size: int, kt: KeyType,
-                open_index: Callable[..., IndexReader]) -> Callable[[], IndexReader]:
+    def _opener(self, path: str, size: int, kt: KeyType, open_index: Callable[..., IndexReader],
+                family_name: str | None = None) -> Callable[[], IndexReader]:
         resolved: list[str] = []  # resolve (realpath, root checks) once per view, not per query
 
         def load() -> IndexReader:
             try:
                 source = self.storage.open_source(resolved[0], size)
             except FileNotFoundError as exc:
-                raise fmt.TruncatedFileError("index file is missing", path=resolved[0]) from exc
-            return open_index(_CountingSource(source, self.metrics), kt, cache=self.blocks,
+                raise fmt.MissingIndexFileError(resolved[0], family_name) from exc
+            return open_index(_CountingSource(source, self.metrics, family_name), kt, cache=self.blocks,
                               bitmap_cache=self.bitmaps)
 
         def open_reader() -> IndexReader:

@@ -9,8 +9,14 @@ the way pypaimon reads them; the first that does not read is named. When every f
 something else) or the storage itself does not answer, the original error propagates unchanged. Only failures
 pay for the walk.
 
+A missing index manifest is the one file pypaimon does not fail on: its IndexManifestFile.read answers "no
+entries" when the file is absent, so a snapshot whose deletion vectors and index entries are lost would read as
+one without any (and a commit over it would write a snapshot without them: deleted rows back). check_index_manifest
+is bgix's own look before every index manifest read.
+
 naming_corrupt_metadata (around any pypaimon metadata read: opening, planning, index manifest scans) ·
-reading_metadata (the same for an open PaimonTable) · find_corrupt_metadata (the walk) · naming_data_files
+reading_metadata (the same for an open PaimonTable) · check_index_manifest (the named index manifest is there) ·
+find_corrupt_metadata (the walk) · naming_data_files
 (around a read of several data files) · find_broken_data_file (their walk) · reading_data_file (around a read of one).
 """
 from __future__ import annotations
@@ -23,15 +29,17 @@ from index_format.errors import BgixError
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CorruptTableMetadataError, DataFileError
 from service.tables.paimon.location import PaimonLocation, parse_location, to_storage_path
+from service.tables.paimon.paimon_errors import NotAPaimonTableError, PaimonSnapshotNotFoundError
 
-__all__ = ["find_broken_data_file", "find_corrupt_metadata", "naming_corrupt_metadata", "naming_data_files",
-           "os_error_in", "reading_data_file", "reading_metadata"]
+__all__ = ["check_index_manifest", "find_broken_data_file", "find_corrupt_metadata", "naming_corrupt_metadata",
+           "naming_data_files", "os_error_in", "reading_data_file", "reading_metadata"]
 
 T = TypeVar("T")
 PaimonTable = Any   # service.tables.paimon.table.PaimonTable, which imports this module (no circle)
 _SCAN_SNAPSHOT_ID = "scan.snapshot-id"
 _REASON_CHARS = 300   # a decoder's message can quote the bytes it choked on
 _MISSING_DATA = "the file is missing (the table's snapshot lists it)"
+_MISSING = "the file is missing"
 
 
 class _CannotTell(Exception):
@@ -70,10 +78,17 @@ def naming_corrupt_metadata(location: str, *, snapshot_id: int | None = None,
                             storage_options: Mapping[str, object] | None = None,
                             catalog_options: Mapping[str, str] | None = None) -> Iterator[None]:
     """Around a pypaimon read of the table at `location` (at `snapshot_id`, or its latest): a failure caused by a
-    corrupt metadata file becomes CorruptTableMetadataError naming it. bgix's own errors and storage trouble
-    pass unchanged."""
+    corrupt metadata file becomes CorruptTableMetadataError naming it, and so does "not a Paimon table" when the
+    table's snapshots name a schema that is gone. bgix's own errors and storage trouble pass unchanged."""
     try:
         yield
+    except NotAPaimonTableError:
+        # pypaimon finds no table without a schema file; snapshots that name one make it a table that lost its schema
+        found = find_corrupt_metadata(location, snapshot_id=snapshot_id, storage_options=storage_options,
+                                      catalog_options=catalog_options)
+        if found is None:
+            raise
+        raise found from None
     except BgixError:
         raise
     except Exception as exc:
@@ -91,6 +106,31 @@ def reading_metadata(table: PaimonTable, snapshot_id: int | None = None) -> Any:
     return naming_corrupt_metadata(
         table.location.table_path, snapshot_id=table.snapshot_id if snapshot_id is None else snapshot_id,
         storage_options=table.storage_options, catalog_options=table.catalog_options)
+
+
+def check_index_manifest(table: PaimonTable, snapshot: Any) -> None:
+    """Before pypaimon reads `snapshot`'s index manifest (`snapshot`: any snapshot of `table`): the file it names
+    is there. pypaimon would read a missing one as listing nothing (no index files, no deletion vectors).
+
+    Raises:
+        CorruptTableMetadataError: the snapshot names an index manifest that is missing (names it).
+        PaimonSnapshotNotFoundError: the snapshot itself is gone too (expired while it was read).
+        StorageUnavailableError: the storage did not answer.
+    """
+    name = getattr(snapshot, "index_manifest", None)
+    if not name:
+        return
+    store = Storage(to_storage_path(table.location.table_path), [], dict(table.storage_options))
+    rel = f"manifest/{name}"
+    if store.exists(rel):
+        return
+    sid = int(snapshot.id)
+    if not store.exists(f"snapshot/snapshot-{sid}"):
+        raise PaimonSnapshotNotFoundError(
+            f"Paimon table {table.location.identifier}: snapshot {sid} expired while it was read (its index "
+            "manifest went with it); retry", table.location.table_path, sid)
+    raise CorruptTableMetadataError(store.resolve(rel), f"{_MISSING} (snapshot {sid} names it)",
+                                    f"Paimon index manifest of snapshot {sid}")
 
 
 def find_corrupt_metadata(location: str, *, snapshot_id: int | None = None,
@@ -142,7 +182,7 @@ def _walk(loc: PaimonLocation, store: Storage, snapshot_id: int | None, catalog_
         json_file(f"schema/schema-{snap.schema_id}", f"Paimon schema {snap.schema_id} (of {what})",
                   TableSchema.from_json)
     try:
-        _metadata_files(loc, store, snap, what, catalog_options)
+        _metadata_files(loc, store, snap, what, catalog_options, frozenset(schemas))
     except CorruptTableMetadataError as found:
         if found.reason.startswith("the file is missing") and not _exists(store, snap_rel):
             return None   # the snapshot expired while we looked: its files went with it
@@ -150,13 +190,15 @@ def _walk(loc: PaimonLocation, store: Storage, snapshot_id: int | None, catalog_
     return None
 
 
-def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, catalog_options: dict[str, str]
-                    ) -> None:
-    """The snapshot's manifest lists, every manifest they list and its index manifest, with pypaimon's readers."""
+def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, catalog_options: dict[str, str],
+                    schemas: frozenset[int]) -> None:
+    """The snapshot's manifest lists, every manifest they list, the schema of every data file they list (`schemas`:
+    the ids present) and its index manifest, with pypaimon's readers."""
     from pypaimon import CatalogFactory
     from pypaimon.manifest.index_manifest_file import IndexManifestFile
     from pypaimon.manifest.manifest_file_manager import ManifestFileManager
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
+    from pypaimon.schema.table_schema import TableSchema
 
     try:
         table = CatalogFactory.create({**catalog_options, "warehouse": loc.warehouse}).get_table(loc.identifier)
@@ -172,13 +214,22 @@ def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, c
             manifests.extend(_check(store, f"manifest/{name}", f"Paimon {kind} manifest list of {what}",
                                     lambda name=name, size=size: lists.read(name, size)))
     files = ManifestFileManager(table)
+    data_schemas: set[int] = set()
     for meta in manifests:
-        _check(store, f"manifest/{meta.file_name}", f"Paimon manifest of {what}",
-               lambda meta=meta: files.read(meta.file_name, file_size=meta.file_size))
+        entries = _check(store, f"manifest/{meta.file_name}", f"Paimon manifest of {what}",
+                         lambda meta=meta: files.read(meta.file_name, file_size=meta.file_size))
+        data_schemas.update(int(e.file.schema_id) for e in entries)
+    for sid in sorted(data_schemas - {int(snap.schema_id)}):   # pypaimon reads each data file with its schema
+        rel = f"schema/schema-{sid}"
+        if sid not in schemas:
+            raise CorruptTableMetadataError(store.resolve(rel), f"{_MISSING} (data files of {what} name it)",
+                                            f"Paimon schema {sid}")
+        _check(store, rel, f"Paimon schema {sid} (of data files of {what})",
+               lambda rel=rel: TableSchema.from_json(store.read_bytes(rel).decode("utf-8")))
     if snap.index_manifest:
         rel = f"manifest/{snap.index_manifest}"
         if not _exists(store, rel):   # pypaimon reads a missing index manifest as no index files at all
-            raise CorruptTableMetadataError(store.resolve(rel), "the file is missing",
+            raise CorruptTableMetadataError(store.resolve(rel), f"{_MISSING} ({what} names it)",
                                             f"Paimon index manifest of {what}")
         _check(store, rel, f"Paimon index manifest of {what}",
                lambda: IndexManifestFile(table).read(snap.index_manifest))

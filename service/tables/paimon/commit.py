@@ -24,6 +24,7 @@ from pypaimon import CatalogFactory
 from pypaimon.globalindex.global_index_meta import GlobalIndexMeta
 from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
+from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.commit_message import CommitMessage
 
@@ -32,7 +33,10 @@ from index_format.families import BITMAP
 from index_format.global_index.filemeta import deix_source_meta
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CommitConflictError
-from service.tables.paimon.index_entries import GlobalIndexEntry, index_file_names, list_all_index_entries
+from service.tables.paimon.broken_files import reading_metadata
+from service.tables.paimon.index_entries import (
+    GlobalIndexEntry, index_file_names, list_all_index_entries, scan_index_manifest,
+)
 from service.tables.paimon.location import PaimonLocation, to_storage_path
 from service.tables.paimon.no_replace_io import with_no_replace_rename
 from service.tables.paimon.table import PaimonTable, reopen
@@ -85,18 +89,23 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
     Raises:
         CommitConflictError: another writer indexed some of these rows since the scan, or took a replaced
             entry out (nothing of ours is committed then, and our files are deleted).
+        CorruptTableMetadataError: the latest snapshot's manifest lists or index manifest are missing or do not
+            read (names the file; nothing is committed, our files are deleted).
         Anything pypaimon's commit raises (our files are deleted unless a snapshot references them).
     """
     if table.snapshot_id is None:
         raise CommitConflictError("the build scanned no snapshot; nothing to commit")
+    committing = False   # until pypaimon is asked to commit, no snapshot can reference our files
     try:
         for attempt in range(1, _COMMIT_ATTEMPTS + 1):
             latest = reopen(table)
+            _check_base(latest)
             if latest.snapshot_id != table.snapshot_id:
                 _check_still_uncovered(latest, files, since=table.snapshot_id, replaced=replaces)
             writable = writable_table(table.location, table.catalog_options)
             messages = _messages(writable, files, table.snapshot_id, external=index_dir(table)[1], kind=0)
             messages += _replace_messages(writable, replaces)
+            committing = True
             try:
                 sid = commit_messages(writable, messages, after=latest.snapshot_id or 0, properties=properties)
             except SnapshotReplacedError:
@@ -109,8 +118,20 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
             return sid
         raise AssertionError("unreachable")  # the loop returns or raises
     except BaseException:
-        _delete_unreferenced(table, files, storage)
+        _delete_unreferenced(table, files, storage, committing)
         raise
+
+
+def _check_base(latest: PaimonTable) -> None:
+    """What pypaimon's commit reads of the snapshot it builds on reads: its manifest lists (their entries are
+    carried over) and its index manifest. pypaimon reads a missing index manifest as listing nothing, so it would
+    commit a snapshot without the deletion vectors and index files the lost one listed: deleted rows back for
+    every reader. Raises CorruptTableMetadataError naming the file."""
+    if latest.snapshot is None:
+        return
+    scan_index_manifest(latest, latest.snapshot, lambda _: False)
+    with reading_metadata(latest):
+        ManifestListManager(latest.table).read_all(latest.snapshot)
 
 
 def _check_still_uncovered(latest: PaimonTable, files: Sequence[BuiltIndexFile], since: int,
@@ -225,10 +246,15 @@ def _our_snapshot(writable: object, commit_user: str, after: int) -> int:
         "another writer's rename replaced it (its snapshot write is not atomic), or the commit was empty")
 
 
-def _delete_unreferenced(table: PaimonTable, files: Sequence[BuiltIndexFile], storage: Storage) -> None:
+def _delete_unreferenced(table: PaimonTable, files: Sequence[BuiltIndexFile], storage: Storage,
+                         committed: bool = True) -> None:
+    """Delete our `files` no snapshot references; `committed` False: no commit was tried, none can (our file names
+    are new), so every one goes, even when the table's index manifest does not read."""
+    referenced: frozenset[str] = frozenset()
     try:
-        latest = reopen(table)
-        referenced = index_file_names(latest, latest.snapshot)
+        if committed:
+            latest = reopen(table)
+            referenced = index_file_names(latest, latest.snapshot)
     except Exception:
         log.warning("could not list the table's index files; keeping ours", exc_info=True)
         return

@@ -15,6 +15,7 @@ from pyroaring import BitMap64
 
 from index_format.bitmaps import union
 from index_format.deletion_vectors import read_deletion_vectors
+from index_format.errors import MissingIndexFileError
 from index_format.storage import Storage
 from service.tables.paimon.index_entries import scan_index_manifest
 from service.tables.paimon.location import to_storage_path
@@ -77,7 +78,8 @@ def deleted_row_ids(table: PaimonTable, storage: Storage | None = None,
     files missing from the snapshot are skipped: their rows are gone anyway.
 
     Raises:
-        IndexFormatError: a corrupt vector (bad magic, CRC, or cardinality differing from the manifest).
+        IndexFormatError: a corrupt vector (bad magic, CRC, or cardinality differing from the manifest);
+            MissingIndexFileError when a deletion-vector file the manifest lists is missing.
         PathNotAllowedError: an index file outside the storage roots.
     """
     refs = list_deletion_vectors(table) if refs is None else refs
@@ -90,7 +92,10 @@ def deleted_row_ids(table: PaimonTable, storage: Storage | None = None,
             by_file.setdefault(ref.index_path, []).append(ref)
     parts: list[BitMap64] = []
     for path, file_refs in by_file.items():
-        data = storage.read_range(path, 0, file_refs[0].index_file_size)
+        try:
+            data = storage.read_range(path, 0, file_refs[0].index_file_size)
+        except FileNotFoundError as exc:   # the index manifest lists it: a lost file, not "no deletions"
+            raise MissingIndexFileError(path, DELETION_VECTORS_INDEX_TYPE) from exc
         ranges = [(r.data_file_name, r.offset, r.length, r.cardinality) for r in file_refs]
         vectors = read_deletion_vectors(data, ranges, path=path)
         assert isinstance(vectors, dict)

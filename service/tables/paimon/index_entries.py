@@ -1,9 +1,10 @@
 """The global index files of a Paimon snapshot, as its index manifest lists them (whoever wrote them), for every
 family bgix knows (index_format.families: bitmap, btree, multivalue).
 
-pypaimon's IndexFileHandler reads the index manifest (scan_index_manifest, which names a corrupt one); this
-module only filters and reshapes the entries. A file's row ids are relative to `row_range_start` (spec §5);
-`index_meta` is the spec §4 metadata and `source_meta` Paimon Java's DEIX marker (absent in files pypaimon builds).
+pypaimon's IndexFileHandler reads the index manifest (scan_index_manifest, which names a corrupt or missing one:
+pypaimon alone reads a missing one as empty); this module only filters and reshapes the entries. A file's row ids
+are relative to `row_range_start` (spec §5); `index_meta` is the spec §4 metadata and `source_meta` Paimon Java's
+DEIX marker (absent in files pypaimon builds).
 """
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from pypaimon.index.index_file_handler import IndexFileHandler
 
 from index_format.families import BITMAP, FAMILIES, family
 from index_format.types import KeyType
-from service.tables.paimon.broken_files import reading_metadata
+from service.tables.paimon.broken_files import check_index_manifest, reading_metadata
 from service.tables.paimon.key_types import key_type_of_spelling
 from service.tables.paimon.location import to_storage_path
 from service.tables.paimon.table import PaimonTable
@@ -122,8 +123,10 @@ def scan_index_manifest(table: PaimonTable, snapshot: Snapshot, entry_filter: Ca
     keeps, read by pypaimon's IndexFileHandler: the one place this package reads index manifests.
 
     Raises:
-        CorruptTableMetadataError: the index manifest does not read (names it).
+        CorruptTableMetadataError: the index manifest does not read, or the snapshot names one that is missing
+            (names it).
     """
+    check_index_manifest(table, snapshot)
     with reading_metadata(table, int(snapshot.id)):
         return list(IndexFileHandler(table=table.table).scan(snapshot, entry_filter))
 
