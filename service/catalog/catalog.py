@@ -22,6 +22,7 @@ from service.catalog.catalog_errors import (
     CommitConflictError,
     CorruptDocumentError,
     IndexNotFoundError,
+    InvalidTextError,
     JobNotFoundError,
     LocationNotAllowedError,
     TableExistsError,
@@ -61,9 +62,14 @@ class Catalog:
         """`t` with its location resolved, after the checks of every table kind.
 
         Raises:
+            InvalidTextError: a field that is not valid Unicode (could be stored, never shown).
             InvalidOptionError: unknown format, bad name or partition column names.
             PathNotAllowedError, LocationNotAllowedError: see check_location.
         """
+        bad = t.bad_text()
+        if bad is not None:
+            raise InvalidTextError(f"table {bad[0]} is not valid Unicode: lone surrogate at character {bad[1]}",
+                                   position=f"$.{bad[0]}")
         warehouse_layout.check_name("table", t.name)
         if t.format not in FORMATS:
             raise InvalidOptionError(f"table format {t.format!r} is not one of {list(FORMATS)}")
