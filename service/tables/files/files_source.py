@@ -33,6 +33,7 @@ class FileSource:
     """A plain table of the catalog (see TableSource for the methods' contracts)."""
 
     shows_summary = False
+    indexes_by_family = False   # a column has one index: another family replaces it
 
     def __init__(self, catalog: Catalog, table: Table, shared: object = None) -> None:
         self.catalog = catalog

@@ -75,6 +75,7 @@ class PaimonSource:
     """A Paimon table registered with the table directory `<warehouse>/<db>.db/<table>` (see TableSource)."""
 
     shows_summary = True
+    indexes_by_family = True   # a column's indexes are keyed by (column, family)
 
     def __init__(self, catalog: Catalog, table: Table, shared: OriginsCache | None = None) -> None:
         self.catalog = catalog
