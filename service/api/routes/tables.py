@@ -11,6 +11,7 @@ from service.api import schemas
 from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
 from service.api.error_table import describe
 from service.api.presenters import data_file_public, file_error_public, show_partitions, table_public
+from service.catalog.catalog_errors import CorruptDocumentError
 from service.catalog.model import Table
 
 log = logging.getLogger("bgix.api")
@@ -125,8 +126,13 @@ def drop_table(name: TableName, services: ServicesDep) -> schemas.Dropped:
     """Forget the table and its indexes; the source data is never touched. 409 while a build runs.
     Works on a table whose catalog documents are corrupt (only the catalog's directory is deleted)."""
     services.catalog.check_no_active_build(name)
+    try:
+        location: str | None = services.catalog.get_table(name).location
+    except CorruptDocumentError:
+        location = None   # only its catalog directory is known (and dropped)
     services.catalog.drop_table(name)
-    services.query_service.forget_table(name)
+    # its cached readers hold open files (a Paimon table's index files under its location): close them now
+    services.query_service.forget_table(name, location)
     return schemas.Dropped(table=name)
 
 
