@@ -405,8 +405,9 @@ def _same_columns(a: str, b: str) -> bool:
 
 
 def _same_index(job: JobRecord, families: Mapping[str, str]) -> bool:
-    """A job builds one of the (column, family) pairs of `families`; a record whose spec does not say which
-    families counts as building them all (refusing is the safe side)."""
+    """A job builds one of the (column, family) pairs of `families`. A record whose spec names no index_type
+    built bitmap (the default); one whose families do not parse counts as building them all (refusing is the
+    safe side)."""
     spec = job.spec or {}
     try:
         theirs = column_families(job.column, str(spec.get("index_type") or "bitmap"))

@@ -19,8 +19,8 @@ from service.catalog.jobspec import JobSpec
 from service.catalog.model import PAIMON, Table
 from service.tables.table_source import IndexViewSource, OrphanFile, OrphanReport, TableSource
 
-__all__ = ["IndexViewSource", "OrphanFile", "OrphanReport", "TableSource", "TableSources", "build_families", "check_spec",
-           "open_source", "register_table", "load_task_readers", "remove_dead_build_files", "warm_up_table"]
+__all__ = ["IndexViewSource", "OrphanFile", "OrphanReport", "TableSource", "TableSources", "build_families",
+           "check_spec", "open_source", "register_table", "load_task_readers", "remove_dead_build_files", "warm_up_table"]
 
 
 log = logging.getLogger("bgix.tables")
