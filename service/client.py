@@ -119,7 +119,7 @@ class Client:
                        partition_columns: list[str] | None = None,
                        row_id_column: str | None = None) -> schemas.TablePublic:
         body = schemas.TableCreate(location=location, format=format,  # type: ignore[arg-type]
-                                   partition_columns=partition_columns or [], row_id_column=row_id_column)
+                                   partition_columns=list(partition_columns or []), row_id_column=row_id_column)
         r = self._request("PUT", f"/v1/tables/{name}", json=body.model_dump())
         return schemas.TablePublic.model_validate(r.json())
 

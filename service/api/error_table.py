@@ -6,7 +6,8 @@ BgixError subclasses; this module translates them. Must not import service.build
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Any
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -15,7 +16,10 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from index_format import errors as fmt
+from index_format.predicate.limits import MAX_INTEGER_DIGITS
+from service.api.schemas import INVALID_TEXT
 from service.catalog import catalog_errors as cat
+from service.catalog.catalog_errors import InvalidTextError
 from service.catalog.catalog_errors import LocationNotAllowedError  # 403 (issue: Tables); raised by the catalog
 
 if TYPE_CHECKING:
@@ -73,6 +77,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (fmt.BindError, 400, "invalid_literal"),
     (fmt.PredicateError, 400, "invalid_predicate"),
     (fmt.InvalidOptionError, 400, "invalid_option"),
+    (cat.InvalidTextError, 400, "invalid_text"),
     (fmt.UnsupportedTypeError, 400, "unsupported_type"),
     (InvalidCursorError, 400, "invalid_cursor"),
     (cat.InvalidTableError, 400, "invalid_table"),       # before TableNotFoundError: a bad location
@@ -122,13 +127,55 @@ def _details(exc: BaseException) -> dict[str, object]:
 def describe(exc: BaseException) -> dict[str, object]:
     """The error body's fields for an exception reported inside a 200 answer (a broken table or index in a
     listing): the same code, message and details a request failing on it would get."""
-    return {"code": classify(exc)[1], "message": str(exc), "details": _details(exc)}
+    return {"code": classify(exc)[1], "message": _encodable(str(exc)), "details": _encodable(_details(exc))}
 
 
 def envelope(status: int, code: str, message: str, details: object = None) -> JSONResponse:
-    """The one error body every failure uses."""
-    body = {"error": {"code": code, "message": message, "details": details or {}}}
+    """The one error body every failure uses. A message echoing a string that cannot be encoded (a lone
+    surrogate a request sent) shows it escaped, so the error itself cannot fail to be written."""
+    body = {"error": {"code": code, "message": _encodable(message), "details": _encodable(details or {})}}
     return JSONResponse(status_code=status, content=jsonable_encoder(body))
+
+
+def _encodable(value: Any) -> Any:
+    """`value` with every string that UTF-8 cannot encode (lone surrogates) backslash-escaped."""
+    if isinstance(value, str):
+        return value if value.isascii() else value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_encodable(k): _encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_encodable(v) for v in value]
+    return value
+
+
+def _invalid_text(errors: list[dict[str, Any]]) -> JSONResponse | None:
+    """The 400 of a request holding a string that cannot be encoded (schemas' invalid_text check, or pydantic's
+    string_unicode on a constrained string), None when no error is one."""
+    for e in errors:
+        if e.get("type") == INVALID_TEXT:
+            ctx = e.get("ctx") or {}
+            exc = InvalidTextError(str(e.get("msg", "")), position=str(ctx.get("where", "")) or None)
+        elif e.get("type") == "string_unicode":
+            where = "$" + "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in list(e.get("loc", ()))[1:])
+            exc = InvalidTextError(f"{where} is not valid Unicode: a lone surrogate cannot be encoded as UTF-8",
+                                   position=where)
+        else:
+            continue
+        return envelope(400, "invalid_text", str(exc), _details(exc))
+    return None
+
+
+def _body_parse_error(cause: BaseException | None) -> str:
+    """Why the JSON reader gave up on a body (FastAPI only says 'There was an error parsing the body')."""
+    if isinstance(cause, ValueError) and "integer string conversion" in str(cause):
+        # Python's json refuses integers over sys.get_int_max_str_digits() (4300) digits to convert.
+        digits = re.search(r"value has (\d+) digits", str(cause))
+        size = f"of {digits.group(1)} digits" if digits else "too long to convert"
+        return (f"request body could not be parsed as JSON: it holds an integer literal {size}; no column type "
+                f"holds more than {MAX_INTEGER_DIGITS} digits")
+    if isinstance(cause, RecursionError):
+        return "request body could not be parsed as JSON: it is nested too deeply"
+    return "request body could not be parsed as JSON (nested too deeply or malformed)"
 
 
 def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
@@ -151,6 +198,9 @@ def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
 
     async def on_validation(request: Request, exc: Exception) -> JSONResponse:
         assert isinstance(exc, RequestValidationError)
+        refused = _invalid_text(list(exc.errors()))
+        if refused is not None:
+            return refused
         errors = [
             {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": str(e.get("type", ""))}
             for e in exc.errors()
@@ -168,8 +218,7 @@ def install_error_handlers(app: FastAPI, metrics: Metrics) -> None:
         assert isinstance(exc, StarletteHTTPException)
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
             # FastAPI's answer to a body json.loads could not finish (RecursionError on deep nesting).
-            return envelope(422, "invalid_request",
-                            "request body could not be parsed as JSON (nested too deeply or malformed)")
+            return envelope(422, "invalid_request", _body_parse_error(exc.__cause__))
         code = {404: "not_found", 405: "method_not_allowed", 401: "unauthorized"}.get(
             exc.status_code, "http_error"
         )

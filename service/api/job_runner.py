@@ -45,7 +45,7 @@ from service.catalog.job_logs import has_job_log, write_job_log
 from service.catalog.jobspec import JobSpec
 from service.catalog.liveness import job_process_alive, process_alive
 from service.catalog.model import JobRecord, now
-from service.tables import TableSources, check_spec, remove_dead_build_files
+from service.tables import TableSources, build_families, check_spec, remove_dead_build_files
 
 if TYPE_CHECKING:
     from service.api.worker_group import WorkerGroup
@@ -265,7 +265,7 @@ class JobRunner:
         table, column = spec.table, spec.index_column
         # One check-then-record at a time (across the workers of a group too), so two requests cannot both pass.
         with self._lock, self._build_lock():
-            self.catalog.check_no_active_build(table, column)
+            self.catalog.check_no_active_build(table, column, families=build_families(spec))
             self.catalog.put_job(JobRecord(id=spec.job_id, table=table, column=column, spec=spec.public_dict()))
             try:
                 if self.is_runner:

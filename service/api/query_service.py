@@ -177,16 +177,21 @@ class QueryService:
             if cached is not None and (cv is None or cv.snapshot.id < snapshot_id):
                 del self._views[table]
 
-    def forget_table(self, table: str) -> None:
-        """Drop cached snapshots, rankings, stats and readers of a table whose indexes were dropped."""
+    def forget_table(self, table: str, location: str | None = None) -> None:
+        """Drop cached snapshots, rankings, stats and readers of a table whose indexes were dropped.
+        `location`: the table's (resolved) location, whose index files a table kind may keep there (a Paimon
+        table's index/ directory): their readers, with the open files they hold, go too."""
         self.invalidate(table)
         with self._lock:
             for key in [k for k in self._stats if k[0] == table]:
                 del self._stats[key]
-        prefix = self.storage.resolve(warehouse_layout.indexes_dir(table)).rstrip("/") + "/"
-        self.readers.discard_prefix(prefix)
-        self.bitmaps.discard_prefix(prefix)
-        self.sidecars.discard_prefix(prefix)
+        prefixes = [self.storage.resolve(warehouse_layout.indexes_dir(table)).rstrip("/") + "/"]
+        if location:
+            prefixes.append(location.rstrip("/") + "/")
+        for prefix in prefixes:
+            self.readers.discard_prefix(prefix)
+            self.bitmaps.discard_prefix(prefix)
+            self.sidecars.discard_prefix(prefix)
 
     def view(self, table: str) -> TableView:
         """The table's current snapshots, re-resolved after `snapshot_ttl` seconds (cheap pointer cache)."""

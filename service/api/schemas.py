@@ -5,9 +5,10 @@ pyspark, the catalog or the query service.
 """
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
 
 from index_format.families import BUILT_NAMES
 
@@ -21,8 +22,55 @@ MAX_LIMIT = 100_000
 DEFAULT_LIMIT = 1000
 
 
+INVALID_TEXT = "invalid_text"   # the validation error type of a string that cannot be encoded (the API's 400)
+
+
+def lone_surrogate(value: Any, path: str = "$", skip: frozenset[str] = frozenset()) -> tuple[str, str, int] | None:
+    """(what, JSON path, character) of the first string in `value` (dict keys included) that cannot be encoded
+    as UTF-8, i.e. holds a lone surrogate ("\\ud800" in JSON); None when every string can. `what` is the path,
+    or "a key of <path>" for a key. `skip`: top-level keys whose strings another reader checks. Iterative, so a
+    deeply nested body cannot exhaust the stack."""
+    stack: list[tuple[str, Any]] = [(path, value)]
+    while stack:
+        where, v = stack.pop()
+        if isinstance(v, str):
+            if not v.isascii():
+                try:
+                    v.encode("utf-8")
+                except UnicodeEncodeError as e:
+                    return where, where, e.start
+        elif isinstance(v, dict):
+            for k, item in v.items():
+                if where == path and k in skip:
+                    continue
+                if isinstance(k, str) and not k.isascii():
+                    try:
+                        k.encode("utf-8")
+                    except UnicodeEncodeError as e:
+                        return f"a key of {where}", where, e.start
+                stack.append((f"{where}.{k}", item))
+        elif isinstance(v, (list, tuple)):
+            stack.extend((f"{where}[{i}]", item) for i, item in enumerate(v))
+    return None
+
+
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: no lax coercion of request fields ('limit': true is not 1, 'explain': "yes" is not true)
+    model_config = ConfigDict(extra="forbid", strict=True)
+    # top-level fields whose strings a reader of their own checks (with its own 400), left out of the walk
+    _text_checked_elsewhere: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _encodable(cls, data: Any) -> Any:
+        """Every string of the request can be encoded as UTF-8: one that cannot (a lone surrogate) would
+        fail where it is stored, logged or echoed in a response, so it is refused before anything uses it."""
+        bad = lone_surrogate(data, skip=cls._text_checked_elsewhere)
+        if bad is not None:
+            raise PydanticCustomError(
+                INVALID_TEXT, "{what} is not valid Unicode: lone surrogate at character {at}",
+                {"what": bad[0], "where": bad[1], "at": bad[2]})
+        return data
 
 
 # ---- errors -------------------------------------------------------------------------------------
@@ -138,8 +186,9 @@ class TablesPublic(BaseModel):
     tables: list[TablePublic]
     count: int
     errors: list[TableErrorPublic] = Field(
-        default_factory=list, description="Registered tables that cannot be read (left out of `tables` and "
-                                          "`count`); DELETE /v1/tables/{name} still drops them.")
+        default_factory=list, description="Registered tables that cannot be read or shown, each with its error "
+                                          "(left out of `tables` and `count`); DELETE /v1/tables/{name} still "
+                                          "drops them.")
 
 
 class DataFilePublic(BaseModel):
@@ -330,6 +379,8 @@ class ValuesPublic(BaseModel):
 
 # ---- query --------------------------------------------------------------------------------------
 class QueryRequest(_Model):
+    # the predicate readers refuse its strings that are not valid Unicode (400 invalid_predicate), naming them
+    _text_checked_elsewhere: ClassVar[frozenset[str]] = frozenset({"predicate"})
     where: str | None = Field(None, max_length=1_000_000,
                               description="SQL WHERE text, e.g. status IN ('vip') AND NOT country = 'US', "
                                           "uid BETWEEN 100 AND 200, array_contains(tags, 'vip').")

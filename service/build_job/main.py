@@ -213,7 +213,8 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
     source = _open_source(catalog, spec)
     column = spec.index_column
     if not spec.test_hooks.get("skip_active_check"):
-        catalog.check_no_active_build(spec.table, column, except_job=spec.job_id)
+        catalog.check_no_active_build(spec.table, column, except_job=spec.job_id,
+                                      families=spec.families if source.indexes_by_family else None)
     catalog.reap_dead_jobs(spec.table, column)
     # Before any index file exists: orphan cleanup leaves the files of a build whose marker names a live process.
     put_inflight(catalog.storage, spec.job_id, source.table.name, source.table.location, source.table.format)

@@ -9,6 +9,7 @@ snapshot, never a mix.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -17,11 +18,13 @@ from index_format.sidecar import SIDECAR_SUFFIX
 from index_format.storage import Storage, is_absolute_location, is_under
 from service.catalog import warehouse_layout
 from service.catalog.documents import dumps, files_doc_of, job_of, read_doc, table_of
+from service.catalog.jobspec import column_families
 from service.catalog.catalog_errors import (
     BuildInProgressError,
     CommitConflictError,
     CorruptDocumentError,
     IndexNotFoundError,
+    InvalidTextError,
     JobNotFoundError,
     LocationNotAllowedError,
     TableExistsError,
@@ -61,9 +64,14 @@ class Catalog:
         """`t` with its location resolved, after the checks of every table kind.
 
         Raises:
+            InvalidTextError: a field that is not valid Unicode (could be stored, never shown).
             InvalidOptionError: unknown format, bad name or partition column names.
             PathNotAllowedError, LocationNotAllowedError: see check_location.
         """
+        bad = t.bad_text()
+        if bad is not None:
+            raise InvalidTextError(f"table {bad[0]} is not valid Unicode: lone surrogate at character {bad[1]}",
+                                   position=f"$.{bad[0]}")
         warehouse_layout.check_name("table", t.name)
         if t.format not in FORMATS:
             raise InvalidOptionError(f"table format {t.format!r} is not one of {list(FORMATS)}")
@@ -347,12 +355,15 @@ class Catalog:
     def read_progress(self, job_id: str) -> dict[str, Any]:
         return dict(self.get_job(job_id).progress)
 
-    def active_jobs(self, table: str, column: str | None = None) -> list[JobRecord]:
+    def active_jobs(self, table: str, column: str | None = None,
+                    families: Mapping[str, str] | None = None) -> list[JobRecord]:
         """Queued/running jobs of (table, column), or of any column when None, whose process is alive or
         has not recorded itself yet (a queued record the service is starting): the one definition of
-        "a build is running"."""
+        "a build is running". `families` (column → family; tables whose indexes are keyed by column and
+        family): only jobs building one of those (column, family) pairs."""
         return [j for j in self.list_jobs()
-                if j.table == table and (column is None or _same_columns(j.column, column)) and j.active
+                if j.table == table and (column is None or _same_columns(j.column, column))
+                and (families is None or _same_index(j, families)) and j.active
                 and (j.pid is None or job_process_alive(j))]
 
     def reap_dead_jobs(self, table: str, column: str) -> list[str]:
@@ -366,20 +377,23 @@ class Catalog:
         return [j.id for j in dead]
 
     def check_no_active_build(self, table: str, column: str | None = None, *,
-                              except_job: str | None = None) -> None:
+                              except_job: str | None = None, families: Mapping[str, str] | None = None) -> None:
         """Raises BuildInProgressError (naming the job) if another live job builds the same index, or with
-        `column` None any index of the table.
+        `column` None any index of the table. `families` (column → family, where a column may have one index
+        per family: Paimon tables): the same index is the same (column, family); None: any family of the column.
 
         From inside a job (`except_job` = its own id) only running jobs that started earlier count, so of
         two jobs started together exactly one goes ahead; from the service any queued/running job counts.
         """
-        others = [j for j in self.active_jobs(table, column) if j.id != except_job]
+        others = [j for j in self.active_jobs(table, column, families) if j.id != except_job]
         if except_job is not None:
             me = self.get_job(except_job)
             mine = (me.started_at or now(), me.id)
             others = [j for j in others if j.state == "running" and (j.started_at or 0.0, j.id) < mine]
         if others:
             what = f"index {table}.{column}" if column is not None else f"table {table!r}"
+            if column is not None and families is not None:
+                what += f" ({','.join(dict.fromkeys(families.values()))})"
             more = f" (and {[j.id for j in others[1:]]})" if len(others) > 1 else ""
             raise BuildInProgressError(f"{what} is already being built by job {others[0].id}{more}",
                                        job_id=others[0].id)
@@ -388,3 +402,15 @@ class Catalog:
 def _same_columns(a: str, b: str) -> bool:
     """Two jobs' index_column values name a common column (Paimon builds may take a comma list)."""
     return a == b or bool(set(a.split(",")) & set(b.split(",")))
+
+
+def _same_index(job: JobRecord, families: Mapping[str, str]) -> bool:
+    """A job builds one of the (column, family) pairs of `families`. A record whose spec names no index_type
+    built bitmap (the default); one whose families do not parse counts as building them all (refusing is the
+    safe side)."""
+    spec = job.spec or {}
+    try:
+        theirs = column_families(job.column, str(spec.get("index_type") or "bitmap"))
+    except InvalidOptionError:
+        return True
+    return any(theirs.get(c) == f for c, f in families.items())

@@ -35,6 +35,16 @@ class BuildInProgressError(CatalogError):
         self.job_id = job_id
 
 
+class InvalidTextError(CatalogError):
+    """A string of a request or a table definition that is not valid Unicode (a lone surrogate such as the
+    JSON escape "\\ud800"): it cannot be encoded as UTF-8, so it could be stored but never shown. `position`
+    names where (a JSON path such as `$.options`)."""
+
+    def __init__(self, message: str, position: str | None = None) -> None:
+        super().__init__(message)
+        self.position = position
+
+
 class CommitConflictError(CatalogError):
     """Another writer committed first: the expected snapshot id is no longer current.
 
@@ -104,5 +114,5 @@ __all__ = [
     "CatalogError", "TableNotFoundError", "TableExistsError", "IndexNotFoundError",
     "JobNotFoundError", "BuildInProgressError", "CommitConflictError", "LocationNotAllowedError",
     "RowIdError", "InvalidTableError", "UnsupportedOperationError", "CorruptDocumentError", "DataFileError",
-    "CorruptTableMetadataError",
+    "CorruptTableMetadataError", "InvalidTextError",
 ]

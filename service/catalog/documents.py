@@ -65,6 +65,9 @@ def table_of(doc: dict[str, Any]) -> Table:
     t = Table.from_dict(doc)
     if not isinstance(t.name, str) or not isinstance(t.location, str) or not isinstance(t.format, str):
         raise TypeError("name, location and format must be strings")
+    bad = t.bad_text()
+    if bad is not None:   # stored by an older version: listing it would fail the whole response
+        raise ValueError(f"{bad[0]} is not valid Unicode (lone surrogate at character {bad[1]})")
     return t
 
 

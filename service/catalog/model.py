@@ -52,6 +52,20 @@ class Table:
         d["partition_columns"] = list(d.get("partition_columns") or [])
         return cls(**d)
 
+    def bad_text(self) -> tuple[str, int] | None:
+        """(field, character) of the first text field that cannot be encoded as UTF-8 (a lone surrogate);
+        None when all can. Such a definition could be stored (as a JSON escape) but never shown."""
+        texts = [("name", self.name), ("location", self.location), ("format", self.format),
+                 ("row_id_column", self.row_id_column),
+                 *((f"partition_columns[{i}]", c) for i, c in enumerate(self.partition_columns))]
+        for where, text in texts:
+            if isinstance(text, str) and not text.isascii():
+                try:
+                    text.encode("utf-8")
+                except UnicodeEncodeError as e:
+                    return where, e.start
+        return None
+
     def same_definition(self, other: Table) -> bool:
         """Equal apart from created_at (re-registering the same table is not an error)."""
         return replace(self, created_at=0.0) == replace(other, created_at=0.0)

@@ -19,8 +19,8 @@ from service.catalog.jobspec import JobSpec
 from service.catalog.model import PAIMON, Table
 from service.tables.table_source import IndexViewSource, OrphanFile, OrphanReport, TableSource
 
-__all__ = ["IndexViewSource", "OrphanFile", "OrphanReport", "TableSource", "TableSources", "check_spec",
-           "open_source", "register_table", "load_task_readers", "remove_dead_build_files", "warm_up_table"]
+__all__ = ["IndexViewSource", "OrphanFile", "OrphanReport", "TableSource", "TableSources", "build_families",
+           "check_spec", "open_source", "register_table", "load_task_readers", "remove_dead_build_files", "warm_up_table"]
 
 
 log = logging.getLogger("bgix.tables")
@@ -83,6 +83,13 @@ def check_spec(spec: JobSpec) -> JobSpec:
         InvalidOptionError.
     """
     return _kind(spec.table_format).check_spec(spec)  # type: ignore[no-any-return]
+
+
+def build_families(spec: JobSpec) -> dict[str, str] | None:
+    """What makes two builds of the spec's table the same index: column → family on kinds that key a column's
+    indexes by family too (Paimon: a btree and a bitmap index on one column are two indexes, built and committed
+    apart), None where a column has one index (a plain table: another family replaces it)."""
+    return spec.families if _kind(spec.table_format).indexes_by_family else None
 
 
 def remove_dead_build_files(catalog: Catalog) -> list[OrphanReport]:

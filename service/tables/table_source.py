@@ -103,6 +103,8 @@ class TableSource(Protocol):
     table: Table
     # What the index summary the source shows with the table needs the view for (False: nothing to show).
     shows_summary: bool
+    # A column may hold one index per family (builds of different families on it do not conflict).
+    indexes_by_family: bool
 
     def source_columns(self) -> list[str] | None:
         """Column names of the table's data (None while there is none to read a schema from)."""

@@ -45,7 +45,7 @@ def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> 
     # A running build would commit into the dropped index and bring it back.
     services.catalog.check_no_active_build(body.table, body.index_column)
     source.drop_index(body.index_column)
-    services.query_service.forget_table(body.table)
+    services.query_service.forget_table(body.table, source.table.location)
     return schemas.Dropped(table=body.table, index_column=body.index_column)
 
 

@@ -11,6 +11,7 @@ from service.api import schemas
 from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
 from service.api.error_table import describe
 from service.api.presenters import data_file_public, file_error_public, show_partitions, table_public
+from service.catalog.catalog_errors import CorruptDocumentError
 from service.catalog.model import Table
 
 log = logging.getLogger("bgix.api")
@@ -41,7 +42,9 @@ def register_table(name: TableName, body: schemas.TableCreate, services: Service
     stored = services.query_service.sources.register(table)   # the source's checks come before the catalog's put
     services.query_service.invalidate(name)
     try:
-        return _shown(services, stored)
+        shown = _shown(services, stored)
+        shown.model_dump_json()   # what the response writes must write, or the table is not kept
+        return shown
     except Exception:
         if fresh:   # registered by this request but cannot be shown: take it back out
             _unregister(services, name)
@@ -67,15 +70,34 @@ def _shown(services: Services, t: Table) -> schemas.TablePublic:
 @router.get("", response_model=schemas.TablesPublic, dependencies=[ReadAuth], responses=ERRORS,
             response_model_exclude_unset=True)
 def list_tables(services: ServicesDep) -> schemas.TablesPublic:
-    """All registered tables. A table whose catalog document cannot be read is listed under `errors`
-    (name and error), so one broken table does not hide the others."""
+    """All registered tables. A table whose catalog document cannot be read, or that cannot be shown, is
+    listed under `errors` (name and error), so one broken table does not hide the others or fail the list."""
     good, broken = services.catalog.scan_tables()
-    tables = [_listed(services, t) for t in good]
+    failed: dict[str, BaseException] = dict(broken)
+    tables = []
+    for t in good:
+        try:
+            shown = _listed(services, t)
+            shown.model_dump_json()   # one table that cannot be written must not fail the whole response
+        except Exception as exc:  # noqa: BLE001 — listed under `errors` with its error instead
+            log.warning("table %r listed under errors: %s", t.name, exc, exc_info=not isinstance(exc, BgixError))
+            failed[t.name] = exc
+            continue
+        tables.append(shown)
     out = schemas.TablesPublic(tables=tables, count=len(tables))
-    if broken:  # set only when there is one, so the usual response stays as it was
-        out.errors = [schemas.TableErrorPublic(name=name, error=schemas.ErrorBody(**describe(exc)))
-                      for name, exc in sorted(broken.items())]
+    if failed:  # set only when there is one, so the usual response stays as it was
+        out.errors = [schemas.TableErrorPublic(name=name, error=schemas.ErrorBody(**_described(exc)))
+                      for name, exc in sorted(failed.items())]
     return out
+
+
+def _described(exc: BaseException) -> dict[str, object]:
+    """A listed table's error as GET /v1/tables/{name} would report it (a bug: 'internal', no more said)."""
+    body = describe(exc)
+    if body["code"] == "internal":
+        return {"code": "internal", "message": "internal server error (see the server log)",
+                "details": {"type": type(exc).__name__}}
+    return body
 
 
 def _listed(services: Services, t: Table) -> schemas.TablePublic:
@@ -104,8 +126,13 @@ def drop_table(name: TableName, services: ServicesDep) -> schemas.Dropped:
     """Forget the table and its indexes; the source data is never touched. 409 while a build runs.
     Works on a table whose catalog documents are corrupt (only the catalog's directory is deleted)."""
     services.catalog.check_no_active_build(name)
+    try:
+        location: str | None = services.catalog.get_table(name).location
+    except CorruptDocumentError:
+        location = None   # only its catalog directory is known (and dropped)
     services.catalog.drop_table(name)
-    services.query_service.forget_table(name)
+    # its cached readers hold open files (a Paimon table's index files under its location): close them now
+    services.query_service.forget_table(name, location)
     return schemas.Dropped(table=name)
 
 

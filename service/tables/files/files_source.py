@@ -33,6 +33,7 @@ class FileSource:
     """A plain table of the catalog (see TableSource for the methods' contracts)."""
 
     shows_summary = False
+    indexes_by_family = False   # a column has one index: another family replaces it
 
     def __init__(self, catalog: Catalog, table: Table, shared: object = None) -> None:
         self.catalog = catalog
@@ -71,10 +72,20 @@ class FileSource:
         """Partition columns must be the hive levels (`col=value`) of the data files already there, in
         order; otherwise every file would fail the scan. An empty location is not checked.
 
+        A row_id_column must be a column of the data files already there (else every build fails later).
+
         Raises:
-            InvalidOptionError: naming the column and a file whose path lacks it.
+            InvalidOptionError: naming the column and a file whose path lacks it; a row_id_column the data
+                files do not have, with theirs.
         """
         t = self.table
+        if t.row_id_column is not None:
+            known = self.source_columns()
+            if known is not None and t.row_id_column not in known:
+                err = InvalidOptionError(f"row_id_column {t.row_id_column!r} is not a column of the table's data "
+                                         f"files; their columns: {', '.join(known) or '(none)'}")
+                err.option = "row_id_column"  # type: ignore[attr-defined]  # the API names it in the details
+                raise err
         if not t.partition_columns:
             return
         for path in list_data_files(self.catalog.storage, t.location, t.format):

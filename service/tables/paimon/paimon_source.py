@@ -75,6 +75,7 @@ class PaimonSource:
     """A Paimon table registered with the table directory `<warehouse>/<db>.db/<table>` (see TableSource)."""
 
     shows_summary = True
+    indexes_by_family = True   # a column's indexes are keyed by (column, family)
 
     def __init__(self, catalog: Catalog, table: Table, shared: OriginsCache | None = None) -> None:
         self.catalog = catalog
@@ -116,10 +117,12 @@ class PaimonSource:
             InvalidTableError: not a row-tracking Paimon table (NotAPaimonTableError, RowTrackingDisabledError).
             CorruptTableMetadataError, IndexFormatError (a corrupt deletion vector), PathNotAllowedError: see view.
         """
-        if self.table.row_id_column is not None or self.table.partition_columns:
+        given = [f"row_id_column {self.table.row_id_column!r}"] if self.table.row_id_column is not None else []
+        given += [f"partition_columns {list(self.table.partition_columns)!r}"] if self.table.partition_columns else []
+        if given:
             raise InvalidOptionError(
-                "a Paimon table takes its row ids (_ROW_ID) and partition keys from Paimon: "
-                "give neither row_id_column nor partition_columns")
+                f"a Paimon table takes its row ids (_ROW_ID) and partition keys from Paimon: {' and '.join(given)} "
+                "cannot be given")
         self._open()
         self.view()
 
