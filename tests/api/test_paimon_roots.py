@@ -1,8 +1,8 @@
 """A Paimon table that points outside BGIX_ALLOWED_ROOTS is never read or written there, through a real `bgix serve`.
 
 Three routes out of the roots, each with a table pypaimon writes: a data file replaced by a symlink to a file
-outside, `data-file.external-paths` naming a directory outside, and `snapshot/`, `manifest/`, `schema/` moved
-outside and symlinked back. bgix refuses the table at registration (403 `path_not_allowed` naming the path), and
+outside, `data-file.external-paths` (or `global-index.external-path`) naming a directory outside, and
+`snapshot/`, `manifest/`, `schema/` moved outside and symlinked back. bgix refuses the table at registration (403 `path_not_allowed` naming the path), and
 a table that turned bad after its registration fails its build with PathNotAllowedError and its queries with 403:
 the outside rows never reach an index (`/values`), and no file appears outside. An external path inside the roots
 keeps working (pypaimon's own read is the judge).
@@ -101,7 +101,7 @@ def test_a_data_file_linked_outside_is_never_indexed(served: tuple[httpx.Client,
     _refused(_register(http, "linked_again", location), str(data_file), str(outside))
 
 
-def test_external_data_paths_outside_are_refused_inside_are_served(served: tuple[httpx.Client, Path]) -> None:
+def test_external_paths_outside_are_refused_inside_are_served(served: tuple[httpx.Client, Path]) -> None:
     http, root = served
     outside = root / "outside" / "external"
     location = create_table(root / "data" / "wb", "events", commits=1, rows=300, options={
@@ -109,6 +109,10 @@ def test_external_data_paths_outside_are_refused_inside_are_served(served: tuple
         "data-file.external-paths.strategy": "round-robin"})
     assert list(outside.rglob("*.parquet")), "pypaimon wrote no data file to the external path"
     _refused(_register(http, "external_out", location), "data-file.external-paths", str(outside))
+    index_out = root / "outside" / "global-index"
+    location = create_table(root / "data" / "wi", "events", commits=1, rows=50, options={
+        **FULL_OPTIONS, "global-index.external-path": f"file://{index_out}"})
+    _refused(_register(http, "index_out", location), "global-index.external-path", str(index_out))
 
     inside = root / "data" / "external"
     location = create_table(root / "data" / "wc", "events", commits=1, rows=300, options={
@@ -120,7 +124,8 @@ def test_external_data_paths_outside_are_refused_inside_are_served(served: tuple
     assert isinstance(job, dict) and job["state"] == "succeeded", job
     values = http.get("/v1/tables/external_in/indexes/status/values", params={"limit": 100}).json()
     statuses = pypaimon_read(location, ["status"]).column("status").to_pylist()
-    assert {v["value"]: v["rows"] for v in values["values"]} == {s: statuses.count(s) for s in set(statuses) if s is not None}
+    want = {s: statuses.count(s) for s in set(statuses) if s is not None}
+    assert {v["value"]: v["rows"] for v in values["values"]} == want
 
 
 def test_metadata_linked_outside_is_never_written(served: tuple[httpx.Client, Path]) -> None:

@@ -31,8 +31,8 @@ from index_format.storage.paths import Roots
 from service.tables.paimon.location import PaimonLocation, scheme_of, to_storage_path
 from service.tables.paimon.no_replace_io import NoReplaceLocalFileIO
 
-__all__ = ["PYTHON_ONLY", "ConfinedFileIO", "check_data_files", "check_declared_paths", "check_table_dir", "declared_paths",
-           "load_confined_table", "naming_refusals", "refusal_in", "roots_of"]
+__all__ = ["PYTHON_ONLY", "ConfinedFileIO", "check_data_files", "check_declared_paths", "check_table_dir",
+           "declared_paths", "load_confined_table", "naming_refusals", "refusal_in", "roots_of"]
 
 # Table options that make pypaimon plan, read, write or commit through pypaimon-rust, which opens files itself.
 PYTHON_ONLY = {"scan.native-plan.enabled": "false", "read.native.enabled": "false",
@@ -90,11 +90,15 @@ def check_table_dir(table_path: str, roots: Roots) -> None:
             _checked(roots, os.path.join(to_storage_path(table_path), entry.name), "entry")
 
 
+def _declared(options: Mapping[str, object]) -> list[tuple[str, str]]:
+    """(option, path) of every external path a table's options declare."""
+    return [(key, p.strip()) for key in _DECLARED_PATHS for p in str(options.get(key) or "").split(",") if p.strip()]
+
+
 def declared_paths(options: Mapping[str, object]) -> list[str]:
     """The external data and global index paths a table's options declare (`data-file.external-paths`,
     `global-index.external-path`), as storage paths, unchecked."""
-    return [to_storage_path(p.strip()) for key in _DECLARED_PATHS for p in str(options.get(key) or "").split(",")
-            if p.strip()]
+    return [to_storage_path(raw) for _, raw in _declared(options)]
 
 
 def check_declared_paths(options: Mapping[str, object], roots: Roots, table_path: str) -> None:
@@ -103,14 +107,11 @@ def check_declared_paths(options: Mapping[str, object], roots: Roots, table_path
     Raises:
         PathNotAllowedError: naming the option and the path.
     """
-    for key in _DECLARED_PATHS:
-        for raw in str(options.get(key) or "").split(","):
-            if raw.strip():
-                try:
-                    roots.resolve(to_storage_path(raw.strip()))
-                except PathNotAllowedError as exc:
-                    raise PathNotAllowedError(
-                        f"Paimon table {table_path!r}: option {key!r} names {raw.strip()!r}: {exc}") from exc
+    for key, raw in _declared(options):
+        try:
+            roots.resolve(to_storage_path(raw))
+        except PathNotAllowedError as exc:
+            raise PathNotAllowedError(f"Paimon table {table_path!r}: option {key!r} names {raw!r}: {exc}") from exc
 
 
 def check_data_files(paths: Iterable[str], roots: Roots) -> None:
