@@ -28,6 +28,7 @@ from typing import Any, TypeVar
 from index_format.errors import BgixError
 from index_format.storage import Storage
 from service.catalog.catalog_errors import CorruptTableMetadataError, DataFileError
+from service.tables.paimon.confined_io import load_confined_table, refusal_in, roots_of
 from service.tables.paimon.location import PaimonLocation, parse_location, to_storage_path
 from service.tables.paimon.paimon_errors import NotAPaimonTableError, PaimonSnapshotNotFoundError
 
@@ -56,6 +57,13 @@ def os_error_in(exc: BaseException) -> OSError | None:
     return None
 
 
+def _raise_refusal(exc: BaseException) -> None:
+    """Raise the PathNotAllowedError behind `exc` (pypaimon wraps what its confined FileIO raised), if any."""
+    refused = refusal_in(exc)
+    if refused is not None:
+        raise refused from exc
+
+
 def _storage_trouble(exc: BaseException) -> bool:
     """An OSError other than a missing file in `exc`'s chain: the store did not answer, the files may be fine."""
     cause = os_error_in(exc)
@@ -79,7 +87,8 @@ def naming_corrupt_metadata(location: str, *, snapshot_id: int | None = None,
                             catalog_options: Mapping[str, str] | None = None) -> Iterator[None]:
     """Around a pypaimon read of the table at `location` (at `snapshot_id`, or its latest): a failure caused by a
     corrupt metadata file becomes CorruptTableMetadataError naming it, and so does "not a Paimon table" when the
-    table's snapshots name a schema that is gone. bgix's own errors and storage trouble pass unchanged."""
+    table's snapshots name a schema that is gone. bgix's own errors and storage trouble pass unchanged; a path
+    outside the storage roots (confined_io) is raised as that PathNotAllowedError."""
     try:
         yield
     except NotAPaimonTableError:
@@ -92,6 +101,7 @@ def naming_corrupt_metadata(location: str, *, snapshot_id: int | None = None,
     except BgixError:
         raise
     except Exception as exc:
+        _raise_refusal(exc)
         if _storage_trouble(exc):
             raise
         found = find_corrupt_metadata(location, snapshot_id=snapshot_id, storage_options=storage_options,
@@ -194,14 +204,14 @@ def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, c
                     schemas: frozenset[int]) -> None:
     """The snapshot's manifest lists, every manifest they list, the schema of every data file they list (`schemas`:
     the ids present) and its index manifest, with pypaimon's readers."""
-    from pypaimon import CatalogFactory
     from pypaimon.manifest.index_manifest_file import IndexManifestFile
     from pypaimon.manifest.manifest_file_manager import ManifestFileManager
     from pypaimon.manifest.manifest_list_manager import ManifestListManager
     from pypaimon.schema.table_schema import TableSchema
 
     try:
-        table = CatalogFactory.create({**catalog_options, "warehouse": loc.warehouse}).get_table(loc.identifier)
+        # confined to the table directory, where a snapshot's manifests are
+        table = load_confined_table(loc, catalog_options, roots_of([store.root]))
         table = table.copy({_SCAN_SNAPSHOT_ID: str(snap.id)})
     except Exception as exc:   # the files checked so far read; something else is wrong
         raise _CannotTell() from exc
@@ -284,12 +294,13 @@ def _exists(store: Storage, rel: str) -> bool:
 def naming_data_files(table: PaimonTable, files: Iterable[Any]) -> Iterator[None]:
     """Around a read of the data files `files` (pypaimon DataFileMeta) of `table`: a failure caused by one of them
     (the one that does not read again on its own) becomes DataFileError naming it; other failures and bgix's own
-    errors pass unchanged."""
+    errors pass unchanged (a file outside the storage roots: its PathNotAllowedError)."""
     try:
         yield
     except BgixError:
         raise
     except Exception as exc:   # OSError included: pyarrow raises it for bytes that do not decompress
+        _raise_refusal(exc)
         found = find_broken_data_file(table, files)
         if found is None:
             raise
@@ -299,12 +310,14 @@ def naming_data_files(table: PaimonTable, files: Iterable[Any]) -> Iterator[None
 @contextmanager
 def reading_data_file(meta: Any) -> Iterator[None]:
     """Around a read of the one data file `meta` (pypaimon DataFileMeta): what the reader raises becomes
-    DataFileError naming it and saying why (as plain tables' scan.reading does); bgix's own errors pass."""
+    DataFileError naming it and saying why (as plain tables' scan.reading does); bgix's own errors pass (a file
+    outside the storage roots: its PathNotAllowedError)."""
     try:
         yield
     except BgixError:
         raise
     except Exception as exc:   # OSError included: pyarrow raises it for bytes that do not decompress
+        _raise_refusal(exc)
         path = to_storage_path(str(meta.external_path or meta.file_path))
         if isinstance(os_error_in(exc), FileNotFoundError):
             raise DataFileError(path, _MISSING_DATA) from exc

@@ -20,7 +20,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pypaimon import CatalogFactory
 from pypaimon.globalindex.global_index_meta import GlobalIndexMeta
 from pypaimon.index.index_file_meta import IndexFileMeta
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
@@ -38,7 +37,7 @@ from service.tables.paimon.index_entries import (
     GlobalIndexEntry, index_file_names, list_all_index_entries, scan_index_manifest,
 )
 from service.tables.paimon.location import PaimonLocation, to_storage_path
-from service.tables.paimon.no_replace_io import with_no_replace_rename
+from service.tables.paimon.confined_io import load_confined_table, naming_refusals, roots_of
 from service.tables.paimon.table import PaimonTable, reopen
 
 __all__ = [
@@ -102,7 +101,7 @@ def commit_index_files(table: PaimonTable, files: Sequence[BuiltIndexFile], stor
             _check_base(latest)
             if latest.snapshot_id != table.snapshot_id:
                 _check_still_uncovered(latest, files, since=table.snapshot_id, replaced=replaces)
-            writable = writable_table(table.location, table.catalog_options)
+            writable = writable_table(table.location, table.catalog_options, table.roots)
             messages = _messages(writable, files, table.snapshot_id, external=index_dir(table)[1], kind=0)
             messages += _replace_messages(writable, replaces)
             committing = True
@@ -213,11 +212,13 @@ def _replace_messages(writable: object, replaced: Sequence[GlobalIndexEntry]) ->
             for values, entries in by_partition.items()]
 
 
-def writable_table(location: PaimonLocation, catalog_options: Mapping[str, str] | None = None) -> Any:
-    """A fresh, unpinned pypaimon table to commit through (a PaimonTable is pinned: a time-travel copy); on
-    local disk its snapshot rename never replaces another writer's snapshot (no_replace_io)."""
-    return with_no_replace_rename(CatalogFactory.create(
-        {**dict(catalog_options or {}), "warehouse": location.warehouse}).get_table(location.identifier))
+def writable_table(location: PaimonLocation, catalog_options: Mapping[str, str] | None = None,
+                   roots: Sequence[str] = ()) -> Any:
+    """A fresh, unpinned pypaimon table to commit through (a PaimonTable is pinned: a time-travel copy), writing
+    nothing outside `roots` (confined_io; default: the table directory); on local disk its snapshot rename never
+    replaces another writer's snapshot (no_replace_io)."""
+    return load_confined_table(location, dict(catalog_options or {}),
+                               roots_of(list(roots) or [to_storage_path(location.table_path)]))
 
 
 def commit_messages(writable: Any, messages: Sequence[CommitMessage], *, after: int,
@@ -226,7 +227,8 @@ def commit_messages(writable: Any, messages: Sequence[CommitMessage], *, after: 
     wb = writable.new_batch_write_builder()
     commit = wb.new_commit()
     try:
-        commit.commit(list(messages), snapshot_properties=properties)
+        with naming_refusals():   # a manifest or snapshot that would be written outside the roots
+            commit.commit(list(messages), snapshot_properties=properties)
     finally:
         commit.close()
     return _our_snapshot(writable, wb.commit_user, after=after)

@@ -14,7 +14,7 @@ pinned to them), and Paimon's snapshot expiry / orphan-file cleanup owns deletin
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.write.commit_message import CommitMessage
@@ -34,7 +34,8 @@ _ADD, _DELETE = 0, 1  # IndexManifestEntry.kind
 def drop_column_indexes(location: str, column: str, *, index_type: str | None = None,
                       catalog_options: Mapping[str, str] | None = None,
                       storage_options: Mapping[str, object] | None = None,
-                      properties: dict[str, str] | None = None) -> tuple[int, int]:
+                      properties: dict[str, str] | None = None,
+                      roots: Sequence[str] | None = None) -> tuple[int, int]:
     """Commit index deletes for every global index file of `column` in the latest snapshot, of family
     `index_type` or (None) of every family bgix knows.
 
@@ -42,11 +43,12 @@ def drop_column_indexes(location: str, column: str, *, index_type: str | None = 
 
     Raises:
         IndexNotFoundError: the latest snapshot has no such global index on `column` (or no such column).
-        NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
+        NotAPaimonTableError, RowTrackingDisabledError, PathNotAllowedError (outside `roots`): see open_paimon_table.
         CorruptTableMetadataError: a metadata file of the latest snapshot does not read (nothing is committed).
         Anything pypaimon's commit raises (then nothing was committed).
     """
-    latest = open_paimon_table(location, catalog_options=catalog_options, storage_options=storage_options)
+    latest = open_paimon_table(location, catalog_options=catalog_options, storage_options=storage_options,
+                               roots=roots)
     # pypaimon would commit over manifests it cannot read (it carries them over by name): name a broken one first
     plan_splits(latest)
     types = tuple(FAMILIES) if index_type is None else (family(index_type).name,)
@@ -67,7 +69,7 @@ def drop_column_indexes(location: str, column: str, *, index_type: str | None = 
                 for values, deletes in by_partition.items()]
 
     # Commit through a fresh, unpinned table (the pinned one is a time-travel copy).
-    writable = writable_table(latest.location, latest.catalog_options)
+    writable = writable_table(latest.location, latest.catalog_options, latest.roots)
     sid = commit_messages(writable, messages, after=latest.snapshot_id or 0, properties=properties)
     # The index files stay where they are: earlier snapshots still reference them; Paimon's snapshot expiry
     # (and orphan-file cleanup) deletes them once no snapshot does. Deleting them here would break those.

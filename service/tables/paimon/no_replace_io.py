@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import errno
 import os
-from typing import Any
-
 from pypaimon.filesystem.local_file_io import LocalFileIO
 
-__all__ = ["NoReplaceLocalFileIO", "with_no_replace_rename"]
+__all__ = ["NoReplaceLocalFileIO"]
 
 # Filesystems without hard links (some FUSE and SMB mounts) answer these; pypaimon's rename is used there.
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS}
@@ -40,10 +38,3 @@ class NoReplaceLocalFileIO(LocalFileIO):
         os.unlink(source)
         return True
 
-
-def with_no_replace_rename(table: Any) -> Any:
-    """`table` (a pypaimon FileStoreTable) committing through NoReplaceLocalFileIO when it is on local disk."""
-    io = table.file_io
-    if type(io) is LocalFileIO:
-        table.file_io = NoReplaceLocalFileIO(io.path, io.properties)
-    return table

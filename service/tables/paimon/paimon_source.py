@@ -25,6 +25,7 @@ from service.catalog.partitions import check_keys, check_matches
 from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan, BuildRange, FileNames, job_stamp
 from service.tables.paimon.build_plan import PaimonBuildPlan, check_build_columns, cut_tasks, plan_build, read_task
 from service.tables.paimon.commit import BuiltIndexFile, commit_index_files, index_dir
+from service.tables.paimon.confined_io import check_data_files, naming_refusals, roots_of
 from service.tables.paimon.direct_read import direct_batches
 from service.tables.paimon.drop import drop_column_indexes
 from service.tables.paimon.location import parse_location
@@ -83,6 +84,12 @@ class PaimonSource:
         self.origins = shared if shared is not None else OriginsCache()
         self._pinned: PaimonTable | None = None
 
+    @property
+    def roots(self) -> tuple[str, ...] | None:
+        """The storage roots (warehouse, BGIX_ALLOWED_ROOTS) every file of the table must lie under (confined_io);
+        None without a catalog (a plan made on its own: the table directory and its declared paths)."""
+        return None if self.catalog is None else self.catalog.storage.roots.all
+
     @staticmethod
     def new_shared() -> OriginsCache:
         """Who wrote which index file, cached across views of every Paimon table (snapshots are immutable)."""
@@ -98,8 +105,8 @@ class PaimonSource:
         """The table pinned at its latest snapshot, opened once per source (a request asks several questions
         of one snapshot: its columns, then what a build would fail on)."""
         if self._pinned is None:
-            self._pinned = open_paimon_table(self.table.location,
-                                             storage_options=self.catalog.storage.storage_options)
+            self._pinned = open_paimon_table(self.table.location, storage_options=self.catalog.storage.storage_options,
+                                             roots=self.roots)
         return self._pinned
 
     # -- describe ----------------------------------------------------------------------------------
@@ -115,7 +122,9 @@ class PaimonSource:
         Raises:
             InvalidOptionError: a row_id_column or partition_columns given.
             InvalidTableError: not a row-tracking Paimon table (NotAPaimonTableError, RowTrackingDisabledError).
-            CorruptTableMetadataError, IndexFormatError (a corrupt deletion vector), PathNotAllowedError: see view.
+            CorruptTableMetadataError, IndexFormatError (a corrupt deletion vector): see view.
+            PathNotAllowedError: the table, a metadata directory, a declared external path or a data file of its
+                latest snapshot lies outside the storage roots (symlinks followed; names it).
         """
         given = [f"row_id_column {self.table.row_id_column!r}"] if self.table.row_id_column is not None else []
         given += [f"partition_columns {list(self.table.partition_columns)!r}"] if self.table.partition_columns else []
@@ -124,12 +133,13 @@ class PaimonSource:
                 f"a Paimon table takes its row ids (_ROW_ID) and partition keys from Paimon: {' and '.join(given)} "
                 "cannot be given")
         self._open()
-        self.view()
+        view = self.view()
+        check_data_files((f.path for f in view.data_files), roots_of(self.catalog.storage.roots.all))
 
     # -- serve -------------------------------------------------------------------------------------
     def version(self) -> int | None:
         """The latest snapshot id (~2 ms); -1 before the first snapshot."""
-        sid = latest_snapshot_id(self.table.location, self.catalog.storage.storage_options)
+        sid = latest_snapshot_id(self.table.location, self.catalog.storage.storage_options, roots=self.roots)
         return -1 if sid is None else sid
 
     def view(self) -> IndexViewSource:
@@ -143,7 +153,8 @@ class PaimonSource:
             snapshot, manifest list, manifest or index manifest that does not read; names it).
         """
         t = self.table
-        view = load_paimon_view(t.name, t.location, self.catalog.storage, self.origins)
+        with naming_refusals():   # a metadata file read outside the roots: 403 naming it, whatever pypaimon wrapped
+            view = load_paimon_view(t.name, t.location, self.catalog.storage, self.origins)
         return IndexViewSource(
             table=t, columns=view.columns, more_indexes=view.more, data_files=view.data_files,
             total_rows=view.total_rows, sparse=False,
@@ -164,7 +175,8 @@ class PaimonSource:
         Raises:
             IndexNotFoundError; InvalidTableError; whatever pypaimon's commit raises.
         """
-        drop_column_indexes(self.table.location, column, storage_options=self.catalog.storage.storage_options)
+        drop_column_indexes(self.table.location, column, storage_options=self.catalog.storage.storage_options,
+                            roots=self.roots)
         # bgix's statistics of those files live in the warehouse, not in the Paimon table.
         self.catalog.storage.delete(index_stats.stats_dir(self.table.name, column), recursive=True)
 
@@ -176,7 +188,8 @@ class PaimonSource:
         Raises:
             OrphanScanError (the table's metadata cannot be read completely: nothing removed); InvalidTableError.
         """
-        pt = open_paimon_table(self.table.location, storage_options=self.catalog.storage.storage_options)
+        pt = open_paimon_table(self.table.location, storage_options=self.catalog.storage.storage_options,
+                               roots=self.roots)
         live, dead = build_owners(self.catalog, pt.location.table_path)
         return remove_orphan_index_files(pt, table_storage(pt), live=live, dead=dead, older_than_s=older_than_s,
                                          dry_run=dry_run)
@@ -186,7 +199,8 @@ class PaimonSource:
         """The index files a build whose process died (`marker`) left in its table and no snapshot references;
         by its job stamp only, whatever their age. None when the build turns out to be live."""
         try:
-            pt = open_paimon_table(marker.location, storage_options=catalog.storage.storage_options)
+            pt = open_paimon_table(marker.location, storage_options=catalog.storage.storage_options,
+                                   roots=catalog.storage.roots.all)
         except NotAPaimonTableError:   # the table is gone, and its index directory with it
             return OrphanReport(location=marker.location, dry_run=False, older_than_s=0.0, removed=())
         live, _ = build_owners(catalog, pt.location.table_path)
@@ -251,7 +265,7 @@ class PaimonSource:
         Raises:
             InvalidOptionError (unknown columns or partition keys); InvalidTableError.
         """
-        pt = open_paimon_table(self.table.location, storage_options=spec.storage_options)
+        pt = open_paimon_table(self.table.location, storage_options=spec.storage_options, roots=self.roots)
         plan = plan_build(pt, spec.columns, records_per_range=spec.options.records_per_range,
                           partitions=spec.partitions, families=spec.families, rebuild=spec.options.rebuild)
         storage = table_storage(pt, spec.storage_options)

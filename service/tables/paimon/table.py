@@ -5,16 +5,18 @@ in this package takes the PaimonTable handle, so one snapshot answers every ques
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pypaimon import CatalogFactory
 from pypaimon.catalog.catalog_exception import CatalogException, TableNotExistException
 
-from index_format.errors import StorageUnavailableError
+from index_format.errors import PathNotAllowedError, StorageUnavailableError
 from index_format.storage import Storage
 from service.tables.paimon.broken_files import naming_corrupt_metadata, os_error_in
+from service.tables.paimon.confined_io import (
+    ConfinedFileIO, check_declared_paths, check_table_dir, declared_paths, load_confined_table, roots_of,
+)
 from service.tables.paimon.paimon_errors import (
     ROW_TRACKING_OPTION,
     NotAPaimonTableError,
@@ -24,6 +26,7 @@ from service.tables.paimon.paimon_errors import (
 from service.tables.paimon.location import PaimonLocation, parse_location, scheme_of, to_storage_path
 
 if TYPE_CHECKING:
+    from index_format.storage.paths import Roots
     from pypaimon.snapshot.snapshot import Snapshot
     from pypaimon.table.file_store_table import FileStoreTable
 
@@ -48,6 +51,8 @@ class PaimonTable:
     # What opened it (credentials, hence no repr): fsspec's options for our Storage, pypaimon's for its catalog.
     storage_options: Mapping[str, object] = field(default_factory=dict, repr=False)
     catalog_options: Mapping[str, str] = field(default_factory=dict, repr=False)
+    # Where its files may be (confined_io): every file pypaimon touches for it, and table_storage's, lies under these.
+    roots: tuple[str, ...] = ()
 
     @property
     def snapshot_id(self) -> int | None:
@@ -106,8 +111,14 @@ def _truthy(value: object) -> bool:
 
 def open_paimon_table(location: str, *, snapshot_id: int | None = None,
                       catalog_options: Mapping[str, str] | None = None,
-                      storage_options: Mapping[str, object] | None = None) -> PaimonTable:
+                      storage_options: Mapping[str, object] | None = None,
+                      roots: Sequence[str] | None = None) -> PaimonTable:
     """Open `<warehouse>/<db>.db/<table>` with pypaimon's filesystem catalog, at `snapshot_id` or the latest.
+
+    Every file pypaimon touches for the table goes through a ConfinedFileIO on `roots` (bgix's storage roots: the
+    warehouse and BGIX_ALLOWED_ROOTS); the table directory, its symlinked entries and its declared external paths
+    are checked against them before anything is read. None (library use, tests): the table directory and the
+    external paths its own options declare.
 
     `storage_options` are bgix's fsspec options (BGIX_STORAGE_OPTIONS): pypaimon gets the matching catalog
     options (catalog_options_for), and table_storage() uses them for the table's index and vector files.
@@ -121,24 +132,36 @@ def open_paimon_table(location: str, *, snapshot_id: int | None = None,
         StorageUnavailableError: pypaimon's file IO failed reading the location (object store unreachable,
             credentials refused); a missing bucket or table is NotAPaimonTableError.
         CorruptTableMetadataError: the latest schema, the snapshot or its schema does not read (names the file).
+        PathNotAllowedError: the table, one of its metadata directories or declared external paths, or a file
+            pypaimon reads lies outside `roots` (names it).
     """
     loc = parse_location(location)
     derived = {**catalog_options_for(loc.warehouse, storage_options), **dict(catalog_options or {})}
+    confined = roots_of(list(roots) if roots is not None else [to_storage_path(loc.table_path)])
+    check_table_dir(loc.table_path, confined)
     # A schema or snapshot file that does not read: name it (CorruptTableMetadataError) instead of pypaimon's error.
     with naming_corrupt_metadata(location, snapshot_id=snapshot_id, storage_options=storage_options,
                                  catalog_options=derived):
-        table = _get_table(loc, location, {**derived, "warehouse": loc.warehouse})
+        table = _get_table(loc, location, derived, confined)
         if not table.options.row_tracking_enabled():
             raise RowTrackingDisabledError(
                 f"Paimon table {loc.identifier} at {location!r} does not set '{ROW_TRACKING_OPTION}=true', "
                 f"so its rows have no _ROW_ID; bitmap global indexes need it (set it when creating the table)",
                 location)
-        return _pin(table, loc, location, snapshot_id, dict(storage_options or {}), derived)
+        io = table.file_io
+        assert isinstance(io, ConfinedFileIO)
+        if roots is None:   # library use: the places the table's own options declare are allowed too
+            io.roots = roots_of([*confined.all, *declared_paths(table.table_schema.options)])
+        else:
+            check_declared_paths(table.table_schema.options, confined, loc.table_path)
+        return _pin(table, loc, location, snapshot_id, dict(storage_options or {}), derived, io.roots.all)
 
 
-def _get_table(loc: PaimonLocation, location: str, options: dict[str, str]) -> FileStoreTable:
+def _get_table(loc: PaimonLocation, location: str, options: dict[str, str], roots: Roots) -> FileStoreTable:
     try:
-        table = CatalogFactory.create(options).get_table(loc.identifier)
+        table = load_confined_table(loc, options, roots)
+    except PathNotAllowedError:
+        raise
     except TableNotExistException as exc:
         raise NotAPaimonTableError(
             f"{location!r} is not a Paimon table: no schema under {loc.table_path}/schema", location) from exc
@@ -156,34 +179,33 @@ def _get_table(loc: PaimonLocation, location: str, options: dict[str, str]) -> F
 
 
 def _pin(table: FileStoreTable, loc: PaimonLocation, location: str, snapshot_id: int | None,
-         storage_options: dict[str, object], catalog_options: dict[str, str]) -> PaimonTable:
+         storage_options: dict[str, object], catalog_options: dict[str, str], roots: tuple[str, ...]) -> PaimonTable:
     manager = table.snapshot_manager()
     if snapshot_id is None:
         snapshot = manager.get_latest_snapshot()
         if snapshot is None:
-            return PaimonTable(loc, table, None, storage_options, catalog_options)
+            return PaimonTable(loc, table, None, storage_options, catalog_options, roots)
     else:
         snapshot = manager.get_snapshot_by_id(int(snapshot_id))
         if snapshot is None:
             raise PaimonSnapshotNotFoundError(
                 f"Paimon table {loc.identifier} has no snapshot {snapshot_id}", location, int(snapshot_id))
     pinned = table.copy({_SCAN_SNAPSHOT_ID: str(snapshot.id)})
-    return PaimonTable(loc, pinned, snapshot, storage_options, catalog_options)
+    return PaimonTable(loc, pinned, snapshot, storage_options, catalog_options, roots)
 
 
 def reopen(table: PaimonTable, snapshot_id: int | None = None) -> PaimonTable:
     """The same table opened again (latest snapshot, or `snapshot_id`) with the options that opened `table`."""
-    return open_paimon_table(table.location.table_path, snapshot_id=snapshot_id,
-                             catalog_options=table.catalog_options, storage_options=table.storage_options)
+    return open_paimon_table(table.location.table_path, snapshot_id=snapshot_id, catalog_options=table.catalog_options,
+                             storage_options=table.storage_options, roots=table.roots or None)
 
 
 def table_storage(table: PaimonTable, storage_options: Mapping[str, object] | None = None) -> Storage:
-    """A Storage rooted at the table directory that may also read the table's external index/data paths.
+    """A Storage rooted at the table directory confined to the table's roots (which hold its external index and
+    data paths: open_paimon_table checked them), so an index file is never read or written elsewhere.
 
     `storage_options` are fsspec's (e.g. ``{"client_kwargs": {"endpoint_url": ...}}``), not pypaimon's;
     None: those that opened the table.
     """
-    core = table.table.options
-    extra = [p for p in (core.global_index_external_path(), *(core.data_file_external_paths() or ())) if p]
     options = table.storage_options if storage_options is None else storage_options
-    return Storage(to_storage_path(table.table_path), [to_storage_path(p) for p in extra], dict(options))
+    return Storage(to_storage_path(table.table_path), list(table.roots), dict(options))

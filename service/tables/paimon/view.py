@@ -80,22 +80,27 @@ class PaimonView:
     more: dict[str, list[Snapshot]] = field(default_factory=dict)   # the column's other readable indexes
 
 
-def latest_snapshot_id(location: str, storage_options: Mapping[str, object] | None = None) -> int | None:
+def latest_snapshot_id(location: str, storage_options: Mapping[str, object] | None = None,
+                       roots: Sequence[str] | None = None) -> int | None:
     """The table's latest snapshot id (None before the first commit): cheap, for freshness checks.
 
     Reads Paimon's `snapshot/LATEST` hint and probes past it (a writer may have committed after writing the
     hint, as Paimon's own readers allow), so a freshness check costs a read and a stat instead of opening
-    the table through a catalog. Without a hint the table is opened the full way.
+    the table through a catalog. Without a hint the table is opened the full way. Both read nothing outside
+    `roots` (default: the table directory).
 
     Raises:
         NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
+        PathNotAllowedError: the table or its snapshot directory lies outside `roots`.
     """
-    store = Storage(to_storage_path(parse_location(location).table_path), [], dict(storage_options or {}))
+    table_path = to_storage_path(parse_location(location).table_path)
+    confined = list(roots) if roots else [table_path]
+    store = Storage(confined[0], confined[1:], dict(storage_options or {}))
     try:
-        sid = int(store.read_bytes("snapshot/LATEST").strip())
+        sid = int(store.read_bytes(f"{table_path}/snapshot/LATEST").strip())
     except (FileNotFoundError, ValueError):
-        return open_paimon_table(location, storage_options=storage_options).snapshot_id
-    while store.exists(f"snapshot/snapshot-{sid + 1}"):
+        return open_paimon_table(location, storage_options=storage_options, roots=roots).snapshot_id
+    while store.exists(f"{table_path}/snapshot/snapshot-{sid + 1}"):
         sid += 1
     return sid
 
@@ -109,7 +114,7 @@ def load_paimon_view(name: str, location: str, storage: Storage,
         NotAPaimonTableError, RowTrackingDisabledError: see open_paimon_table.
         IndexFormatError: a corrupt deletion vector. PathNotAllowedError: a file outside the roots.
     """
-    table = open_paimon_table(location, storage_options=storage.storage_options)
+    table = open_paimon_table(location, storage_options=storage.storage_options, roots=storage.roots.all)
     desc = describe_table(table)
     sid = table.snapshot_id
     created = None if table.snapshot is None else float(table.snapshot.time_millis) / 1000.0

@@ -73,7 +73,7 @@ def _rival_lands_between_check_and_rename(monkeypatch: pytest.MonkeyPatch, targe
 def test_the_rivals_snapshot_stays_and_ours_commits_after_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     location = create_table(tmp_path, "t", commits=1, rows=40)
     writable = writable_table(PaimonLocation(str(tmp_path), "db", "t"))
-    assert isinstance(writable.file_io, NoReplaceLocalFileIO)
+    assert isinstance(writable.file_io.delegate, NoReplaceLocalFileIO)   # inside the roots' ConfinedFileIO
     before = pypaimon_read(location, ["status", "code"]).num_rows
     n = int(writable.snapshot_manager().get_latest_snapshot().id)
     # the rival: an empty commit on top of snapshot n, by another commit user (what pypaimon-rust's would be)
