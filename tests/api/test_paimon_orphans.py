@@ -7,9 +7,13 @@ import json
 import os
 import shutil
 import subprocess
+import threading
 import time
 from pathlib import Path
+from typing import Any
 
+import httpx
+import pytest
 from pypaimon.index.index_file_handler import IndexFileHandler
 
 from index_format.storage import Storage
@@ -18,6 +22,7 @@ from service.catalog import Catalog
 from service.catalog.inflight_builds import list_inflight, put_inflight
 from service.tables.build_tasks import job_stamp
 from tests.api.helpers import TestClient, make_settings, wait_job
+from tests.api.server import bgix_process
 from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_table
 
 TOKEN = {"Authorization": "Bearer s3cret"}
@@ -115,3 +120,47 @@ def test_service_start_removes_what_a_killed_build_left(tmp_path: Path) -> None:
         while list_inflight(catalog.storage) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert list_inflight(catalog.storage) == []
+
+
+@pytest.mark.slow
+def test_cleanup_without_age_guard_never_touches_running_builds(tmp_path: Path) -> None:
+    """Issue 34 #6: `older_than_s: 0` in a loop while builds run removed their temp files (and the files of
+    builds that started after the cleanup read the live builds), failing most of them. Now every build
+    succeeds, nothing of theirs is removed, and every file a snapshot names is there."""
+    tables = {f"t{i}": create_table(tmp_path / "data" / "warehouse", f"t{i}", commits=3, rows=800, seed=i)
+              for i in range(3)}
+    env = {"BGIX_WAREHOUSE": str(tmp_path / "warehouse"), "BGIX_ALLOWED_ROOTS": str(tmp_path / "data"),
+           "BGIX_BUILD_ENGINE": "local", "BGIX_JOB_POLL_SECONDS": "0.05"}
+    stop = threading.Event()
+    sweeps: list[dict[str, Any]] = []
+
+    def sweep(url: str) -> None:
+        deadline = time.monotonic() + 240
+        with httpx.Client(base_url=url, timeout=60) as c:
+            while not stop.is_set() and len(sweeps) < 5000 and time.monotonic() < deadline:
+                for name in tables:
+                    r = c.post("/v1/remove_orphan_files", json={"table": name, "older_than_s": 0})
+                    assert r.status_code == 200, r.text
+                    sweeps.append(r.json())
+
+    with bgix_process(env, tmp_path / "serve.log") as (url, _), httpx.Client(base_url=url, timeout=60) as c:
+        for name, location in tables.items():
+            assert c.put(f"/v1/tables/{name}", json={"format": "paimon", "location": str(location)}).status_code == 200
+        sweeper = threading.Thread(target=sweep, args=(url,), daemon=True)
+        sweeper.start()
+        jobs = []
+        try:
+            for column in ("status", "code", "status", "flag"):
+                ids = [c.post("/v1/create_global_index", json={
+                    "table": name, "index_column": column,
+                    "options": {"rebuild": "true", "sorted-index.records-per-range": "40"}}).json()["job_id"]
+                    for name in tables]
+                jobs += [wait_job(c, i) for i in ids]
+        finally:
+            stop.set()
+            sweeper.join(timeout=120)
+    assert [j["state"] for j in jobs] == ["succeeded"] * len(jobs), [j["error"] for j in jobs]
+    assert sweeps and not [f for s in sweeps for f in s["removed"]]
+    for location in tables.values():
+        referenced = _referenced(location)
+        assert referenced and referenced <= set(os.listdir(location / "index"))

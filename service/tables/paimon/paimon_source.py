@@ -174,24 +174,28 @@ class PaimonSource:
             OrphanScanError (the table's metadata cannot be read completely: nothing removed); InvalidTableError.
         """
         pt = open_paimon_table(self.table.location, storage_options=self.catalog.storage.storage_options)
-        live, dead = build_owners(self.catalog, pt.location.table_path)
-        return remove_orphan_index_files(pt, table_storage(pt), live=live, dead=dead, older_than_s=older_than_s,
-                                         dry_run=dry_run)
+        return remove_orphan_index_files(pt, table_storage(pt),
+                                         owners=lambda: build_owners(self.catalog, pt.location.table_path),
+                                         older_than_s=older_than_s, dry_run=dry_run)
 
     @staticmethod
     def remove_dead_build_files(catalog: Catalog, marker: InflightBuild) -> OrphanReport | None:
-        """The index files a build whose process died (`marker`) left in its table and no snapshot references;
-        by its job stamp only, whatever their age. None when the build turns out to be live."""
+        """The index files (and temp files) a build whose process died (`marker`) left in its table and no
+        snapshot references; by its job stamp only, whatever their age. None when the build turns out to be
+        live."""
         try:
             pt = open_paimon_table(marker.location, storage_options=catalog.storage.storage_options)
         except NotAPaimonTableError:   # the table is gone, and its index directory with it
             return OrphanReport(location=marker.location, dry_run=False, older_than_s=0.0, removed=())
-        live, _ = build_owners(catalog, pt.location.table_path)
         stamp = job_stamp(marker.job_id)
-        if stamp in live:
+        if stamp in build_owners(catalog, pt.location.table_path)[0]:
             return None
-        return remove_orphan_index_files(pt, table_storage(pt), live=live, dead={stamp: marker.job_id},
-                                         dead_only=True)
+
+        def owners() -> tuple[dict[str, str], dict[str, str]]:
+            live, _ = build_owners(catalog, pt.location.table_path)
+            return live, ({} if stamp in live else {stamp: marker.job_id})
+
+        return remove_orphan_index_files(pt, table_storage(pt), owners=owners, dead_only=True)
 
     # -- build -------------------------------------------------------------------------------------
     def check_table(self, spec: JobSpec) -> None:
