@@ -34,11 +34,11 @@ from service.build_job.job_log_capture import JobLogCapture
 from service.build_job.progress import Progress, planned
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import JobNotFoundError
-from service.catalog.inflight_builds import put_inflight, remove_inflight
+from service.catalog.inflight_builds import InflightBuild, end_inflight, put_inflight, remove_inflight
 from service.catalog.jobspec import JobSpec
 from service.catalog.liveness import process_start
 from service.catalog.model import JobRecord, Table, now
-from service.tables import TableSource, check_spec, open_source
+from service.tables import TableSource, check_spec, open_source, remove_dead_build_files
 from service.tables.build_tasks import RESULT_SCHEMA, BuildPlan
 
 if TYPE_CHECKING:
@@ -93,7 +93,7 @@ class _Build:
     source: TableSource | None = None
     plan: BuildPlan | None = None
     written: list[pa.RecordBatch] | None = None   # records of files written and not yet committed
-    inflight: bool = False                         # its in-flight marker is written (service.catalog.inflight_builds)
+    inflight: InflightBuild | None = None          # its in-flight marker, once written (service.catalog.inflight_builds)
     phases: list[tuple[str, float]] = field(default_factory=list)
     _last: float = field(default_factory=time.monotonic)
 
@@ -143,7 +143,7 @@ def _run_job(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, cancel
     except BaseException as exc:
         state = "cancelled" if isinstance(exc, (JobCancelled, KeyboardInterrupt)) else "failed"
         _cleanup_quietly(build, spec)
-        _end_inflight(catalog, build, spec)
+        _end_inflight(catalog, build, spec, failed=True)
         # in the job's log: an unexpected failure with its traceback (a BgixError names its problem)
         log.warning("job %s %s: %s: %s", spec.job_id, state, type(exc).__name__, exc,
                     exc_info=not isinstance(exc, (BgixError, KeyboardInterrupt)))
@@ -179,15 +179,26 @@ def _cleanup_quietly(build: _Build, spec: JobSpec) -> None:
         log.warning("could not remove partial files of job %s", spec.job_id, exc_info=True)
 
 
-def _end_inflight(catalog: Catalog, build: _Build, spec: JobSpec) -> None:
-    """Its files are committed or removed: the build's marker goes (a marker left behind only keeps the
-    files of a dead build until an orphan cleanup removes them)."""
-    if not build.inflight:
+def _end_inflight(catalog: Catalog, build: _Build, spec: JobSpec, *, failed: bool = False) -> None:
+    """Its files are committed: the build's marker goes. A failed build's marker says it ended first, then
+    every unreferenced file stamped with its job goes, also those of Spark tasks that wrote some before the
+    failure and never reported them, and temp files, then the marker (the table's kind knows how:
+    service.tables.remove_dead_build_files). Where that fails the ended marker stays, and the job runner's
+    dead-build cleanup tries again."""
+    if build.inflight is None:
         return
     try:
-        remove_inflight(catalog.storage, spec.job_id)
+        if not failed:
+            remove_inflight(catalog.storage, spec.job_id)
+            return
+        end_inflight(catalog.storage, build.inflight)
+        for report in remove_dead_build_files(catalog, spec.job_id):
+            if report.removed:
+                log.info("job %s: removed %d index file(s) it wrote (%d bytes)", spec.job_id, len(report.removed),
+                         report.bytes)
     except Exception:
-        log.warning("could not remove the in-flight marker of job %s", spec.job_id, exc_info=True)
+        log.warning("could not clean up after job %s (the dead-build cleanup tries again)", spec.job_id,
+                    exc_info=True)
 
 
 def _open_source(catalog: Catalog, spec: JobSpec) -> TableSource:
@@ -216,8 +227,8 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
         catalog.check_no_active_build(spec.table, column, except_job=spec.job_id)
     catalog.reap_dead_jobs(spec.table, column)
     # Before any index file exists: orphan cleanup leaves the files of a build whose marker names a live process.
-    put_inflight(catalog.storage, spec.job_id, source.table.name, source.table.location, source.table.format)
-    build.inflight = True
+    build.inflight = put_inflight(catalog.storage, spec.job_id, source.table.name, source.table.location,
+                                  source.table.format)
     build.source = source
     plan = build.plan = source.plan_build(spec)
     build.done("open and plan")

@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import threading
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,11 @@ from index_format.storage import Storage
 from service.api.app import create_app
 from service.catalog import Catalog
 from service.catalog.inflight_builds import list_inflight, put_inflight
+from service.catalog.jobspec import JobSpec
 from service.tables.build_tasks import job_stamp
 from tests.api.helpers import TestClient, make_settings, wait_job
 from tests.api.server import bgix_process
-from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_table
+from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_read, pypaimon_table
 
 TOKEN = {"Authorization": "Bearer s3cret"}
 FOREIGN = "bitmap-global-index-7d9c1a2b-3e4f-4a5b-8c6d-7e8f9a0b1c2d.index"
@@ -164,3 +166,45 @@ def test_cleanup_without_age_guard_never_touches_running_builds(tmp_path: Path) 
     for location in tables.values():
         referenced = _referenced(location)
         assert referenced and referenced <= set(os.listdir(location / "index"))
+
+
+def _hand_over(client: TestClient, table: str, column: str, hooks: dict[str, Any], **fields: Any) -> str:
+    """Record a Paimon build and hand its spec (with test hooks, which the API does not take) to the service's
+    build runner, as the API does after its checks."""
+    services = client.app.state.services
+    spec = JobSpec(job_id=uuid.uuid4().hex, warehouse=services.storage.root, table=table, index_column=column,
+                   allowed_roots=list(services.storage.allowed_roots), spark_master=services.settings.spark_master,
+                   table_format="paimon", options={"rebuild": "true"}, test_hooks=hooks,
+                   **{"engine": "local", **fields})
+    return services.jobs.hand_over(spec).id
+
+
+def _files_of(location: Path, job: str) -> list[str]:
+    """The files in the table's index directory whose name carries `job`'s stamp (temp files too)."""
+    s = job_stamp(job)
+    stamp = f"{s[:8]}-{s[8:12]}-{s[12:16]}-"
+    return [n for n in os.listdir(location / "index") if stamp in n]
+
+
+def test_a_build_that_fails_after_writing_files_removes_them(tmp_path: Path) -> None:
+    """Issue 34 #9: a build whose task failed after writing index files (it never reported them) left them, and
+    its marker went with the failure, so the dead-build cleanup never took them either."""
+    location = create_table(tmp_path / "data" / "warehouse", "events", commits=2, rows=500)
+    with TestClient(create_app(make_settings(tmp_path))) as client:
+        assert client.put("/v1/tables/events", json={"format": "paimon", "location": str(location)}).status_code == 200
+        first = wait_job(client, client.post("/v1/create_global_index",
+                                             json={"table": "events", "index_column": "status"}).json()["job_id"])
+        assert first["state"] == "succeeded", first
+        before = _referenced(location)
+        listed = set(os.listdir(location / "index"))
+        files = {n: (location / "index" / n).read_bytes() for n in before}
+        job = wait_job(client, _hand_over(client, "events", "status", {"fail_after_files": 2}))
+        assert job["state"] == "failed" and "test hook: failing after 2 index file(s)" in job["error"], job
+        assert _files_of(location, job["id"]) == []
+        assert _referenced(location) == before      # the index it was to replace: intact
+        assert {n: (location / "index" / n).read_bytes() for n in before} == files
+        assert set(os.listdir(location / "index")) == listed
+        assert list_inflight(Storage(str(tmp_path / "warehouse"))) == []
+        r = client.post("/v1/tables/events/query", json={"where": "status = 'ok'", "result": "count"})
+        assert r.status_code == 200, r.text
+        assert r.json()["count"] == pypaimon_read(location, ["status"]).column("status").to_pylist().count("ok")
