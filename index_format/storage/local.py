@@ -110,9 +110,10 @@ def _write_temp(full: str, data: bytes) -> str:
 
 
 def _open_temp(directory: str, target: str) -> tuple[int, str]:
-    """A new, exclusively created temp file in `directory` for the file named `target` there, mode 0666 less the umask like any file a program
-    writes (tempfile.mkstemp's 0600 would leave index files unreadable to other users and to a Spark
-    cluster or Paimon reader running as another user; secrets are written elsewhere, privately)."""
+    """A new, exclusively created temp file in `directory` for the file named `target` there, mode 0666 less
+    the umask like any file a program writes (tempfile.mkstemp's 0600 would leave index files unreadable to
+    other users and to a Spark cluster or Paimon reader running as another user; secrets are written
+    elsewhere, privately)."""
     says = f"-{target}" if target and len(os.fsencode(target)) <= _TEMP_NAME_MAX else ""
     for _ in range(100):
         tmp = os.path.join(directory, f".tmp-{secrets.token_hex(8)}{says}.part")

@@ -28,7 +28,8 @@ import pyarrow as pa
 from index_format.errors import BgixError, InvalidOptionError
 from index_format.storage import Storage
 from service.build_job.engines import (
-    build_session, job_group, parallelism, run_local, run_spark_direct, run_spark_scan, spark_frame, spark_key_type,
+    build_session, job_group, jvm_died, parallelism, run_local, run_spark_direct, run_spark_scan, spark_frame,
+    spark_key_type,
 )
 from service.build_job.job_log_capture import JobLogCapture
 from service.build_job.progress import Progress, planned
@@ -93,7 +94,8 @@ class _Build:
     source: TableSource | None = None
     plan: BuildPlan | None = None
     written: list[pa.RecordBatch] | None = None   # records of files written and not yet committed
-    inflight: InflightBuild | None = None          # its in-flight marker, once written (service.catalog.inflight_builds)
+    inflight: InflightBuild | None = None          # its marker once written (service.catalog.inflight_builds)
+    spark: SparkSession | None = None              # its Spark session, once it has one
     phases: list[tuple[str, float]] = field(default_factory=list)
     _last: float = field(default_factory=time.monotonic)
 
@@ -140,7 +142,8 @@ def _run_job(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, cancel
     build = _Build()
     try:
         result, message = _build(catalog, spec, spark, build, _Cancel(cancel))
-    except BaseException as exc:
+    except BaseException as failure:
+        exc = _explained(failure, build)
         state = "cancelled" if isinstance(exc, (JobCancelled, KeyboardInterrupt)) else "failed"
         _cleanup_quietly(build, spec)
         _end_inflight(catalog, build, spec, failed=True)
@@ -150,7 +153,9 @@ def _run_job(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, cancel
         log_done()
         catalog.update_job(spec.job_id, state=state, finished_at=now(),
                            error=f"{type(exc).__name__}: {exc}")
-        raise
+        if exc is failure:
+            raise
+        raise exc from failure
     _end_inflight(catalog, build, spec)
     # a succeeded job must say it built nothing; where its time went is for operators and benchmarks
     catalog.write_progress(spec.job_id, {"phases": {name: round(sec, 3) for name, sec in build.phases},
@@ -160,6 +165,14 @@ def _run_job(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, cancel
     catalog.update_job(spec.job_id, state="succeeded", finished_at=now(),
                        snapshot_id=None if result is None else result.id)
     return result
+
+
+def _explained(exc: BaseException, build: _Build) -> BaseException:
+    """The failure to record: a dead Spark JVM says so (pyspark raises only a connection error, e.g.
+    ConnectionRefusedError, from whichever call found it gone first); anything else as it is."""
+    if not isinstance(exc, Exception) or isinstance(exc, BgixError):
+        return exc
+    return jvm_died(build.spark) or exc
 
 
 def record_failure(spec: JobSpec, exc: BaseException) -> None:
@@ -236,7 +249,7 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
     cancel.check()
     use_spark = spec.engine != "local" and plan.tasks > 0
     if use_spark:  # a build with nothing to do starts no JVM
-        spark = spark or build_session(plan, spec.spark_master, spec.spark_conf)
+        spark = build.spark = spark or build_session(plan, spec.spark_master, spec.spark_conf)
         plan = build.plan = source.fit_plan(plan, parallelism(spec.spark_master, spark))
         build.done("Spark session")
         cancel.check()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import threading
 import time
@@ -173,9 +174,9 @@ def _hand_over(client: TestClient, table: str, column: str, hooks: dict[str, Any
     build runner, as the API does after its checks."""
     services = client.app.state.services
     spec = JobSpec(job_id=uuid.uuid4().hex, warehouse=services.storage.root, table=table, index_column=column,
-                   allowed_roots=list(services.storage.allowed_roots), spark_master=services.settings.spark_master,
-                   table_format="paimon", options={"rebuild": "true"}, test_hooks=hooks,
-                   **{"engine": "local", **fields})
+                   allowed_roots=list(services.storage.allowed_roots), table_format="paimon",
+                   options={"rebuild": "true"}, test_hooks=hooks,
+                   **{"engine": "local", "spark_master": services.settings.spark_master, **fields})
     return services.jobs.hand_over(spec).id
 
 
@@ -208,3 +209,51 @@ def test_a_build_that_fails_after_writing_files_removes_them(tmp_path: Path) -> 
         r = client.post("/v1/tables/events/query", json={"where": "status = 'ok'", "result": "count"})
         assert r.status_code == 200, r.text
         assert r.json()["count"] == pypaimon_read(location, ["status"]).column("status").to_pylist().count("ok")
+
+
+def _child_jvm(pid: int) -> int | None:
+    """The pid of the java process `pid` started (a build runner's Spark JVM), None while there is none."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            text = stat.read_text()
+        except OSError:
+            continue
+        comm, rest = text[text.index("(") + 1:text.rindex(")")], text[text.rindex(")") + 2:].split()
+        if comm == "java" and int(rest[1]) == pid:
+            return int(stat.parent.name)
+    return None
+
+
+@pytest.mark.slow
+def test_a_build_whose_spark_jvm_is_killed_says_so_and_leaves_no_files(tmp_path: Path) -> None:
+    """Issue 34: the runner's Spark JVM killed mid-build failed the build with `ConnectionRefusedError` and left
+    the files its task had written. Now the error names the JVM's death, the files go, the index the build was to
+    replace stays, and the next build runs (in a new runner: the old one's session is gone)."""
+    location = create_table(tmp_path / "data" / "warehouse", "events", commits=2, rows=300)
+    with TestClient(create_app(make_settings(tmp_path))) as client:
+        assert client.put("/v1/tables/events", json={"format": "paimon", "location": str(location)}).status_code == 200
+        build = {"table": "events", "index_column": "status"}
+        assert wait_job(client, client.post("/v1/create_global_index", json=build).json()["job_id"])["state"] == \
+            "succeeded"
+        before, listed = _referenced(location), set(os.listdir(location / "index"))
+        # one Spark task over the table's three partitions, slow per batch: files of the first are there early
+        job_id = _hand_over(client, "events", "status", {"sleep_per_batch": 1.0}, engine="spark",
+                            spark_master="local[1]")
+        deadline = time.monotonic() + 240
+        while not [n for n in _files_of(location, job_id) if not n.startswith(".")]:
+            assert time.monotonic() < deadline, client.get(f"/v1/jobs/{job_id}").json()
+            time.sleep(0.1)
+        catalog = client.app.state.services.catalog
+        runner = catalog.get_job(job_id).pid
+        jvm = _child_jvm(runner)
+        assert jvm is not None and catalog.get_job(job_id).state == "running"
+        os.kill(jvm, signal.SIGKILL)
+        job = wait_job(client, job_id)
+        assert job["state"] == "failed" and job["error"].startswith("SparkJvmDiedError: the build's Spark JVM died "
+                                                                    "(killed by signal 9 (SIGKILL))"), job
+        assert _files_of(location, job_id) == []
+        assert _referenced(location) == before and set(os.listdir(location / "index")) == listed
+        again = wait_job(client, client.post("/v1/create_global_index",
+                                             json={**build, "options": {"rebuild": "true"}}).json()["job_id"])
+        assert again["state"] == "succeeded", again
+        assert catalog.get_job(again["id"]).pid != runner   # that runner left once its session's JVM was gone
