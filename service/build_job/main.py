@@ -205,10 +205,7 @@ def _end_inflight(catalog: Catalog, build: _Build, spec: JobSpec, *, failed: boo
             remove_inflight(catalog.storage, spec.job_id)
             return
         end_inflight(catalog.storage, build.inflight)
-        for report in remove_dead_build_files(catalog, spec.job_id):
-            if report.removed:
-                log.info("job %s: removed %d index file(s) it wrote (%d bytes)", spec.job_id, len(report.removed),
-                         report.bytes)
+        remove_dead_build_files(catalog, spec.job_id)   # logs what it removed
     except Exception:
         log.warning("could not clean up after job %s (the dead-build cleanup tries again)", spec.job_id,
                     exc_info=True)
