@@ -6,10 +6,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import secrets
 import shutil
 
-__all__ = ["create_exclusive", "delete", "list_dir", "replace_atomic"]
+__all__ = ["create_exclusive", "delete", "list_dir", "replace_atomic", "temp_target"]
+
+# A temp file is `.tmp-<16 random hex>-<the name it becomes>.part`: who is writing it can be told from its name
+# (orphan cleanup keeps a running build's temp files by the job stamp in its target's name). A target name
+# longer than _TEMP_NAME_MAX bytes is left out (a file name has at most 255 bytes on most file systems).
+_TEMP_NAME_MAX = 160
+_TEMP = re.compile(r"^\.tmp-[0-9a-f]{16}(?:-(.+))?\.part$", re.S)
 
 
 def list_dir(full: str, recursive: bool) -> list[str]:
@@ -63,6 +70,13 @@ def create_exclusive(full: str, data: bytes) -> bool:
         _unlink_quietly(tmp)
 
 
+def temp_target(name: str) -> str | None:
+    """The name of the file that the temp file `name` (a base name) becomes; None when `name` is no temp file
+    of these writes, or one that does not say (an older temp name, or a long target's)."""
+    m = _TEMP.match(name)
+    return None if m is None else m.group(1)
+
+
 def delete(full: str, recursive: bool) -> None:
     """Remove a file, or a directory tree with recursive=True; a missing path is ignored.
 
@@ -83,7 +97,7 @@ def delete(full: str, recursive: bool) -> None:
 def _write_temp(full: str, data: bytes) -> str:
     directory = os.path.dirname(full)
     os.makedirs(directory, exist_ok=True)
-    fd, tmp = _open_temp(directory)
+    fd, tmp = _open_temp(directory, os.path.basename(full))
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
@@ -95,12 +109,14 @@ def _write_temp(full: str, data: bytes) -> str:
     return tmp
 
 
-def _open_temp(directory: str) -> tuple[int, str]:
-    """A new, exclusively created temp file in `directory`, mode 0666 less the umask like any file a program
-    writes (tempfile.mkstemp's 0600 would leave index files unreadable to other users and to a Spark
-    cluster or Paimon reader running as another user; secrets are written elsewhere, privately)."""
+def _open_temp(directory: str, target: str) -> tuple[int, str]:
+    """A new, exclusively created temp file in `directory` for the file named `target` there, mode 0666 less
+    the umask like any file a program writes (tempfile.mkstemp's 0600 would leave index files unreadable to
+    other users and to a Spark cluster or Paimon reader running as another user; secrets are written
+    elsewhere, privately)."""
+    says = f"-{target}" if target and len(os.fsencode(target)) <= _TEMP_NAME_MAX else ""
     for _ in range(100):
-        tmp = os.path.join(directory, f".tmp-{secrets.token_hex(8)}.part")
+        tmp = os.path.join(directory, f".tmp-{secrets.token_hex(8)}{says}.part")
         try:
             return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666), tmp
         except FileExistsError:

@@ -7,7 +7,8 @@ The service (service.api.job_runner) starts it and talks to it through DIR only 
 so nothing the service does waits on it. Each build is service.build_job.main.run_job, which records the job's
 state, progress and result in the catalog, as a build process always did. A byte on stdin wakes the runner
 at once (it also polls); EOF on stdin means the service is gone: the runner takes nothing new, finishes the
-builds it has and exits. SIGTERM cancels every build it runs and exits.
+builds it has and exits. SIGTERM cancels every build it runs and exits. When its Spark JVM dies (its builds
+fail saying so) it takes nothing new and exits with status 3 once they have ended: the service starts another.
 
 Two ways the service uses it: one warm runner for every build (`--prewarm`: start the Spark session and its
 Python workers before the first build arrives; `--idle S`: give the memory back after S seconds without a
@@ -29,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from index_format.errors import BgixError, InvalidOptionError
-from service.build_job.engines import job_group, runner_session, warm_workers
+from service.build_job.engines import job_group, jvm_exit, runner_session, warm_workers
 from service.build_job.job_log_capture import FORMAT, stderr_file
 from service.build_job.main import parse_spec, record_failure, run_job
 from service.build_job.warm_up import warm_up_build
@@ -63,6 +64,7 @@ class BuildRunner:
         self.builds = 0
         self.draining = False        # the service is gone (stdin EOF): take nothing new
         self.stopping = False        # SIGTERM: cancel everything and leave
+        self.jvm_dead = False        # the session's JVM died: take nothing new, leave once the builds have failed
         self._spark: SparkSession | None = None
         self.sessions = 0            # Spark sessions this runner started (one, unless a stop made it start again)
         self._spark_lock = threading.Lock()
@@ -120,11 +122,13 @@ class BuildRunner:
             if self.stopping:
                 return self._stop()
             self._handle_cancels()
-            if not self.draining:
+            if not self.draining and not self.jvm_dead:
                 self._claim_new()
             self._reap()
             if self.running:
                 continue
+            if self.jvm_dead:   # exit non-zero: the service starts another runner for the builds still waiting
+                return self._leave(code=3)
             if self.draining or (self.only_job is not None and self.builds):
                 return self._leave()
             if (self.idle_s >= 0 and not self.warming and time.monotonic() - self._idle_since > self.idle_s
@@ -214,6 +218,11 @@ class BuildRunner:
             self.running.pop(job_id)
         if ended:
             self._idle_since = time.monotonic()
+            how = jvm_exit(self._spark) if self._spark is not None and not self.jvm_dead else None
+            if how is not None:   # its builds failed saying so; a new session needs a new process
+                log.error("the Spark JVM of this build runner died (%s): taking no new build", how)
+                self.jvm_dead = True
+                self._error = f"Spark JVM died ({how})"
             self.write_state(self._state)
 
     def _stop(self) -> int:
@@ -224,14 +233,14 @@ class BuildRunner:
             run.thread.join(timeout=max(0.0, deadline - time.monotonic()))
         return self._leave()
 
-    def _leave(self) -> int:
+    def _leave(self, code: int = 0) -> int:
         self.write_state(STOPPED)
-        if self._spark is not None:
+        if self._spark is not None and not self.jvm_dead:
             try:
                 self._spark.stop()
             except Exception:
                 log.warning("could not stop the Spark session", exc_info=True)
-        return 0
+        return code
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -10,6 +10,7 @@ import logging
 import math
 import os
 import re
+import signal
 import sys
 import tempfile
 import threading
@@ -410,6 +411,9 @@ def _collect(spark: SparkSession, run: Callable[[], pa.Table], conf: dict[str, s
     except BaseException as exc:
         # Spark's whole report (the worker's traceback, the JVM's stack) goes to the build's log
         log.warning("Spark job group %s failed: %s", job_group, exc)
+        died = jvm_died(spark)
+        if died is not None:   # nothing to cancel or wait for: its tasks and Python workers went with it
+            raise died from exc
         sc.cancelJobGroup(job_group)  # e.g. SIGTERM while the driver waited: stop the tasks too
         _wait_for_tasks(sc, job_group, timeout=30.0)  # so the caller's cleanup does not race a writer
         if isinstance(exc, Exception) and not isinstance(exc, BgixError):
@@ -423,11 +427,15 @@ def _collect(spark: SparkSession, run: Callable[[], pa.Table], conf: dict[str, s
                 reports.remove(progress.catalog.storage)
             except Exception:   # a leftover report directory is harmless
                 pass
-        for k, v in saved.items():
-            if v is None:
-                spark.conf.unset(k)
-            else:
-                spark.conf.set(k, v)
+        try:
+            for k, v in saved.items():
+                if v is None:
+                    spark.conf.unset(k)
+                else:
+                    spark.conf.set(k, v)
+        except Exception:
+            if jvm_died(spark) is None:
+                raise   # else the failure already raised says so; a dead JVM has no conf to restore
     progress.set_range_totals(dict(acc.value))
     return written.cast(RESULT_SCHEMA)
 
@@ -449,6 +457,47 @@ def _wait_for_tasks(sc: Any, group: str, timeout: float) -> None:
 
 class WorkerFailedError(BgixError):
     """A Spark task failed; the message is the worker's own error line (e.g. a RowIdError)."""
+
+
+class SparkJvmDiedError(BgixError):
+    """The build's Spark JVM (its driver; a local master's executors too) died: killed, out of memory, crashed."""
+
+
+def jvm_exit(spark: SparkSession) -> str | None:
+    """How the session's JVM ended ("killed by signal 9 (SIGKILL)", "exit status 1", "no answer"), None while
+    it runs. The JVM pyspark started is this process's child, so its status is known without asking it; one
+    that started this process (spark-submit) is dead when a call to it finds no connection."""
+    gateway = getattr(spark.sparkContext, "_gateway", None)
+    proc = getattr(gateway, "proc", None)
+    if proc is not None:
+        code = proc.poll()
+        if code is None:
+            return None
+        if code < 0:
+            try:
+                return f"killed by signal {-code} ({signal.Signals(-code).name})"
+            except ValueError:
+                return f"killed by signal {-code}"
+        return f"exit status {code}"
+    from py4j.protocol import Py4JNetworkError
+    try:
+        spark.sparkContext._jvm.java.lang.System.nanoTime()
+    except (Py4JNetworkError, ConnectionError) as exc:
+        return f"no answer: {type(exc).__name__}"
+    except Exception:   # answered, with an error: it lives
+        return None
+    return None
+
+
+def jvm_died(spark: SparkSession | None) -> SparkJvmDiedError | None:
+    """The error a build fails with when its Spark JVM is dead (instead of the connection error pyspark
+    raises), None while it lives."""
+    how = None if spark is None else jvm_exit(spark)
+    if how is None:
+        return None
+    return SparkJvmDiedError(f"the build's Spark JVM died ({how}) while the build ran: killed, out of memory, or "
+                             "crashed; the files its tasks wrote are removed, and the build runner's log has the "
+                             "JVM's last words")
 
 
 _CRASHED = "Python worker exited unexpectedly (crashed)"

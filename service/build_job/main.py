@@ -28,17 +28,18 @@ import pyarrow as pa
 from index_format.errors import BgixError, InvalidOptionError
 from index_format.storage import Storage
 from service.build_job.engines import (
-    build_session, job_group, parallelism, run_local, run_spark_direct, run_spark_scan, spark_frame, spark_key_type,
+    build_session, job_group, jvm_died, parallelism, run_local, run_spark_direct, run_spark_scan, spark_frame,
+    spark_key_type,
 )
 from service.build_job.job_log_capture import JobLogCapture
 from service.build_job.progress import Progress, planned
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import JobNotFoundError
-from service.catalog.inflight_builds import put_inflight, remove_inflight
+from service.catalog.inflight_builds import InflightBuild, end_inflight, put_inflight, remove_inflight
 from service.catalog.jobspec import JobSpec
 from service.catalog.liveness import process_start
 from service.catalog.model import JobRecord, Table, now
-from service.tables import TableSource, check_spec, open_source
+from service.tables import TableSource, check_spec, open_source, remove_dead_build_files
 from service.tables.build_tasks import RESULT_SCHEMA, BuildPlan
 
 if TYPE_CHECKING:
@@ -93,7 +94,8 @@ class _Build:
     source: TableSource | None = None
     plan: BuildPlan | None = None
     written: list[pa.RecordBatch] | None = None   # records of files written and not yet committed
-    inflight: bool = False                         # its in-flight marker is written (service.catalog.inflight_builds)
+    inflight: InflightBuild | None = None          # its marker once written (service.catalog.inflight_builds)
+    spark: SparkSession | None = None              # its Spark session, once it has one
     phases: list[tuple[str, float]] = field(default_factory=list)
     _last: float = field(default_factory=time.monotonic)
 
@@ -140,17 +142,20 @@ def _run_job(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, cancel
     build = _Build()
     try:
         result, message = _build(catalog, spec, spark, build, _Cancel(cancel))
-    except BaseException as exc:
+    except BaseException as failure:
+        exc = _explained(failure, build)
         state = "cancelled" if isinstance(exc, (JobCancelled, KeyboardInterrupt)) else "failed"
         _cleanup_quietly(build, spec)
-        _end_inflight(catalog, build, spec)
+        _end_inflight(catalog, build, spec, failed=True)
         # in the job's log: an unexpected failure with its traceback (a BgixError names its problem)
         log.warning("job %s %s: %s: %s", spec.job_id, state, type(exc).__name__, exc,
                     exc_info=not isinstance(exc, (BgixError, KeyboardInterrupt)))
         log_done()
         catalog.update_job(spec.job_id, state=state, finished_at=now(),
                            error=f"{type(exc).__name__}: {exc}")
-        raise
+        if exc is failure:
+            raise
+        raise exc from failure
     _end_inflight(catalog, build, spec)
     # a succeeded job must say it built nothing; where its time went is for operators and benchmarks
     catalog.write_progress(spec.job_id, {"phases": {name: round(sec, 3) for name, sec in build.phases},
@@ -160,6 +165,14 @@ def _run_job(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, cancel
     catalog.update_job(spec.job_id, state="succeeded", finished_at=now(),
                        snapshot_id=None if result is None else result.id)
     return result
+
+
+def _explained(exc: BaseException, build: _Build) -> BaseException:
+    """The failure to record: a dead Spark JVM says so (pyspark raises only a connection error, e.g.
+    ConnectionRefusedError, from whichever call found it gone first); anything else as it is."""
+    if not isinstance(exc, Exception) or isinstance(exc, BgixError):
+        return exc
+    return jvm_died(build.spark) or exc
 
 
 def record_failure(spec: JobSpec, exc: BaseException) -> None:
@@ -179,15 +192,23 @@ def _cleanup_quietly(build: _Build, spec: JobSpec) -> None:
         log.warning("could not remove partial files of job %s", spec.job_id, exc_info=True)
 
 
-def _end_inflight(catalog: Catalog, build: _Build, spec: JobSpec) -> None:
-    """Its files are committed or removed: the build's marker goes (a marker left behind only keeps the
-    files of a dead build until an orphan cleanup removes them)."""
-    if not build.inflight:
+def _end_inflight(catalog: Catalog, build: _Build, spec: JobSpec, *, failed: bool = False) -> None:
+    """Its files are committed: the build's marker goes. A failed build's marker says it ended first, then
+    every unreferenced file stamped with its job goes, also those of Spark tasks that wrote some before the
+    failure and never reported them, and temp files, then the marker (the table's kind knows how:
+    service.tables.remove_dead_build_files). Where that fails the ended marker stays, and the job runner's
+    dead-build cleanup tries again."""
+    if build.inflight is None:
         return
     try:
-        remove_inflight(catalog.storage, spec.job_id)
+        if not failed:
+            remove_inflight(catalog.storage, spec.job_id)
+            return
+        end_inflight(catalog.storage, build.inflight)
+        remove_dead_build_files(catalog, spec.job_id)   # logs what it removed
     except Exception:
-        log.warning("could not remove the in-flight marker of job %s", spec.job_id, exc_info=True)
+        log.warning("could not clean up after job %s (the dead-build cleanup tries again)", spec.job_id,
+                    exc_info=True)
 
 
 def _open_source(catalog: Catalog, spec: JobSpec) -> TableSource:
@@ -217,8 +238,8 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
                                       families=spec.families if source.indexes_by_family else None)
     catalog.reap_dead_jobs(spec.table, column)
     # Before any index file exists: orphan cleanup leaves the files of a build whose marker names a live process.
-    put_inflight(catalog.storage, spec.job_id, source.table.name, source.table.location, source.table.format)
-    build.inflight = True
+    build.inflight = put_inflight(catalog.storage, spec.job_id, source.table.name, source.table.location,
+                                  source.table.format)
     build.source = source
     plan = build.plan = source.plan_build(spec)
     build.done("open and plan")
@@ -226,7 +247,7 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
     cancel.check()
     use_spark = spec.engine != "local" and plan.tasks > 0
     if use_spark:  # a build with nothing to do starts no JVM
-        spark = spark or build_session(plan, spec.spark_master, spec.spark_conf)
+        spark = build.spark = spark or build_session(plan, spec.spark_master, spec.spark_conf)
         plan = build.plan = source.fit_plan(plan, parallelism(spec.spark_master, spark))
         build.done("Spark session")
         cancel.check()

@@ -92,13 +92,14 @@ def build_families(spec: JobSpec) -> dict[str, str] | None:
     return spec.families if _kind(spec.table_format).indexes_by_family else None
 
 
-def remove_dead_build_files(catalog: Catalog) -> list[OrphanReport]:
+def remove_dead_build_files(catalog: Catalog, job_id: str | None = None) -> list[OrphanReport]:
     """For every build whose in-flight marker names a process that is gone (killed mid-build, a crashed runner
-    or host): remove the index files it left that nothing references (its table's kind knows how), then its
-    marker. A table that cannot be read keeps the marker, so a later call tries again."""
+    or host) or says the build ended (it failed), or for job `job_id` only: remove the index files it left that
+    nothing references (its table's kind knows how), then its marker. A table that cannot be read keeps the
+    marker, so a later call tries again."""
     reports = []
     for marker in list_inflight(catalog.storage):
-        if marker.alive:
+        if marker.alive or (job_id is not None and marker.job_id != job_id):
             continue
         try:
             report = _kind(marker.table_format).remove_dead_build_files(catalog, marker)

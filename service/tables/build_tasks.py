@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import pyarrow as pa
 
 from index_format.families import BITMAP
+from index_format.storage import temp_target
 
 __all__ = ["RESULT_DDL", "RESULT_SCHEMA", "ROW_ID", "BuildOutcome", "BuildPlan", "BuildRange", "FileNames",
            "SparkScan", "TaskReader", "job_stamp", "stamp_of_file"]
@@ -67,8 +68,9 @@ def job_stamp(job_id: str) -> str:
 
 def stamp_of_file(name: str) -> str | None:
     """The job stamp a `<type>-global-index-<uuid>.index` file name carries (its uuid's first 16 hex digits,
-    whoever wrote it: only a job's own stamp is ever looked up); None for other names."""
-    m = _GLOBAL_UUID.search(name)
+    whoever wrote it: only a job's own stamp is ever looked up), also through the name of a temp file being
+    written for one (index_format.storage.temp_target); None for other names."""
+    m = _GLOBAL_UUID.search(temp_target(name) or name)
     return None if m is None else "".join(m.groups())
 
 

@@ -4,17 +4,19 @@ tag or branch references and that no live build may still commit.
 The safety rule (docs/operations.md "Orphan index files"), every part required before a file goes:
 
 1. It is a global index file (`<type>-global-index-<uuid>.index`, whoever wrote it) or a bgix write's temp file
-   (`.tmp-*.part`) directly in the table's `index/` directory. Nothing else is ever a candidate: not data files,
-   manifests, deletion-vector or hash index files (`index-<uuid>-<n>`), nor anything in subdirectories. In the
-   table's `global-index.external-path` (a directory other tables may share) only files of dead bgix builds of
-   this table are candidates.
+   (`.tmp-*.part`, named after the file it becomes: index_format.storage.temp_target) directly in the table's
+   `index/` directory. Nothing else is ever a candidate: not data files, manifests, deletion-vector or hash
+   index files (`index-<uuid>-<n>`), nor anything in subdirectories. In the table's
+   `global-index.external-path` (a directory other tables may share) only files of dead bgix builds of this
+   table are candidates.
 2. No index manifest names it, of any snapshot still present (`snapshot/snapshot-N`, every N), tag
    (`tag/tag-*`), changelog (`changelog/changelog-N`), in the main branch and every `branch/branch-*/` — the
    set Paimon's own OrphanFilesClean keeps. A snapshot that vanishes while being read was expired and is
    skipped; a present one whose index manifest is missing or unreadable stops the cleanup (nothing removed).
    Snapshots committed while the scan runs are scanned too, and once more right before the removal.
-3. Its name's job stamp (build_tasks.job_stamp) is not that of a live bgix build (an in-flight marker naming
-   a running process, or an active job record).
+3. Its name's job stamp (build_tasks.job_stamp; a temp file's, of the name it becomes) is not that of a live
+   bgix build (an in-flight marker naming a running process, or an active job record), as known after the
+   directory was listed (a build's marker exists before its first file).
 4. Either the stamp is that of a bgix build known to be over (its process gone: it can never commit the file),
    or the file is older than `older_than_s` (default one hour, as Paimon's `older_than`): the guard for files
    bgix cannot attribute, such as another writer's build still in flight.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 
 from pypaimon.common.json_util import JSON
 from pypaimon.manifest.index_manifest_file import IndexManifestFile
@@ -40,7 +42,7 @@ from service.tables.paimon.location import to_storage_path
 from service.tables.paimon.table import PaimonTable
 from service.tables.table_source import OrphanFile, OrphanReport
 
-__all__ = ["DEFAULT_OLDER_THAN_S", "OrphanScanError", "find_references", "is_orphan_candidate",
+__all__ = ["DEFAULT_OLDER_THAN_S", "Owners", "OrphanScanError", "find_references", "is_orphan_candidate",
            "remove_orphan_index_files"]
 
 log = logging.getLogger("bgix.paimon.orphans")
@@ -156,15 +158,20 @@ def _index_dirs(table: PaimonTable) -> tuple[str, str | None]:
     return own, (root if root != own else None)
 
 
-def remove_orphan_index_files(table: PaimonTable, storage: Storage, *, live: Mapping[str, str],
-                              dead: Mapping[str, str], older_than_s: float = DEFAULT_OLDER_THAN_S,
-                              dry_run: bool = False, dead_only: bool = False,
-                              now: float | None = None) -> OrphanReport:
+Owners = Callable[[], tuple[Mapping[str, str], Mapping[str, str]]]
+
+
+def remove_orphan_index_files(table: PaimonTable, storage: Storage, *, owners: Owners,
+                              older_than_s: float = DEFAULT_OLDER_THAN_S, dry_run: bool = False,
+                              dead_only: bool = False, now: float | None = None) -> OrphanReport:
     """Remove (with `dry_run`: list) the orphan index files of `table` by the module's rule.
 
-    `live` / `dead`: job stamp → job id of bgix builds that may still commit (any table) / that never will
-    (builds of THIS table only: another table may share the external index path). `dead_only`:
-    remove only files of `dead` builds (the automatic cleanup after a build's process died), never by age.
+    `owners()` → (live, dead): job stamp → job id of bgix builds that may still commit (any table) / that never
+    will (builds of THIS table only: another table may share the external index path). It is called after the
+    index directories were listed: a build leaves its in-flight marker before its first file, so every build
+    with a file in the listing is known by then, however young the file and whatever `older_than_s` (read
+    before the listing, a build that started in between would lose its files to a small age guard).
+    `dead_only`: remove only files of `dead` builds (the cleanup after a build died or failed), never by age.
     `storage` must reach the table directory (and its external index path); `now` is for tests.
 
     Raises:
@@ -175,14 +182,15 @@ def remove_orphan_index_files(table: PaimonTable, storage: Storage, *, live: Map
         raise ValueError(f"older_than_s must be >= 0, got {older_than_s}")
     refs = _References(table, storage)
     refs.refresh()
-    clock = time.time() if now is None else now
     own, external = _index_dirs(table)
+    listed = [(directory, anything, storage.list(directory))
+              for directory, anything in ((own, True), (external, False)) if directory is not None]
+    live, dead = owners()
+    clock = time.time() if now is None else now
     chosen: list[OrphanFile] = []
     kept = {"referenced": 0, "in_flight": 0, "young": 0}
-    for directory, anything in ((own, True), (external, False)):
-        if directory is None:
-            continue
-        for path in storage.list(directory):
+    for _directory, anything, paths in listed:
+        for path in paths:
             name = path.rstrip("/").rsplit("/", 1)[-1]
             if not is_orphan_candidate(name):
                 continue

@@ -190,25 +190,29 @@ class PaimonSource:
         """
         pt = open_paimon_table(self.table.location, storage_options=self.catalog.storage.storage_options,
                                roots=self.roots)
-        live, dead = build_owners(self.catalog, pt.location.table_path)
-        return remove_orphan_index_files(pt, table_storage(pt), live=live, dead=dead, older_than_s=older_than_s,
-                                         dry_run=dry_run)
+        return remove_orphan_index_files(pt, table_storage(pt),
+                                         owners=lambda: build_owners(self.catalog, pt.location.table_path),
+                                         older_than_s=older_than_s, dry_run=dry_run)
 
     @staticmethod
     def remove_dead_build_files(catalog: Catalog, marker: InflightBuild) -> OrphanReport | None:
-        """The index files a build whose process died (`marker`) left in its table and no snapshot references;
-        by its job stamp only, whatever their age. None when the build turns out to be live."""
+        """The index files (and temp files) a build whose process died or that failed (`marker`) left in its
+        table and no snapshot references; by its job stamp only, whatever their age. None when the build turns
+        out to be live."""
         try:
             pt = open_paimon_table(marker.location, storage_options=catalog.storage.storage_options,
                                    roots=catalog.storage.roots.all)
         except NotAPaimonTableError:   # the table is gone, and its index directory with it
             return OrphanReport(location=marker.location, dry_run=False, older_than_s=0.0, removed=())
-        live, _ = build_owners(catalog, pt.location.table_path)
         stamp = job_stamp(marker.job_id)
-        if stamp in live:
+        if stamp in build_owners(catalog, pt.location.table_path)[0]:
             return None
-        return remove_orphan_index_files(pt, table_storage(pt), live=live, dead={stamp: marker.job_id},
-                                         dead_only=True)
+
+        def owners() -> tuple[dict[str, str], dict[str, str]]:
+            live, _ = build_owners(catalog, pt.location.table_path)
+            return live, ({} if stamp in live else {stamp: marker.job_id})
+
+        return remove_orphan_index_files(pt, table_storage(pt), owners=owners, dead_only=True)
 
     # -- build -------------------------------------------------------------------------------------
     def check_table(self, spec: JobSpec) -> None:
@@ -315,8 +319,8 @@ class PaimonSource:
 def build_owners(catalog: Catalog, table_path: str) -> tuple[dict[str, str], dict[str, str]]:
     """(live, dead): job stamp → job id of the catalog's bgix builds that may still commit an index file (an
     in-flight marker naming a running process, or a queued/running record whose process runs or has not
-    started), and of the builds of the table at `table_path` that never will (every other job the catalog knows
-    of that table)."""
+    started; not a build whose marker says it ended), and of the builds of the table at `table_path` that never
+    will (every other job the catalog knows of that table)."""
     here = parse_location(table_path).table_path
     locations = {t.name: t.location for t in catalog.list_tables()}
 
@@ -328,13 +332,16 @@ def build_owners(catalog: Catalog, table_path: str) -> tuple[dict[str, str], dic
 
     live: set[str] = set()
     mine: set[str] = set()
+    ended: set[str] = set()   # failed builds whose record may still say running
     for m in list_inflight(catalog.storage):
         if m.alive:
             live.add(m.job_id)
+        if m.ended:
+            ended.add(m.job_id)
         if same(m.location):
             mine.add(m.job_id)
     for job in catalog.list_jobs():
-        if job.active and (job.pid is None or job_process_alive(job)):
+        if job.active and (job.pid is None or job_process_alive(job)) and job.id not in ended:
             live.add(job.id)
         if same(locations.get(job.table)):
             mine.add(job.id)

@@ -20,11 +20,11 @@ import pytest
 from pypaimon.index.index_file_handler import IndexFileHandler
 from pypaimon_rust.datafusion import SQLContext
 
-from index_format.storage import Storage
+from index_format.storage import Storage, local, temp_target
 from service.build_job.main import run_job
 from service.build_job.worker import build_tasks
 from service.catalog import Catalog, Table
-from service.catalog.inflight_builds import list_inflight, put_inflight
+from service.catalog.inflight_builds import end_inflight, list_inflight, put_inflight
 from service.catalog.jobspec import JobSpec
 from service.catalog.model import JobRecord
 from service.tables import open_source, remove_dead_build_files
@@ -146,6 +146,30 @@ def test_a_killed_build_leaves_files_that_the_dead_build_cleanup_removes_exactly
     # the committed index still answers exactly (pypaimon-rust over it vs pyarrow over pypaimon's read)
     for value in ("ok", "error", ""):
         assert _rust_row_ids(location, f"status = '{value}'") == _truth(location, "status", value)
+    _every_snapshot_reads(location)
+
+
+def test_a_live_builds_temp_files_stay_and_a_failed_builds_files_go(tmp_path: Path) -> None:
+    """A build's write temp file is named after the index file it becomes, so its job stamp keeps it while the
+    build lives, whatever the age guard; a failed build marks its marker ended and its files, temp files too,
+    go though its process (a build runner) lives on."""
+    location, catalog, wh = _setup(tmp_path)
+    _build(catalog, wh, "done", "status")
+    before = _names(location)
+    marker = put_inflight(catalog.storage, "failing", "events", str(location), "paimon")   # this process: live
+    pending = _write_like_a_build(catalog, location, "failing", "code")
+    target = location / "index" / next(iter(pending))
+    temp = Path(local._write_temp(str(target), b"being written"))   # what write_atomic renames into place
+    assert temp.name.startswith(".tmp-") and temp_target(temp.name) == target.name
+    for n in (*pending, temp.name):
+        _age(location / "index" / n, 7200)
+    report = open_source(catalog, "events").remove_orphan_files(older_than_s=0, dry_run=False)
+    assert report.removed == () and report.kept_in_flight == len(pending) + 1
+    assert _names(location) == before | pending | {temp.name}
+    end_inflight(catalog.storage, marker)
+    reports = remove_dead_build_files(catalog)
+    assert sorted(f.file_name for r in reports for f in r.removed) == sorted({*pending, temp.name})
+    assert _names(location) == before and list_inflight(catalog.storage) == []
     _every_snapshot_reads(location)
 
 
