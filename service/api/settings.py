@@ -78,6 +78,21 @@ class Settings(BaseSettings):
         description="Seconds an idle keep-alive connection stays open. Longer than clients' own idle expiry "
         "(httpx: 5 s) so a client never reuses a connection the server is closing at that moment.",
     )
+    header_timeout_s: float = Field(
+        10.0, gt=0,
+        description="Seconds a client has to send a request's whole header section (from connecting, or from the "
+        "request's first byte on a keep-alive connection); slower gets 408 and the connection closed.",
+    )
+    body_timeout_s: float = Field(
+        30.0, gt=0,
+        description="Longest pause, in seconds, between two pieces of a request body being received; longer gets "
+        "408 and the connection closed (a big body on a slow link is fine as long as it keeps coming).",
+    )
+    max_connections: int = Field(
+        1024, ge=1,
+        description="Most open client connections per worker process; one more is answered 503 and closed at "
+        "once. Lowered at start-up to fit under the open-file limit next to BGIX_MAX_OPEN_FILES.",
+    )
 
     # Hardening limits (issue 10): every request's memory and work is bounded; over a limit is a clean 4xx.
     max_body_bytes: int = Field(
