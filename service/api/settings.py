@@ -114,6 +114,12 @@ class Settings(BaseSettings):
     max_literal_bytes: int = Field(
         65_536, ge=16, description="Largest single literal (UTF-8 bytes or digits); larger gets 400 predicate_limit."
     )
+    max_predicate_tokens: int = Field(
+        10_000, ge=16,
+        description="Most SQL tokens outside IN lists of literals in a predicate read by the general parser; more "
+        "gets 400 predicate_limit after reading only that many. AND/OR chains of `column op literal` and `column "
+        "IN (literals)` terms are read without it, whatever their length.",
+    )
     parse_cache_bytes: int = Field(
         16 * 1024 * 1024, ge=0,
         description="Byte budget of the parsed-predicate cache, counted as the memory each text and its parsed "
