@@ -165,7 +165,9 @@ class GuardedHttpProtocol(HttpToolsProtocol):
                  self.limits.header_timeout_s if headers else self.limits.body_timeout_s)
         cycle = self.cycle
         in_flight = cycle is not None and not cycle.response_complete
-        if not (in_flight and cycle.response_started):   # no half-written answer to cut into
+        # a 408 only where it answers the stalled request: not into a half-written answer, and not after the
+        # answer to a request whose body the app did not wait for
+        if (not (in_flight and cycle.response_started)) if headers else (in_flight and not cycle.response_started):
             self.transport.write(_HEADER_408 if headers else _BODY_408)
         if in_flight:
             cycle.disconnected = True   # the app's receive() gets http.disconnect; its answer is not written
