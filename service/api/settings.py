@@ -91,7 +91,7 @@ class Settings(BaseSettings):
     max_connections: int = Field(
         1024, ge=1,
         description="Most open client connections per worker process; one more is answered 503 and closed at "
-        "once. Lowered at start-up to fit under the open-file limit next to BGIX_MAX_OPEN_FILES.",
+        "once. The soft open-file limit is raised to hold it (up to the hard limit; else the cap is lowered).",
     )
 
     # Hardening limits (issue 10): every request's memory and work is bounded; over a limit is a clean 4xx.

@@ -48,9 +48,19 @@ class ClientLimits:
 def fitted_limits(header_timeout_s: float, body_timeout_s: float, max_connections: int,
                   max_open_files: int) -> ClientLimits:
     """The limits, with the connection cap lowered (and a warning) when it cannot fit under RLIMIT_NOFILE next
-    to the reader caches' files (max_open_files, range sidecars half as many more) and the process's own."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    to the reader caches' files (max_open_files, range sidecars half as many more) and the process's own. A soft
+    limit below what is needed is first raised towards the hard one (the workers inherit it)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     cap = max_connections
+    needed = max_connections + max_open_files + max_open_files // 2 + _FD_RESERVE
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        raised = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        if raised > soft:
+            try:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (raised, hard))
+                soft = raised
+            except (ValueError, OSError):
+                pass
     if soft != resource.RLIM_INFINITY:
         room = soft - (max_open_files + max_open_files // 2) - _FD_RESERVE
         if room < cap:
