@@ -15,6 +15,7 @@ from index_format.predicate.tree import And, Node, Not, Or
 DEPTH_LIMIT = "BGIX_MAX_PREDICATE_DEPTH"
 IN_LIMIT = "BGIX_MAX_IN_VALUES"
 LITERAL_LIMIT = "BGIX_MAX_LITERAL_BYTES"
+TOKEN_LIMIT = "BGIX_MAX_PREDICATE_TOKENS"
 
 # DECIMAL(38) and BIGINT UNSIGNED need at most 39 digits; no column type can hold more than 40.
 MAX_INTEGER_DIGITS = 40
@@ -24,14 +25,16 @@ _MAX_INTEGER_BITS = int(MAX_INTEGER_DIGITS * 3.3219280948873626) + 1  # log2(10)
 @dataclass(frozen=True, slots=True)
 class PredicateLimits:
     """`max_depth`: deepest nesting (SQL parentheses; JSON and/or/not objects; NOT chains count once).
-    `max_in_values`: most literals in one IN list. `max_literal_bytes`: largest literal (UTF-8 bytes or digits)."""
+    `max_in_values`: most literals in one IN list. `max_literal_bytes`: largest literal (UTF-8 bytes or digits).
+    `max_tokens`: most SQL tokens outside IN lists of literals that the general (sqlglot) parser is given."""
 
     max_depth: int = 64
     max_in_values: int = 100_000
     max_literal_bytes: int = 65_536
+    max_tokens: int = 10_000
 
     def __post_init__(self) -> None:
-        for name in ("max_depth", "max_in_values", "max_literal_bytes"):
+        for name in ("max_depth", "max_in_values", "max_literal_bytes", "max_tokens"):
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ValueError(f"PredicateLimits.{name} must be a positive integer, got {value!r}")
@@ -39,6 +42,12 @@ class PredicateLimits:
     def depth_error(self, position: int | str | None) -> PredicateLimitError:
         return PredicateLimitError(
             f"predicate nests deeper than {self.max_depth} levels ({DEPTH_LIMIT})", limit=DEPTH_LIMIT,
+            position=position)
+
+    def token_error(self, position: int | str | None) -> PredicateLimitError:
+        return PredicateLimitError(
+            f"predicate has more than {self.max_tokens} tokens outside IN lists ({TOKEN_LIMIT}); a longer one "
+            "must be AND/OR terms of `column op literal` and `column IN (literals)`", limit=TOKEN_LIMIT,
             position=position)
 
     def check_in_count(self, count: int, position: int | str | None) -> None:

@@ -21,9 +21,9 @@ import sqlglot.expressions as exp
 from index_format.errors import ParseError
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits, ensure_recursion_headroom
 from index_format.predicate.operators import FLIPPED
-from index_format.predicate.sql_fast import TEXT_CHAIN_MIN, simple_chain, text_chain
+from index_format.predicate.sql_fast import TEXT_CHAIN_MIN, chain_shaped, simple_chain, text_chain
 from index_format.predicate.sql_scan import PRESCAN_MIN, TokenScan, prescan
-from index_format.predicate.sql_tokens import WhereDialect, number_value
+from index_format.predicate.sql_tokens import WhereDialect, number_value, tokenize
 from index_format.predicate.tree import FALSE, TRUE, UNKNOWN, And, Leaf, Node, Not, Or
 
 _COMPARISONS: dict[type[exp.Expression], str] = {
@@ -50,13 +50,20 @@ _ANONYMOUS_ARRAY_FUNCTIONS = {
 _LEADING_WHERE = re.compile(r"^\s*where\b", re.IGNORECASE)
 
 
-def parse_where(text: str, *, limits: PredicateLimits = DEFAULT_LIMITS) -> Node:
+def parse_where(text: str, *, limits: PredicateLimits = DEFAULT_LIMITS, deadline: float | None = None) -> Node:
     """Parse the text of a SQL WHERE clause (an optional leading `WHERE` is allowed).
+
+    Refusing costs little whatever the size: a big text goes to the regex reader only if one C-speed regex
+    finds its shape (sql_fast.chain_shaped), and the general path stops tokenizing past limits.max_tokens
+    tokens outside IN lists, before sqlglot's parser (~10 µs a token) runs. `deadline` (time.monotonic()
+    seconds): the reading stops there (the request that wanted it has been answered 503 by then).
 
     Raises:
         ParseError: unparsable text or unsupported syntax; `position` is the 0-based character offset
             of the offending fragment in `text`.
-        PredicateLimitError: nesting, an IN list or a literal over `limits` (checked before parsing).
+        PredicateLimitError: nesting, an IN list, a literal or the token count over `limits` (checked before
+            parsing).
+        QueryTimeoutError: `deadline` passed.
     """
     if not isinstance(text, str):
         raise ParseError(f"predicate text must be a string, got {type(text).__name__}", position=0)
@@ -69,19 +76,24 @@ def parse_where(text: str, *, limits: PredicateLimits = DEFAULT_LIMITS) -> Node:
     body = text[offset:]
     if not body.strip():
         raise ParseError("empty predicate", position=len(text))
-    if len(body) >= TEXT_CHAIN_MIN:
-        chain = text_chain(body, offset, limits)
+    big = len(body) > PRESCAN_MIN
+    shaped = big and chain_shaped(body)
+    if big and (body.count(",") >= limits.max_in_values or body.count("(") > limits.max_depth):
+        # only then can an IN list or the nesting be over its limit: refused here, at C speed, before reading
+        # term by term (the tokenizer also stops at the IN-list limit and the token budget, ~100 times slower
+        # per byte). A chain-shaped text is read without the token budget.
+        prescan(body, offset, limits, count_tokens=not shaped)
+    if len(body) >= TEXT_CHAIN_MIN and (not big or shaped):
+        chain = text_chain(body, offset, limits, deadline)
         if chain is not None:
             limits.check_tree(chain, offset)
             return chain
-    if len(body) > PRESCAN_MIN:
-        prescan(body, offset, limits)
     try:
-        toks = WhereDialect().tokenize(body)
+        toks = tokenize(body, limits, deadline, offset)
     except sqlglot.errors.TokenError:
         what, pos = _tokenize_failure(body)
         raise ParseError(f"cannot tokenize: {what} near {body[pos:pos + 20]!r}", position=offset + pos) from None
-    scan = TokenScan(body, offset, limits)
+    scan = TokenScan(body, offset, limits, deadline)
     toks = scan.run(toks)
     fast = simple_chain(toks)
     if fast is not None:

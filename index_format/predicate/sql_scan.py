@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 import secrets
+import time
 
 from sqlglot.tokens import Token, TokenType
 
-from index_format.errors import ParseError
+from index_format.errors import ParseError, QueryTimeoutError
 from index_format.predicate.limits import PredicateLimits
 from index_format.predicate.sql_tokens import check_number_text, negated_value, number_value
 
@@ -28,12 +29,19 @@ _PRESCAN = re.compile(
     re.IGNORECASE | re.DOTALL)
 
 
-def prescan(body: str, offset: int, limits: PredicateLimits) -> None:
-    """Refuse IN lists over the limit and parenthesis nesting over the limit without tokenizing
-    (the token scan checks the same limits exactly; this pass only runs on big texts, to stop early)."""
+def prescan(body: str, offset: int, limits: PredicateLimits, count_tokens: bool = True) -> None:
+    """Refuse IN lists over the limit, parenthesis nesting over the limit and more tokens than
+    limits.max_tokens outside IN lists without tokenizing (the tokenizer and the token scan check the same
+    limits exactly; this pass only runs on big texts, to stop early: what it counts outside IN lists, strings,
+    names, parentheses and commas, is a token each, so it never counts more than the tokenizer)."""
     stack: list[int] = []  # per open parenthesis: values so far when it opened an IN list, else -1
+    outside = 0            # matches outside IN lists (comments are no tokens)
     for m in _PRESCAN.finditer(body):
         ch = body[m.start()]
+        if count_tokens and (not stack or stack[-1] < 0) and not body.startswith(("--", "/*"), m.start()):
+            outside += 1
+            if outside > limits.max_tokens:
+                raise limits.token_error(offset + m.start())
         if m.group(1) is not None or ch == "(":
             stack.append(1 if m.group(1) is not None else -1)
             if len(stack) > limits.max_depth:
@@ -65,8 +73,9 @@ class TokenScan:
     limits (nesting, IN-list length, literal size), misleading-token diagnoses, NOT-chain folding and
     the IN-list fast path (long literal lists become one placeholder token)."""
 
-    def __init__(self, body: str, offset: int, limits: PredicateLimits) -> None:
+    def __init__(self, body: str, offset: int, limits: PredicateLimits, deadline: float | None = None) -> None:
         self.body = body
+        self.deadline = deadline   # time.monotonic() past which run() stops (QueryTimeoutError)
         self.offset = offset
         self.limits = limits
         self.depth = 0
@@ -80,6 +89,8 @@ class TokenScan:
         frames: list[list] = []
         i, n = 0, len(toks)
         while i < n:
+            if self.deadline is not None and not i % 4096 and time.monotonic() > self.deadline:
+                raise QueryTimeoutError()
             tok = toks[i]
             tt = tok.token_type
             prev = out[-1].token_type if out else None

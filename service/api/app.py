@@ -87,7 +87,7 @@ def build_services(settings: Settings, worker_group: WorkerGroup | None = None) 
     catalog = Catalog(storage)
     metrics = Metrics()
     limits = PredicateLimits(max_depth=settings.max_predicate_depth, max_in_values=settings.max_in_values,
-                             max_literal_bytes=settings.max_literal_bytes)
+                             max_literal_bytes=settings.max_literal_bytes, max_tokens=settings.max_predicate_tokens)
     qs_args = (catalog, storage, metrics)
     qs_kwargs: dict[str, Any] = dict(cache_bytes=settings.cache_bytes, snapshot_ttl=settings.snapshot_ttl_seconds,
                                      limits=limits, parse_cache_bytes=settings.parse_cache_bytes,

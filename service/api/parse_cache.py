@@ -64,15 +64,16 @@ class ParseCache:
         self._parse = parse
         self._lru: ByteLRU[Node] = ByteLRU(budget_bytes)
 
-    def parse(self, where: str) -> Node:
-        """The unbound tree of SQL text `where` (see parse_where). Raises ParseError / PredicateLimitError."""
+    def parse(self, where: str, deadline: float | None = None) -> Node:
+        """The unbound tree of SQL text `where` (see parse_where; a parse stops at `deadline`, raising
+        QueryTimeoutError). Raises ParseError / PredicateLimitError."""
         key = (where,)
         cached = self._lru.get(key)
         if cached is not None:
             return cached
         # Parse outside the lock: a slow predicate must not stall other requests (two threads parsing the
         # same text both succeed; the second insert replaces the first).
-        node = self._parse(where, limits=self.limits)
+        node = self._parse(where, limits=self.limits, deadline=deadline)
         if self.budget_bytes <= 0 or sys.getsizeof(where) > self.budget_bytes // 8:
             return node
         cost = entry_cost(where, node)

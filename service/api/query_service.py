@@ -273,10 +273,11 @@ class QueryService:
         return lambda: (self.storage.resolve(path), size) in self.readers
 
     # ---- queries ----------------------------------------------------------------------------
-    def parse(self, where: str | None, predicate: Mapping[str, Any] | None) -> Any:
-        """Unbound tree from SQL text (cached) or the JSON wire form. Raises ParseError."""
+    def parse(self, where: str | None, predicate: Mapping[str, Any] | None, deadline: float | None = None) -> Any:
+        """Unbound tree from SQL text (cached) or the JSON wire form. Raises ParseError; QueryTimeoutError when
+        reading SQL text passes `deadline` (time.monotonic())."""
         if where is not None:
-            return self.parse_cache.parse(where)
+            return self.parse_cache.parse(where, deadline)
         return from_json(dict(predicate or {}), limits=self.limits)
 
     def query(self, table: str, node: Any, *, explain: bool = False,

@@ -78,6 +78,21 @@ class Settings(BaseSettings):
         description="Seconds an idle keep-alive connection stays open. Longer than clients' own idle expiry "
         "(httpx: 5 s) so a client never reuses a connection the server is closing at that moment.",
     )
+    header_timeout_s: float = Field(
+        10.0, gt=0,
+        description="Seconds a client has to send a request's whole header section (from connecting, or from the "
+        "request's first byte on a keep-alive connection); slower gets 408 and the connection closed.",
+    )
+    body_timeout_s: float = Field(
+        30.0, gt=0,
+        description="Longest pause, in seconds, between two pieces of a request body being received; longer gets "
+        "408 and the connection closed (a big body on a slow link is fine as long as it keeps coming).",
+    )
+    max_connections: int = Field(
+        1024, ge=1,
+        description="Most open client connections per worker process; one more is answered 503 and closed at "
+        "once. The soft open-file limit is raised to hold it (up to the hard limit; else the cap is lowered).",
+    )
 
     # Hardening limits (issue 10): every request's memory and work is bounded; over a limit is a clean 4xx.
     max_body_bytes: int = Field(
@@ -98,6 +113,12 @@ class Settings(BaseSettings):
     )
     max_literal_bytes: int = Field(
         65_536, ge=16, description="Largest single literal (UTF-8 bytes or digits); larger gets 400 predicate_limit."
+    )
+    max_predicate_tokens: int = Field(
+        10_000, ge=16,
+        description="Most SQL tokens outside IN lists of literals in a predicate read by the general parser; more "
+        "gets 400 predicate_limit after reading only that many. AND/OR chains of `column op literal` and `column "
+        "IN (literals)` terms are read without it, whatever their length.",
     )
     parse_cache_bytes: int = Field(
         16 * 1024 * 1024, ge=0,

@@ -80,6 +80,10 @@ def run(args: argparse.Namespace) -> int:
     from_env = any(k.upper() == "BGIX_WAREHOUSE" for k in os.environ)
     for level, line in warehouse_notes(settings.warehouse, from_env):
         log.log(level, line)
+    from service.cli.slow_clients import fitted_limits, install
+
+    client_limits = fitted_limits(settings.header_timeout_s, settings.body_timeout_s, settings.max_connections,
+                                  settings.max_open_files)
     if args.workers == 1:
         from service.api.app import create_app
 
@@ -88,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         app = create_app()  # Settings() reads BGIX_* once, here
         tune_for_serving()
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                    access_log=not args.no_access_log, timeout_keep_alive=settings.keep_alive_s)
+                    access_log=not args.no_access_log, timeout_keep_alive=settings.keep_alive_s,
+                    http=install(client_limits))
         return 0
 
     from service.api.worker_group import ENV_VAR, WorkerGroup
@@ -99,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         supervise(args.host, args.port, args.workers,
                   {"log_level": args.log_level, "access_log": not args.no_access_log,
-                   "timeout_keep_alive": settings.keep_alive_s})
+                   "timeout_keep_alive": settings.keep_alive_s}, client_limits)
     finally:
         os.environ.pop(ENV_VAR, None)
         if not group.remove():

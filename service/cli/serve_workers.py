@@ -15,7 +15,10 @@ import os
 import signal
 import socket
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from service.cli.slow_clients import ClientLimits
 
 log = logging.getLogger("bgix.serve")
 
@@ -43,19 +46,26 @@ def listening_sockets(host: str, port: int, n: int) -> list[socket.socket]:
     return out
 
 
-def _worker(sock: socket.socket, options: dict[str, Any]) -> None:  # pragma: no cover - runs in a child
+def _worker(sock: socket.socket, options: dict[str, Any],
+            limits: ClientLimits | None = None) -> None:  # pragma: no cover - runs in a child
     import uvicorn
+
+    from service.cli.slow_clients import install
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the supervisor decides when to stop (SIGTERM)
     from service.api.gc_tuning import tune_for_serving
 
     tune_for_serving()   # before the app: its factory runs inside uvicorn's loop
+    if limits is not None:   # header / body timeouts and the connection cap (service.cli.slow_clients)
+        options = {**options, "http": install(limits)}
     config = uvicorn.Config(_APP, factory=True, **options)
     uvicorn.Server(config).run(sockets=[sock])
 
 
-def supervise(host: str, port: int, workers: int, options: dict[str, Any]) -> None:
-    """Run `workers` processes until SIGINT/SIGTERM; a dead one is started again on its socket."""
+def supervise(host: str, port: int, workers: int, options: dict[str, Any],
+              limits: ClientLimits | None = None) -> None:
+    """Run `workers` processes until SIGINT/SIGTERM; a dead one is started again on its socket. `limits`:
+    each worker's client limits (service.cli.slow_clients; None: uvicorn's protocol as it is)."""
     sockets = listening_sockets(host, port, workers)
     ctx = multiprocessing.get_context("spawn")
     procs: list[Any] = [None] * workers
@@ -76,7 +86,7 @@ def supervise(host: str, port: int, workers: int, options: dict[str, Any]) -> No
                 if p is None or not p.is_alive():
                     if p is not None:
                         log.warning("worker %s exited with code %s: starting another", p.pid, p.exitcode)
-                    procs[i] = ctx.Process(target=_worker, args=(sock, options), name=f"bgix-worker-{i}")
+                    procs[i] = ctx.Process(target=_worker, args=(sock, options, limits), name=f"bgix-worker-{i}")
                     procs[i].start()
             time.sleep(0.2)
     finally:

@@ -56,7 +56,8 @@ _MALFORMED: list[tuple[Callable[[int], str], str]] = [
 
 
 def _junk(k: int) -> str:
-    """900 KB of printable junk (tokenized in full before it fails: the costliest kind, so sent rarely)."""
+    """900 KB of printable junk (tokenized in full before it failed, the costliest kind, so sent rarely; now
+    refused for its tokens over BGIX_MAX_PREDICATE_TOKENS before tokenizing)."""
     return f"{k:06d} " + "".join(chr(33 + (i * 7 + k) % 90) for i in range(900_000))
 
 
@@ -103,7 +104,7 @@ def test_refused_and_malformed_predicates_do_not_grow_any_worker(served: tuple[s
                 make, code = _MALFORMED[k % len(_MALFORMED)]
                 send(k, make(k), code)
             for k in range(first, first + count // 40):
-                send(k, _junk(k), "invalid_predicate")
+                send(k, _junk(k), "predicate_limit")
 
         round_(0, 40)   # warm-up: imports, thread pools, allocator arenas
         before = {pid: _rss(pid) for pid in pids}

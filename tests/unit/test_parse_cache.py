@@ -22,9 +22,9 @@ class Counting:
     def __init__(self) -> None:
         self.calls: dict[str, int] = {}
 
-    def __call__(self, text: str, *, limits: PredicateLimits) -> object:
+    def __call__(self, text: str, *, limits: PredicateLimits, deadline: float | None = None) -> object:
         self.calls[text] = self.calls.get(text, 0) + 1
-        return parse_where(text, limits=limits)
+        return parse_where(text, limits=limits, deadline=deadline)
 
 
 def test_hit_returns_the_cached_tree() -> None:

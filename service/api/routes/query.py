@@ -49,7 +49,7 @@ def answer_query(services: Services, name: str, body: schemas.QueryRequest, acce
     result = body.result
     if accept and schemas.ROARING_MEDIA_TYPE in accept and result == "row_ids":
         result = "roaring"
-    node = qs.parse(body.where, body.predicate)
+    node = qs.parse(body.where, body.predicate, deadline)   # a parse past the budget stops too
     outcome = qs.query(name, node, explain=body.explain, deadline=deadline, text=body.where,
                        count_only=result == "count")
     answer = outcome.answer
