@@ -59,6 +59,10 @@ class SstBlock:
         """Approximate memory held (for the reader's byte-budgeted block cache)."""
         return 256 + 2 * len(self.raw) + 40 * len(self.key_start) + int(self.extra.get("cost", 0))
 
+    def resident_bytes(self) -> int:
+        """What a shared block cache charges this block (BlockCache)."""
+        return self.nbytes
+
 
 def block_tail(entry_sizes: np.ndarray) -> bytes:
     """The tail Paimon's BlockWriter.finish appends after entries of these sizes (at least one entry)."""

@@ -31,18 +31,24 @@ NO_LOCS: Locs = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
 
 
 class BlockCache:
-    """Bounded LRU of decoded dictionary blocks, shareable between readers (keyed by file + offset);
-    an index_format.lru.ByteLRU whose entries each cost one of `max_blocks`."""
+    """Bounded LRU of decoded blocks (dictionary blocks; btree data blocks), shareable between readers (keyed
+    by file + offset): an index_format.lru.ByteLRU charging each block what it keeps resident
+    (`resident_bytes`), within `budget_bytes`; `max_blocks` bounds the count as well."""
 
-    def __init__(self, max_blocks: int = 4096) -> None:
+    def __init__(self, budget_bytes: int = 64 << 20, *, max_blocks: int | None = None) -> None:
         self.max_blocks = max_blocks
-        self._lru: ByteLRU[DecodedBlock] = ByteLRU(max_blocks)
+        self._lru: ByteLRU[DecodedBlock] = ByteLRU(budget_bytes, max_entries=max_blocks)
 
     def get(self, key: tuple[str, int, int]) -> DecodedBlock | None:
         return self._lru.get(key)
 
     def put(self, key: tuple[str, int, int], blk: DecodedBlock) -> None:
-        self._lru.put(key, blk, 1)
+        self._lru.put(key, blk, blk.resident_bytes())
+
+    @property
+    def bytes(self) -> int:
+        """What the cached blocks are charged (their resident bytes)."""
+        return self._lru.bytes
 
     def __len__(self) -> int:
         return len(self._lru)

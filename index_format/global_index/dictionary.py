@@ -1,6 +1,6 @@
 """Dictionary blocks and the dictionary block index (spec §2.5, §2.6): encode entries, decode bodies.
 
-Imports numpy and index_format.{layout,errors}; knows nothing about key types or files.
+Imports numpy and index_format.{layout,errors,memory_cost}; knows nothing about key types or files.
 """
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import numpy as np
 
 from index_format.errors import CorruptFileError
 from index_format.layout import read_varint, varint
+from index_format.memory_cost import decoded_block_bytes
 
 _INT_MAX = (1 << 31) - 1
 _LONG_MAX = (1 << 63) - 1
@@ -29,6 +30,10 @@ class DecodedBlock:
 
     def __len__(self) -> int:
         return len(self.keys)
+
+    def resident_bytes(self) -> int:
+        """What this block keeps resident, with its lazily filled sort keys and arrays (memory_cost)."""
+        return decoded_block_bytes(len(self.keys), sum(map(len, self.keys)))
 
 
 def encode_entry(key: bytes, offset: int, length: int) -> bytes:

@@ -14,6 +14,7 @@ from index_format import bitmaps
 from index_format.errors import CorruptFileError
 from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
 from index_format.lru import ByteLRU
+from index_format.memory_cost import bitmap_bytes
 from index_format.storage import RangeSource
 from index_format.storage.sources import read_exact
 
@@ -21,7 +22,6 @@ from index_format.storage.sources import read_exact
 # times faster), else 64-bit; frozen, so no caller can change a cached answer.
 Decoded = Union[FrozenBitMap, FrozenBitMap64]
 BitmapCache = ByteLRU[Decoded]
-_ENTRY_OVERHEAD = 96   # bytes of Python object and LRU bookkeeping per cached bitmap
 
 
 @dataclass
@@ -81,7 +81,8 @@ class FileReads:
 
     def keep(self, offset: int, bm: Decoded, length: int) -> None:
         if self.cache is not None:
-            self.cache.put((self.path, self.size, offset), bm, length + _ENTRY_OVERHEAD)
+            # charged what it keeps resident, not its stored `length` (a one-row bitmap: ~500 bytes, not 18)
+            self.cache.put((self.path, self.size, offset), bm, bitmap_bytes(bm))
 
 
 def decode_piece(reads: FileReads, piece: memoryview, offset: int) -> Decoded:

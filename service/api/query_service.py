@@ -6,6 +6,7 @@ access goes through Storage and the index_format reader.
 """
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,6 +23,7 @@ from index_format.global_index.filemeta import parse_meta
 from index_format.families import family
 from index_format.global_index.reader import BitmapCache, BlockCache, IndexReader
 from index_format.lru import ByteLRU
+from index_format.memory_cost import bitmap_bytes, lru_entry_bytes
 from index_format.options import parse_options
 from index_format.predicate.answer import Answer, ColumnIndex, IndexFileRef, answer_over_files
 from index_format.predicate.bind import bind
@@ -31,7 +33,7 @@ from index_format.predicate.visitors import referenced_columns
 from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
 from service.api.metrics import Metrics
-from service.api.parse_cache import ParseCache
+from service.api.parse_cache import ParseCache, entry_cost
 from service.catalog import Catalog, index_stats, warehouse_layout
 from service.catalog.catalog_errors import CorruptDocumentError, IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
@@ -40,8 +42,7 @@ from service.catalog.scan import read_columns
 from service.tables import TableSources
 
 
-# Measured: a decoded 16 KB dictionary block holds about 180 KB of Python objects (keys, offsets, lookup).
-_DECODED_BLOCK_COST = 12 * 16384
+_VIEW_SERIALS = itertools.count()
 _STATS_KEPT = 64          # stored-statistics handles kept in memory (small: counts and Parquet footers)
 
 
@@ -95,8 +96,8 @@ class TableView:
     records_key_order: bool = True    # snapshots record their key order (IndexViewSource.records_key_order)
     # Indexed columns whose current snapshot document is corrupt: left out of `columns`, named when asked for.
     broken_columns: Mapping[str, CorruptDocumentError] = field(default_factory=dict)
-    # Short SQL texts → (bound tree, columns it uses), for the snapshots of this view (bounded, see query()).
-    bound: dict[str, tuple[Any, list[str]]] = field(default_factory=dict, compare=False, repr=False)
+    # Names these snapshots in QueryService.bound (short SQL texts → bound tree); kept by dataclasses.replace.
+    serial: int = field(default_factory=lambda: next(_VIEW_SERIALS), compare=False)
 
     def check_not_broken(self, names: Iterable[str]) -> None:
         """Raises CorruptDocumentError (naming the document) for a name that means a broken column."""
@@ -133,29 +134,34 @@ class QueryService:
         # Opens each table's source (service.tables); keeps what sources share, e.g. Paimon index origins.
         self.sources = TableSources(catalog)
         self.limits = limits
-        # Parsed SQL predicates by text, budgeted in bytes (a tree costs several times its text).
-        self.parse_cache = ParseCache(parse_cache_bytes, limits)
+        # Parsed SQL predicates by text, budgeted in bytes (a tree costs several times its text); short texts'
+        # trees bound to a view's snapshots, by (view serial, text), in the other half of the budget.
+        self.parse_cache = ParseCache(parse_cache_bytes - parse_cache_bytes // 2, limits)
+        self.bound: ByteLRU[tuple[Any, list[str]]] = ByteLRU(parse_cache_bytes // 2)
         self.storage = storage
         self.metrics = metrics
         self.snapshot_ttl = snapshot_ttl
-        # The cache budget: half for decoded dictionary blocks (point look-ups at high cardinality decode one
-        # per query when they do not fit), a quarter for decoded bitmaps (a warm query then reads and decodes
-        # no bitmap it has seen), an eighth for open readers, an eighth for range sidecars. Open readers and
-        # sidecars hold a file descriptor each: their count is bounded too (a table gains files with every build).
+        # The cache budget, every entry charged what it keeps resident (index_format.memory_cost), the shares
+        # summing to the whole: 3/8 for decoded dictionary / data blocks (point look-ups at high cardinality
+        # decode one per query when they do not fit), 1/4 for decoded bitmaps (a warm query then reads and
+        # decodes no bitmap it has seen), 1/8 for open readers, 1/8 for range sidecars, 1/8 for the id columns
+        # of row_id_column tables. Open readers and sidecars hold a file descriptor each: their count is
+        # bounded too (a table gains files with every build).
         self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 8, _reader_cost, metrics.record_cache,
                                                      max_entries=max_open_files)
-        self.blocks = BlockCache(max_blocks=max(16, cache_bytes // 2 // _DECODED_BLOCK_COST))
+        self.blocks = BlockCache(cache_bytes * 3 // 8)
         self.bitmaps: BitmapCache = ByteLRU(cache_bytes // 4)
         self.sidecars = Sidecars(storage, cache_bytes // 8, max_open=max(4, max_open_files // 2))
-        # Read at scrape time, so the gauge always equals what the reader, bitmap and sidecar caches hold.
+        # row_id_column tables: files' id columns kept for result "files".
+        self._file_ids: ByteLRU[tuple[np.ndarray, BitMap64]] = ByteLRU(cache_bytes // 8, _file_ids_cost)
+        # Read at scrape time, so the gauge always equals what the caches under BGIX_CACHE_BYTES hold.
         metrics.cache_bytes.set_function(
-            lambda: float(self.readers.bytes + self.bitmaps.bytes + self.sidecars.readers.bytes))
+            lambda: float(self.readers.bytes + self.blocks.bytes + self.bitmaps.bytes + self.sidecars.readers.bytes
+                          + self._file_ids.bytes))
         self._views: dict[str, TableView] = {}
         self._stats: dict[tuple[Any, ...], index_stats.IndexStats] = {}
         # One statistics computation at a time: each holds every (key, rows) of an index in memory.
         self._stats_compute = threading.Lock()
-        # row_id_column tables: files' id columns kept for result "files", within a quarter of the budget.
-        self._file_ids: ByteLRU[tuple[np.ndarray, BitMap64]] = ByteLRU(cache_bytes // 4, _file_ids_cost)
         self._lock = threading.Lock()
 
     # ---- snapshot resolution --------------------------------------------------------------
@@ -291,7 +297,8 @@ class QueryService:
             QueryTimeoutError once `deadline` has passed.
         """
         view = self.view(table)
-        hit = view.bound.get(text) if text is not None else None
+        cacheable = text is not None and len(text) <= _BOUND_TEXT_MAX
+        hit = self.bound.get((view.serial, text)) if cacheable else None
         if hit is not None:
             bound, used_cols = hit
         else:
@@ -302,10 +309,10 @@ class QueryService:
             bound = bind(node, types, arrays=arrays)
             # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
             used_cols = sorted(referenced_columns(bound) & set(view.columns))
-            if text is not None and len(text) <= _BOUND_TEXT_MAX:
-                if len(view.bound) >= _BOUND_ENTRIES:
-                    view.bound.clear()   # a new view (snapshot) starts empty anyway
-                view.bound[text] = (bound, used_cols)
+            if cacheable:
+                cost = entry_cost(text, bound) + 64 * len(used_cols)   # type: ignore[arg-type]
+                if cost <= self.bound.budget // 8:
+                    self.bound.put((view.serial, text), (bound, used_cols), cost)
         answer = answer_over_files(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
                           with_unknown=False, deleted=view.retired, deadline=deadline, count_only=count_only)
         # the answer's coverage: the ranges indexed for every column used (for a constant predicate, which
@@ -424,14 +431,11 @@ class QueryService:
 
 
 def _file_ids_cost(value: tuple[np.ndarray, BitMap64]) -> int:
-    stats = value[1].get_statistics()
-    return int(value[0].nbytes + stats["n_bytes_array_containers"] + stats["n_bytes_run_containers"]
-               + stats["n_bytes_bitset_containers"])
+    return lru_entry_bytes(value[0].nbytes) + bitmap_bytes(value[1])
 
 
-# Bound trees are cached per view for SQL texts up to this long (point and range queries), at most this many.
+# Bound trees are cached per view for SQL texts up to this long (point and range queries).
 _BOUND_TEXT_MAX = 2048
-_BOUND_ENTRIES = 4096
 
 
 def _reader_cost(reader: IndexReader) -> int:

@@ -136,7 +136,7 @@ def test_rows_of_a_rewritten_file_are_never_answered(tmp_path: Path) -> None:
         assert [v["rows"] for v in values] == sorted(old.status.value_counts().tolist(), reverse=True)
 
 
-def test_cache_bytes_gauge_reports_the_reader_bitmap_and_sidecar_caches(tmp_path: Path) -> None:
+def test_cache_bytes_gauge_reports_every_cache_under_the_budget(tmp_path: Path) -> None:
     write_table(tmp_path / "data" / "t", make_frame(np.random.default_rng(3), 50), 1)
     with TestClient(create_app(make_settings(tmp_path))) as client:
         assert client.put("/v1/tables/t", json={"location": str(tmp_path / "data" / "t")}).status_code == 200
@@ -146,8 +146,9 @@ def test_cache_bytes_gauge_reports_the_reader_bitmap_and_sidecar_caches(tmp_path
         assert client.post("/v1/tables/t/query", json={"where": "age = 3"}).status_code == 200
         assert client.post("/v1/tables/t/query", json={"where": "age > 3"}).status_code == 200
         qs = client.app.state.services.query_service
-        assert qs.readers.bytes > 0
-        held = qs.readers.bytes + qs.bitmaps.bytes + qs.sidecars.readers.bytes
+        assert qs.readers.bytes > 0 and qs.blocks.bytes > 0
+        held = (qs.readers.bytes + qs.blocks.bytes + qs.bitmaps.bytes + qs.sidecars.readers.bytes
+                + qs._file_ids.bytes)
         line = next(x for x in client.get("/metrics").text.splitlines() if x.startswith("bgix_cache_bytes "))
         assert float(line.split()[1]) == pytest.approx(held)
 
