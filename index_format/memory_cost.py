@@ -3,7 +3,7 @@
 The constants were measured, not derived: N objects of a kind held in an OrderedDict under a (path, size,
 offset) key as `ByteLRU` holds them, resident memory after `malloc_trim` divided by N (CPython 3.11, glibc,
 pyroaring 1.x). A cached one-row bitmap keeps ~495 bytes (32-bit) or ~720 (64-bit) though its stored form is
-18–30; a decoded dictionary block keeps ~220 bytes per 8-byte-key entry once its sort keys and arrays are
+18–30; a decoded dictionary block keeps ~240 bytes per 8-byte-key entry once its sort keys and arrays are
 filled. Charging the stored length instead let RSS run to several times `BGIX_CACHE_BYTES` (issue 34).
 `tests/unit/index_format/test_memory_cost.py` checks each formula against measured RSS. Imports nothing
 from the package.
@@ -37,7 +37,7 @@ def bitmap_bytes(bm: Any) -> int:
 # list slots of keys / offsets / lengths / sort keys, the exact-match dict's slot, and the numpy offset/length
 # arrays (filled later). Charged at insertion with the later fills included, so it never grows uncharged.
 _BLOCK_FIXED = 1024
-_BLOCK_PER_ENTRY = 200
+_BLOCK_PER_ENTRY = 220
 
 
 def decoded_block_bytes(entries: int, key_bytes: int) -> int:

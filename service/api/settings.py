@@ -30,7 +30,8 @@ class Settings(BaseSettings):
     token: SecretStr | None = Field(None, description="API token; when set, mutating endpoints need it.")
     read_token_required: bool = Field(False, description="Require the token on read endpoints too.")
     cache_bytes: int = Field(
-        256 * 1024 * 1024, ge=0, description="Byte budget of the reader / decoded block cache."
+        256 * 1024 * 1024, ge=0, description="Byte budget of the caches (decoded blocks and bitmaps, open readers, range sidecars, "
+        "id columns), each entry charged the memory it keeps resident."
     )
     max_open_files: int = Field(
         256, ge=8, description="Most index files the reader cache keeps open (range sidecars: half as many more); "
@@ -122,8 +123,8 @@ class Settings(BaseSettings):
     )
     parse_cache_bytes: int = Field(
         16 * 1024 * 1024, ge=0,
-        description="Byte budget of the parsed-predicate cache, counted as the memory each text and its parsed "
-        "tree hold; 0 turns it off.",
+        description="Byte budget of the predicate caches, counted as the memory each text and its tree hold: half "
+        "for parsed texts, half for short texts' trees bound to a table's snapshots; 0 turns both off.",
     )
 
     @field_validator("allowed_roots", mode="before")

@@ -2,11 +2,14 @@
 many objects of one kind held the way ByteLRU holds them, RSS (after malloc_trim) before and after. Each
 formula must not under-charge (an under-charged cache lets RSS exceed BGIX_CACHE_BYTES, issue 34: a one-row
 bitmap was charged 126 bytes and kept ~495) and must not over-charge wildly (the cache would hold far less
-than its budget)."""
+than its budget). Each measurement runs in a fresh process: a long-lived test worker reuses memory earlier tests
+freed, which hides what new objects take."""
 from __future__ import annotations
 
 import ctypes
 import gc
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -50,11 +53,13 @@ def _measured(make: Callable[[int], Any], n: int) -> tuple[float, Any]:
     return per, obj
 
 
-def _stored(bm: BitMap64) -> Any:
+class _Reads:
+    path = "memory-cost"
+
+
+def _stored(piece: bytes) -> Any:
     """A bitmap as the cache keeps it: decoded from its stored portable bytes."""
-    class _Reads:
-        path = "memory-cost"
-    return decode_piece(_Reads(), memoryview(bm.serialize()), 0)   # type: ignore[arg-type]
+    return decode_piece(_Reads(), memoryview(piece), 0)   # type: ignore[arg-type]
 
 
 _RNG = np.random.default_rng(34)
@@ -69,12 +74,24 @@ _SHAPES: list[tuple[str, Callable[[int], BitMap64], int]] = [
 ]
 
 
-@pytest.mark.parametrize("name,make,n", _SHAPES, ids=[s[0] for s in _SHAPES])
-def test_a_cached_bitmap_is_charged_what_it_keeps_resident(name: str, make: Callable[[int], BitMap64],
-                                                           n: int) -> None:
-    per, last = _measured(lambda i: _stored(make(i)), n)
+def _in_fresh_process(fn: Callable[..., Any], *args: object) -> Any:
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        return pool.submit(fn, *args).result(timeout=300)
+
+
+def _bitmap_probe(name: str) -> tuple[float, int]:
+    """(resident bytes per cached bitmap of shape `name`, what bitmap_bytes charges for one)."""
+    make, n = next((m, n) for s, m, n in _SHAPES if s == name)
+    # stored forms made before measuring (their temporaries would fragment the heap the cached objects sit in)
+    pieces = [make(i).serialize() for i in range(64)]
+    per, last = _measured(lambda i: _stored(pieces[i % 64]), n)
     assert isinstance(last, (FrozenBitMap, FrozenBitMap64))
-    charged = bitmap_bytes(last)
+    return per, bitmap_bytes(last)
+
+
+@pytest.mark.parametrize("name", [s[0] for s in _SHAPES])
+def test_a_cached_bitmap_is_charged_what_it_keeps_resident(name: str) -> None:
+    per, charged = _in_fresh_process(_bitmap_probe, name)
     assert charged >= 0.95 * per, f"{name}: charged {charged} bytes, keeps {per:.0f}"
     assert charged <= 2.0 * per + 64, f"{name}: charged {charged} bytes, keeps only {per:.0f}"
 
@@ -84,14 +101,16 @@ def _block(n: int, key_of: Callable[[int], bytes]) -> bytes:
     return varint(n) + b"".join(encode_entry(key_of(i), 1000 + 40 * i, 30 + i % 300) for i in range(n))
 
 
-@pytest.mark.parametrize("kind,key_of", [
-    ("bigint", lambda i: (10_000_000 + 17 * i).to_bytes(8, "big", signed=True)),
-    ("string", lambda i: f"user-{i:09d}@example.org".encode()),
-])
-def test_a_decoded_dictionary_block_is_charged_what_it_keeps_resident(kind: str, key_of: Callable[[int], bytes]
-                                                                      ) -> None:
+_KEYS: dict[str, Callable[[int], bytes]] = {
+    "bigint": lambda i: (10_000_000 + 17 * i).to_bytes(8, "big", signed=True),
+    "string": lambda i: f"user-{i:09d}@example.org".encode(),
+}
+
+
+def _block_probe(kind: str) -> tuple[float, int]:
+    """(resident bytes per decoded block of `kind` keys with its lazy fills, what resident_bytes charges)."""
     kt = parse_type(kind)
-    body = _block(1_200, key_of)
+    body = _block(1_200, _KEYS[kind])
     seq = iter(range(1 << 30))
 
     def decode(_: int) -> Any:
@@ -102,24 +121,35 @@ def test_a_decoded_dictionary_block_is_charged_what_it_keeps_resident(kind: str,
         return blk
 
     per, last = _measured(decode, 150)
-    charged = last.resident_bytes()
+    return per, last.resident_bytes()
+
+
+@pytest.mark.parametrize("kind", sorted(_KEYS))
+def test_a_decoded_dictionary_block_is_charged_what_it_keeps_resident(kind: str) -> None:
+    per, charged = _in_fresh_process(_block_probe, kind)
     assert charged >= 0.95 * per, f"{kind}: charged {charged} bytes, keeps {per:.0f}"
     assert charged <= 2.0 * per, f"{kind}: charged {charged} bytes, keeps only {per:.0f}"
+
+
+def _lru_probe(budget: int) -> tuple[int, int, int]:
+    """(RSS growth, bytes charged, and entries kept) of a ByteLRU of one-row bitmaps filled far past `budget`."""
+    lru: ByteLRU[Any] = ByteLRU(budget)
+    before = _rss()
+    pieces = [BitMap64([11 * i]).serialize() for i in range(64)]
+    for i in range(200_000):
+        bm = _stored(pieces[i % 64])
+        lru.put((_PATH, 1, i), bm, bitmap_bytes(bm))
+    return _rss() - before, lru.bytes, len(lru)
 
 
 def test_the_bitmap_cache_holds_no_more_than_its_budget_of_resident_memory() -> None:
     """A ByteLRU of cached one-row bitmaps filled far past its budget keeps what it is charged: about the budget
     in RSS (on the old charge, stored length + 96, it kept ~4x its budget)."""
     budget = 8 << 20
-    lru: ByteLRU[Any] = ByteLRU(budget)
-    before = _rss()
-    for i in range(200_000):
-        bm = _stored(BitMap64([11 * i]))
-        lru.put((_PATH, 1, i), bm, bitmap_bytes(bm))
-    grown = _rss() - before
-    assert lru.bytes <= budget
+    grown, charged, kept = _in_fresh_process(_lru_probe, budget)
+    assert charged <= budget
     assert grown <= budget * 1.1 + (2 << 20), f"{grown >> 10} KiB resident for a {budget >> 10} KiB budget"
-    assert len(lru) >= budget // 1200, len(lru)   # and it still holds a useful number of them
+    assert kept >= budget // 1200, kept   # and it still holds a useful number of them
 
 
 def test_an_int_dictionary_is_charged_by_its_stored_ids() -> None:
