@@ -50,6 +50,10 @@ class BlockCache:
         """What the cached blocks are charged (their resident bytes)."""
         return self._lru.bytes
 
+    def discard_prefix(self, prefix: str) -> None:
+        """Forget the blocks of files whose path starts with `prefix` (dropped index or table)."""
+        self._lru.discard_prefix(prefix)
+
     def __len__(self) -> int:
         return len(self._lru)
 

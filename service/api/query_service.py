@@ -196,6 +196,7 @@ class QueryService:
             prefixes.append(location.rstrip("/") + "/")
         for prefix in prefixes:
             self.readers.discard_prefix(prefix)
+            self.blocks.discard_prefix(prefix)
             self.bitmaps.discard_prefix(prefix)
             self.sidecars.discard_prefix(prefix)
 

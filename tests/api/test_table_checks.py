@@ -100,8 +100,13 @@ def test_delete_closes_the_dropped_tables_open_index_files(paimon: tuple[TestCli
     r = client.post("/v1/tables/events/query", json={"where": "status IS NOT NULL", "result": "count"})
     assert r.status_code == 200, r.text
     assert _open_files_under(location / "index"), "the query opened no index file: nothing to check"
+    r = client.post("/v1/tables/events/query", json={"where": "status = 'error'", "result": "count"})
+    assert r.status_code == 200, r.text   # a look-up: decodes a dictionary block
+    qs = client.app.state.services.query_service
+    assert qs.blocks.bytes > 0, "the query decoded no block: nothing to check"
     assert client.delete("/v1/tables/events").status_code == 200
     assert _open_files_under(location / "index") == []
+    assert qs.blocks.bytes == 0 and qs.bitmaps.bytes == 0   # nor does it keep the dropped table's decoded blocks
 
 
 def test_a_row_id_column_the_table_lacks_is_refused_at_put(paimon: tuple[TestClient, Path], tmp_path: Path) -> None:
