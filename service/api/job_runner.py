@@ -448,9 +448,10 @@ class JobRunner:
             if t.cancelled:
                 job = self.catalog.update_job(t.job_id, state="cancelled", finished_at=now())
             else:
+                # the log first: a client that sees the record failed reads the runner's output at once
+                self._keep_runner_output(t)
                 job = self._record_failed(t.job_id, f"build runner exited with code {rc} without finishing the "
                                                     "build" + self._log_tail(t))
-                self._keep_runner_output(t)
             self.clean_dead_builds()   # the index files the build had written and never committed
         elif job.state == "failed" and not job.error:
             job = self.catalog.update_job(t.job_id, error=f"build failed (exit code {rc})" + self._log_tail(t))
