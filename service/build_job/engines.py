@@ -11,6 +11,7 @@ import math
 import os
 import re
 import signal
+import subprocess
 import sys
 import tempfile
 import threading
@@ -411,7 +412,7 @@ def _collect(spark: SparkSession, run: Callable[[], pa.Table], conf: dict[str, s
     except BaseException as exc:
         # Spark's whole report (the worker's traceback, the JVM's stack) goes to the build's log
         log.warning("Spark job group %s failed: %s", job_group, exc)
-        died = jvm_died(spark)
+        died = jvm_died(spark, exc)
         if died is not None:   # nothing to cancel or wait for: its tasks and Python workers went with it
             raise died from exc
         sc.cancelJobGroup(job_group)  # e.g. SIGTERM while the driver waited: stop the tasks too
@@ -433,8 +434,8 @@ def _collect(spark: SparkSession, run: Callable[[], pa.Table], conf: dict[str, s
                     spark.conf.unset(k)
                 else:
                     spark.conf.set(k, v)
-        except Exception:
-            if jvm_died(spark) is None:
+        except Exception as restoring:
+            if jvm_died(spark, restoring) is None:
                 raise   # else the failure already raised says so; a dead JVM has no conf to restore
     progress.set_range_totals(dict(acc.value))
     return written.cast(RESULT_SCHEMA)
@@ -463,14 +464,21 @@ class SparkJvmDiedError(BgixError):
     """The build's Spark JVM (its driver; a local master's executors too) died: killed, out of memory, crashed."""
 
 
-def jvm_exit(spark: SparkSession) -> str | None:
+def jvm_exit(spark: SparkSession, wait_s: float = 0.0) -> str | None:
     """How the session's JVM ended ("killed by signal 9 (SIGKILL)", "exit status 1", "no answer"), None while
     it runs. The JVM pyspark started is this process's child, so its status is known without asking it; one
-    that started this process (spark-submit) is dead when a call to it finds no connection."""
+    that started this process (spark-submit) is dead when a call to it finds no connection. `wait_s`: how long a
+    child JVM may take to be seen ended (a killed process closes its sockets before it becomes a zombie, so the
+    connection error can come first)."""
     gateway = getattr(spark.sparkContext, "_gateway", None)
     proc = getattr(gateway, "proc", None)
     if proc is not None:
         code = proc.poll()
+        if code is None and wait_s > 0:
+            try:
+                code = proc.wait(timeout=wait_s)
+            except subprocess.TimeoutExpired:
+                code = None
         if code is None:
             return None
         if code < 0:
@@ -489,15 +497,30 @@ def jvm_exit(spark: SparkSession) -> str | None:
     return None
 
 
-def jvm_died(spark: SparkSession | None) -> SparkJvmDiedError | None:
+def jvm_died(spark: SparkSession | None, failure: BaseException | None = None) -> SparkJvmDiedError | None:
     """The error a build fails with when its Spark JVM is dead (instead of the connection error pyspark
-    raises), None while it lives."""
-    how = None if spark is None else jvm_exit(spark)
+    raises), None while it lives. A `failure` that is a lost connection gives the JVM a few seconds to be seen
+    ended."""
+    how = None if spark is None else jvm_exit(spark, _JVM_EXIT_WAIT_S if _connection_lost(failure) else 0.0)
     if how is None:
         return None
     return SparkJvmDiedError(f"the build's Spark JVM died ({how}) while the build ran: killed, out of memory, or "
                              "crashed; the files its tasks wrote are removed, and the build runner's log has the "
                              "JVM's last words")
+
+
+_JVM_EXIT_WAIT_S = 5.0
+
+
+def _connection_lost(failure: BaseException | None) -> bool:
+    """Whether `failure`, or an error it came from, is a lost connection (to the JVM)."""
+    seen = 0
+    while failure is not None and seen < 16:
+        if isinstance(failure, ConnectionError) or type(failure).__name__ == "Py4JNetworkError":
+            return True
+        failure = failure.__cause__ or failure.__context__
+        seen += 1
+    return False
 
 
 _CRASHED = "Python worker exited unexpectedly (crashed)"

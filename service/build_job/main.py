@@ -172,7 +172,7 @@ def _explained(exc: BaseException, build: _Build) -> BaseException:
     ConnectionRefusedError, from whichever call found it gone first); anything else as it is."""
     if not isinstance(exc, Exception) or isinstance(exc, BgixError):
         return exc
-    return jvm_died(build.spark) or exc
+    return jvm_died(build.spark, exc) or exc
 
 
 def record_failure(spec: JobSpec, exc: BaseException) -> None:
