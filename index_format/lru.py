@@ -86,8 +86,12 @@ class ByteLRU(Generic[V]):
 
     def discard_prefix(self, prefix: str) -> None:
         """Forget every entry whose path starts with `prefix` (dropped index or table)."""
+        self.discard_where(lambda key: str(key[0]).startswith(prefix))
+
+    def discard_where(self, stale: Callable[[Key], bool]) -> None:
+        """Forget every entry whose key is `stale`."""
         with self._lock:
-            for key in [k for k in self._entries if str(k[0]).startswith(prefix)]:
+            for key in [k for k in self._entries if stale(k)]:
                 self.bytes -= self._entries.pop(key)[1]
 
     def clear(self) -> None:

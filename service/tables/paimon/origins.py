@@ -19,12 +19,11 @@ source shared by a service's views; a fresh one per call otherwise).
 from __future__ import annotations
 
 import logging
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from index_format.global_index.filemeta import deix_scan_snapshot
+from index_format.lru import ByteLRU
 from service.tables.paimon.index_entries import GlobalIndexEntry, index_file_names
 from service.tables.paimon.table import PaimonTable
 
@@ -56,36 +55,27 @@ class _Commit:
 
 
 class OriginsCache:
-    """What each snapshot committed, per (table directory, snapshot id), bounded; thread-safe."""
+    """What each snapshot committed, per (table directory, snapshot id), the `size` most recently used (an
+    index_format.lru.ByteLRU whose entries cost 1 each); thread-safe."""
 
     def __init__(self, size: int = _CACHE_SIZE) -> None:
         self.size = size
-        self._lock = threading.Lock()
-        self._commits: OrderedDict[tuple[str, int], _Commit] = OrderedDict()
+        self._commits: ByteLRU[_Commit] = ByteLRU(size)
 
     def get(self, key: tuple[str, int]) -> _Commit | None:
-        with self._lock:
-            hit = self._commits.get(key)
-            if hit is not None:
-                self._commits.move_to_end(key)
-            return hit
+        return self._commits.get(key)
 
     def put(self, key: tuple[str, int], commit: _Commit) -> None:
-        with self._lock:
-            self._commits[key] = commit
-            while len(self._commits) > self.size:
-                self._commits.popitem(last=False)
+        self._commits.put(key, commit, 1)
 
     def forget_if_recreated(self, table: PaimonTable) -> None:
         """A table dropped and created again at the same directory reuses snapshot ids: when the pinned
         snapshot's commit time differs from the cached one, that directory's cached snapshots are stale."""
         sid, snap = table.snapshot_id, table.snapshot
         assert sid is not None and snap is not None
-        with self._lock:
-            hit = self._commits.get((table.table_path, sid))
-            if hit is not None and hit.time_millis != int(snap.time_millis):
-                for key in [k for k in self._commits if k[0] == table.table_path]:
-                    del self._commits[key]
+        hit = self._commits.get((table.table_path, sid))
+        if hit is not None and hit.time_millis != int(snap.time_millis):
+            self._commits.discard_where(lambda key: key[0] == table.table_path)
 
 
 def file_origins(table: PaimonTable, entries: Mapping[str, Sequence[GlobalIndexEntry]],

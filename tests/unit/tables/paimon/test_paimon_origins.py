@@ -121,3 +121,28 @@ def test_a_bgix_file_whose_commit_expired_falls_back_to_its_marker(tmp_path: Pat
     table = open_paimon_table(str(location))
     origins = file_origins(table, list_index_entries(table))
     assert origins and {o.writer for o in origins.values()} == {"paimon"}
+
+
+def test_the_origins_cache_forgets_a_recreated_table_and_only_it() -> None:
+    """A table dropped and created again at its directory reuses snapshot ids: its cached commits go (by its
+    exact directory: `…/t2` beside `…/t` keeps its own), and the cache keeps its `size` most recent commits."""
+    from types import SimpleNamespace
+    from typing import Any
+
+    from service.tables.paimon.origins import OriginsCache, _Commit
+
+    cache = OriginsCache(size=3)
+    old = _Commit(1000, "job-a", frozenset({"f1"}))
+    cache.put(("/w/db.db/t", 1), old)
+    cache.put(("/w/db.db/t2", 1), _Commit(1000, None, frozenset()))
+    same: Any = SimpleNamespace(table_path="/w/db.db/t", snapshot_id=1, snapshot=SimpleNamespace(time_millis=1000))
+    cache.forget_if_recreated(same)
+    assert cache.get(("/w/db.db/t", 1)) is old
+    recreated: Any = SimpleNamespace(table_path="/w/db.db/t", snapshot_id=1,
+                                     snapshot=SimpleNamespace(time_millis=2000))
+    cache.forget_if_recreated(recreated)
+    assert cache.get(("/w/db.db/t", 1)) is None
+    assert cache.get(("/w/db.db/t2", 1)) is not None
+    for sid in range(2, 6):
+        cache.put(("/w/db.db/t2", sid), _Commit(sid, None, frozenset()))
+    assert cache.get(("/w/db.db/t2", 1)) is None and cache.get(("/w/db.db/t2", 5)) is not None
