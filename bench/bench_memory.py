@@ -44,6 +44,7 @@ from _server import start_server, stop_server  # noqa: E402  bench/_server.py
 from bench_hostile import _hostile  # noqa: E402  bench/bench_hostile.py's hostile clients (table `big`)
 from bench_ranges import git_sha  # noqa: E402
 from tests.api.helpers import write_table  # noqa: E402
+from tests.api.server import rss_bytes  # noqa: E402
 
 MiB = 2**20
 OVERHEAD_MIB = 48        # the fixed overhead per worker the budget allows on top of the two caches
@@ -107,13 +108,6 @@ def warm_queries(s_by_uid: np.ndarray) -> list[tuple[str, str, int]]:
 
 
 # ---- processes, sockets, memory ------------------------------------------------------------------------
-def rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
-
-
 def worker_pids(parent: int, workers: int) -> list[int]:
     """The processes that answer: the server itself with one worker, else its uvicorn workers (not
     multiprocessing's resource tracker, also a child)."""
@@ -214,7 +208,7 @@ class Sampler:
 
     def sample(self) -> None:
         self.samples.append({"t": round(time.monotonic() - self._t0, 2), "queries_done": self.done[0],
-                             "rss_mib": {str(p): round(rss(p) / MiB, 1) for p in self.pids}})
+                             "rss_mib": {str(p): round(rss_bytes(p) / MiB, 1) for p in self.pids}})
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
@@ -348,7 +342,7 @@ def main() -> int:
                     code, body = c.request("POST", f"/v1/tables/{TABLE}/query", {"where": where, "result": "count"})
                     assert code == 200 and json.loads(body)["count"] == want, body[:300]
             time.sleep(0.5)
-            warm = {p: rss(p) for p in pids}
+            warm = {p: rss_bytes(p) for p in pids}
             hostile = None
             if hostile_on:
                 ctx = multiprocessing.get_context("spawn")
@@ -359,12 +353,12 @@ def main() -> int:
             done = [0]
             with Sampler(pids, args.sample_seconds, done) as sampler:
                 result = run_queries(conns, plan, done)
-            final = {p: rss(p) for p in pids}
+            final = {p: rss_bytes(p) for p in pids}
             gauges = {c.worker: cache_gauge(c) for c in conns}
             if hostile is not None:
                 report["hostile"] = out.get(timeout=args.hostile_seconds + 120)
                 hostile.join(30)
-                report["rss_after_hostile_mib"] = {str(p): round(rss(p) / MiB, 1) for p in pids}
+                report["rss_after_hostile_mib"] = {str(p): round(rss_bytes(p) / MiB, 1) for p in pids}
             for c in conns:
                 c.http.close()
         finally:

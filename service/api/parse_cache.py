@@ -7,7 +7,8 @@ would otherwise pin gigabytes. Must not import fastapi.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
+from typing import Any
 
 from index_format.lru import ByteLRU
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits
@@ -50,19 +51,36 @@ def entry_cost(text: str, node: Node) -> int:
     return total
 
 
+# A short text's tree bound to one view of a table's snapshots, and the indexed columns it uses.
+Bound = tuple[Node, list[str]]
+
+
+def _keep(lru: ByteLRU[Any], key: tuple[Any, ...], value: Any, text: str, tree: Node, extra: int = 0) -> None:
+    """Cache `value` at the cost of `text` and `tree` (+ `extra`) unless that is over an eighth of the budget, so
+    one huge predicate cannot flush the cache."""
+    if lru.budget <= 0 or sys.getsizeof(text) > lru.budget // 8:
+        return
+    cost = entry_cost(text, tree) + extra
+    if cost <= lru.budget // 8:
+        lru.put(key, value, cost)
+
+
 class ParseCache:
     """Thread-safe LRU of `parse_where(text, limits=limits)` results, holding at most `budget_bytes`
     (entry_cost). An entry costing more than budget/8 is returned but never cached, so one huge
-    predicate cannot flush the cache. Parse errors are not cached. A budget of 0 disables caching."""
+    predicate cannot flush the cache. Parse errors are not cached. A budget of 0 disables caching.
+    Beside it, within `bound_budget_bytes` by the same rule, trees bound to a table's snapshots (`bound`,
+    `keep_bound`), keyed by the caller (a view of the snapshots and the text)."""
 
     def __init__(self, budget_bytes: int, limits: PredicateLimits = DEFAULT_LIMITS, *,
-                 parse: Callable[..., Node] = parse_where) -> None:
-        if budget_bytes < 0:
-            raise ValueError(f"budget_bytes must be >= 0, got {budget_bytes}")
+                 parse: Callable[..., Node] = parse_where, bound_budget_bytes: int = 0) -> None:
+        if budget_bytes < 0 or bound_budget_bytes < 0:
+            raise ValueError(f"budgets must be >= 0, got {budget_bytes} and {bound_budget_bytes}")
         self.budget_bytes = budget_bytes
         self.limits = limits
         self._parse = parse
         self._lru: ByteLRU[Node] = ByteLRU(budget_bytes)
+        self._bound: ByteLRU[Bound] = ByteLRU(bound_budget_bytes)
 
     def parse(self, where: str, deadline: float | None = None) -> Node:
         """The unbound tree of SQL text `where` (see parse_where; a parse stops at `deadline`, raising
@@ -74,12 +92,16 @@ class ParseCache:
         # Parse outside the lock: a slow predicate must not stall other requests (two threads parsing the
         # same text both succeed; the second insert replaces the first).
         node = self._parse(where, limits=self.limits, deadline=deadline)
-        if self.budget_bytes <= 0 or sys.getsizeof(where) > self.budget_bytes // 8:
-            return node
-        cost = entry_cost(where, node)
-        if cost <= self.budget_bytes // 8:
-            self._lru.put(key, node, cost)
+        _keep(self._lru, key, node, where, node)
         return node
+
+    def bound(self, view: Hashable, text: str) -> Bound | None:
+        """The tree `text` was bound to for `view` (keep_bound), or None."""
+        return self._bound.get((view, text))
+
+    def keep_bound(self, view: Hashable, text: str, tree: Node, columns: list[str]) -> None:
+        """Keep `text`'s tree bound for `view` and the indexed columns it uses."""
+        _keep(self._bound, (view, text), (tree, columns), text, tree, 64 * len(columns))
 
     @property
     def hits(self) -> int:

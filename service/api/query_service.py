@@ -33,7 +33,7 @@ from index_format.predicate.visitors import referenced_columns
 from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
 from service.api.metrics import Metrics
-from service.api.parse_cache import ParseCache, entry_cost
+from service.api.parse_cache import ParseCache
 from service.catalog import Catalog, index_stats, warehouse_layout
 from service.catalog.catalog_errors import CorruptDocumentError, IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
@@ -96,7 +96,7 @@ class TableView:
     records_key_order: bool = True    # snapshots record their key order (IndexViewSource.records_key_order)
     # Indexed columns whose current snapshot document is corrupt: left out of `columns`, named when asked for.
     broken_columns: Mapping[str, CorruptDocumentError] = field(default_factory=dict)
-    # Names these snapshots in QueryService.bound (short SQL texts → bound tree); kept by dataclasses.replace.
+    # Names these snapshots in the parse cache's bound trees (ParseCache.bound); kept by dataclasses.replace.
     serial: int = field(default_factory=lambda: next(_VIEW_SERIALS), compare=False)
 
     def check_not_broken(self, names: Iterable[str]) -> None:
@@ -136,8 +136,8 @@ class QueryService:
         self.limits = limits
         # Parsed SQL predicates by text, budgeted in bytes (a tree costs several times its text); short texts'
         # trees bound to a view's snapshots, by (view serial, text), in the other half of the budget.
-        self.parse_cache = ParseCache(parse_cache_bytes - parse_cache_bytes // 2, limits)
-        self.bound: ByteLRU[tuple[Any, list[str]]] = ByteLRU(parse_cache_bytes // 2)
+        self.parse_cache = ParseCache(parse_cache_bytes - parse_cache_bytes // 2, limits,
+                                      bound_budget_bytes=parse_cache_bytes // 2)
         self.storage = storage
         self.metrics = metrics
         self.snapshot_ttl = snapshot_ttl
@@ -298,8 +298,8 @@ class QueryService:
             QueryTimeoutError once `deadline` has passed.
         """
         view = self.view(table)
-        cacheable = text is not None and len(text) <= _BOUND_TEXT_MAX
-        hit = self.bound.get((view.serial, text)) if cacheable else None
+        short = text if text is not None and len(text) <= _BOUND_TEXT_MAX else None
+        hit = self.parse_cache.bound(view.serial, short) if short is not None else None
         if hit is not None:
             bound, used_cols = hit
         else:
@@ -310,10 +310,8 @@ class QueryService:
             bound = bind(node, types, arrays=arrays)
             # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
             used_cols = sorted(referenced_columns(bound) & set(view.columns))
-            if cacheable:
-                cost = entry_cost(text, bound) + 64 * len(used_cols)   # type: ignore[arg-type]
-                if cost <= self.bound.budget // 8:
-                    self.bound.put((view.serial, text), (bound, used_cols), cost)
+            if short is not None:
+                self.parse_cache.keep_bound(view.serial, short, bound, used_cols)
         answer = answer_over_files(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
                           with_unknown=False, deleted=view.retired, deadline=deadline, count_only=count_only)
         # the answer's coverage: the ranges indexed for every column used (for a constant predicate, which

@@ -7,6 +7,7 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -55,8 +56,8 @@ def make_settings(root: Path, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-def wait_job(client: TestClient, job_id: str, timeout: float = 120.0) -> dict[str, Any]:
-    """Poll the job until it ends (bounded)."""
+def wait_job(client: httpx.Client, job_id: str, timeout: float = 120.0) -> dict[str, Any]:
+    """Poll the job until it ends (bounded); `client`: a TestClient or an httpx client of a real server."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         job = client.get(f"/v1/jobs/{job_id}").json()

@@ -28,12 +28,13 @@ def bgix_server(env: dict[str, str], log: Path, timeout: float = 60.0) -> Iterat
         yield url
 
 
-def rss_bytes(proc: subprocess.Popen[bytes]) -> int:
-    """Resident set size of a running process (Linux /proc)."""
-    for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+def rss_bytes(proc: subprocess.Popen[bytes] | int) -> int:
+    """Resident set size of a running process, or of the process with that pid (Linux /proc)."""
+    pid = proc if isinstance(proc, int) else proc.pid
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for pid {proc.pid}")
+    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 @contextmanager

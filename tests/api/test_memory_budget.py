@@ -24,8 +24,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.api.helpers import write_table
-from tests.api.server import bgix_process
+from tests.api.helpers import wait_job, write_table
+from tests.api.server import bgix_process, rss_bytes
 
 MiB = 2**20
 ROWS = 300_000
@@ -40,13 +40,6 @@ FLAT = 8 * MiB            # most growth over the second half of the queries, onc
 CLIENTS = 4               # clients at once
 QUERIES = 320             # ~7 in 10 touch 1,000 ids each: ~220,000 one-row bitmaps looked up
 IN_SIZE = 1000
-
-
-def _rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 def _gauge(http: httpx.Client) -> float:
@@ -102,11 +95,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int,
             for column in ("uid", "s"):
                 job_id = http.post("/v1/create_global_index", json={"table": "t", "index_column": column}
                                    ).json()["job_id"]
-                for _ in range(1200):
-                    if http.get(f"/v1/jobs/{job_id}").json()["state"] not in ("queued", "running"):
-                        break
-                    time.sleep(0.1)
-                assert http.get(f"/v1/jobs/{job_id}").json()["state"] == "succeeded"
+                assert wait_job(http, job_id, timeout=120.0)["state"] == "succeeded"
         yield url, proc.pid, s_by_uid
 
 
@@ -127,7 +116,7 @@ def test_cache_budget_caps_worker_memory(served: tuple[str, int, np.ndarray]) ->
         ask(http, "s = 'error' AND uid IN (1, 2, 3)", int(np.count_nonzero(s_by_uid[[1, 2, 3]] == "error")))
         ask(http, "uid BETWEEN 10 AND 20 AND s IN ('ok', 'warn')",
             int(np.count_nonzero(np.isin(s_by_uid[10:21], ["ok", "warn"]))))
-        base = _rss(pid)
+        base = rss_bytes(pid)
     samples: list[int] = []
 
     def client(c: int) -> None:
@@ -141,7 +130,7 @@ def test_cache_budget_caps_worker_memory(served: tuple[str, int, np.ndarray]) ->
                 if k % 4 == 3:
                     r = http.post("/v1/tables/t/query", json={"where": f"s = '{k:06d}" + "x" * 900_000 + "'"})
                     assert r.status_code == 400 and r.json()["error"]["code"] == "predicate_limit", r.text[:300]
-                samples.append(_rss(pid))
+                samples.append(rss_bytes(pid))
 
     gauges = []
     with ThreadPoolExecutor(CLIENTS) as pool, httpx.Client(base_url=url, timeout=120.0) as http:

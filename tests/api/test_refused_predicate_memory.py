@@ -6,7 +6,6 @@ GC settings collect rarely, so every refused text, its request body and its toke
 """
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -15,20 +14,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.api.helpers import write_table
-from tests.api.server import bgix_process
+from tests.api.helpers import wait_job, write_table
+from tests.api.server import bgix_process, rss_bytes
 
 WORKERS = 2
 REFUSED = 320
 MALFORMED = 320
 BIG = 60_000   # one literal within BGIX_MAX_LITERAL_BYTES (65,536); 15 of them make a ~900 KB text
-
-
-def _rss(pid: int) -> int:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) * 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 def _workers(parent: int) -> list[int]:
@@ -76,11 +68,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]
             for column in ("s", "n"):
                 job_id = http.post("/v1/create_global_index", json={"table": "t", "index_column": column}
                                    ).json()["job_id"]
-                for _ in range(600):
-                    if http.get(f"/v1/jobs/{job_id}").json()["state"] not in ("queued", "running"):
-                        break
-                    time.sleep(0.1)
-                assert http.get(f"/v1/jobs/{job_id}").json()["state"] == "succeeded"
+                assert wait_job(http, job_id, timeout=60.0)["state"] == "succeeded"
         yield url, proc.pid
 
 
@@ -107,9 +95,9 @@ def test_refused_and_malformed_predicates_do_not_grow_any_worker(served: tuple[s
                 send(k, _junk(k), "predicate_limit")
 
         round_(0, 40)   # warm-up: imports, thread pools, allocator arenas
-        before = {pid: _rss(pid) for pid in pids}
+        before = {pid: rss_bytes(pid) for pid in pids}
         round_(1000, max(REFUSED, MALFORMED))
-        grown = {pid: _rss(pid) - before[pid] for pid in pids}
+        grown = {pid: rss_bytes(pid) - before[pid] for pid in pids}
     finally:
         for c in clients:
             c.close()
