@@ -37,6 +37,7 @@ from index_format.options import IndexOptions
 from index_format.storage import Storage
 from index_format.types import parse_type
 from service.catalog import Catalog, IndexFileEntry, Snapshot, SourceFile, Table
+from service.tables.files.data_files import DataFileMap
 
 REPO = Path(__file__).resolve().parents[1]
 TARGET_S = 2.0
@@ -57,7 +58,7 @@ def build(root: Path, rows: int, distinct: int) -> dict[str, int]:
         data.mkdir(parents=True)
         pq.write_table(pa.table({"s": vals}), data / "part-000.parquet")
         catalog.put_table(Table(name=table, location=str(data)))
-        files = catalog.data_files(table)
+        files = DataFileMap(catalog).live(table)
         out_dir = catalog.index_dir(table, "s")
         counter = iter(range(100))
         t0 = time.perf_counter()

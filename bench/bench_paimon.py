@@ -51,7 +51,8 @@ from index_format.options import IndexOptions  # noqa: E402
 from index_format.storage import Storage  # noqa: E402
 from index_format.types import parse_type  # noqa: E402
 from service.catalog import Catalog, IndexFileEntry, Snapshot, SourceFile, Table  # noqa: E402
-from service.catalog.jobspec import JobSpec  # noqa: E402
+from service.jobs.jobspec import JobSpec  # noqa: E402
+from service.tables.files.data_files import DataFileMap  # noqa: E402
 
 from _server import start_server, stop_server  # noqa: E402  (bench/_server.py)
 
@@ -120,7 +121,7 @@ def plain_table(root: Path, warehouse: Path, status: np.ndarray, distinct: int) 
     storage = Storage(str(warehouse), [str(root)])
     catalog = Catalog(storage)
     catalog.put_table(Table(name="plain", location=str(data)))
-    files = catalog.data_files("plain")
+    files = DataFileMap(catalog).live("plain")
     options = IndexOptions()
     out_dir = catalog.index_dir("plain", "status")
     counter = iter(range(1_000_000))

@@ -33,6 +33,7 @@ from index_format.storage import Storage
 from index_format.types import parse_type
 from index_format.global_index.writer import write_index_files
 from service.catalog import Catalog, IndexFileEntry, Snapshot, SourceFile, Table
+from service.tables.files.data_files import DataFileMap
 
 from _server import KeepAlive, start_server, stop_server  # bench/_server.py
 from bench_format import pypaimon_reader, as_bitmap, string_keys  # bench/bench_format.py
@@ -58,7 +59,7 @@ def build(root: Path, rows: int, distincts: list[int], seed: int) -> tuple[dict[
     storage = Storage(str(root / "warehouse"), [str(root / "data")])
     catalog = Catalog(storage)
     catalog.put_table(Table(name="big", location=str(data)))
-    files = catalog.data_files("big")
+    files = DataFileMap(catalog).live("big")
     options = IndexOptions()
     kt = parse_type("string")
     report: list[str] = []

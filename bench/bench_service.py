@@ -38,6 +38,7 @@ from index_format.storage import Storage
 from index_format.types import parse_type
 from index_format.global_index.writer import write_index_files
 from service.catalog import Catalog, IndexFileEntry, Snapshot, SourceFile, Table
+from service.tables.files.data_files import DataFileMap
 
 from _server import start_server, stop_server  # bench/_server.py
 
@@ -58,7 +59,7 @@ def build(root: Path, rows: int, distinct: int, seed: int) -> tuple[np.ndarray, 
     storage = Storage(str(root / "warehouse"), [str(root / "data")])
     catalog = Catalog(storage)
     catalog.put_table(Table(name="big", location=str(data)))
-    files = catalog.data_files("big")
+    files = DataFileMap(catalog).live("big")
     assert sum(f.row_count for f in files) == rows
     options = IndexOptions()
     for column, values, spelling in (("k", k, "bigint"), ("flag", flag, "int")):

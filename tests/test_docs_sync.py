@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from index_format.options import OPTION_TABLE
-from service.api.settings import Settings
+from service.server.settings import Settings
 
 CONFIG_DOC = Path(__file__).resolve().parents[1] / "docs" / "configuration.md"
 

@@ -134,7 +134,7 @@ def unlink(tree: exp.Expression | None) -> None:
     """Drop the parent links of a sqlglot tree once it has been read.
 
     Every node points at its parent and the parent at the node, so a dropped tree is cyclic garbage: with the
-    serving process's rare collections (service.api.gc_tuning) the trees of large predicates, and the literal
+    serving process's rare collections (service.server.gc_tuning) the trees of large predicates, and the literal
     text they hold, would pile up. Without the links reference counting frees the tree at once.
     """
     if tree is not None:

@@ -23,20 +23,21 @@ from index_format.predicate.limits import PredicateLimits
 from index_format.storage import Storage
 from service.api.deps import Services
 from service.api.error_table import install_error_handlers
-from service.api.executor import QueryExecutor
+from service.query.executor import QueryExecutor
 from service.api.fast_query import QueryFastPath
-from service.api.group_query import GroupQueryService, WorkerMiddleware
+from service.api.worker_middleware import WorkerMiddleware
+from service.server.group_query import GroupQueryService
 from service.api.guard import RequestGuard
-from service.api.job_runner import JobRunner
-from service.api.log_format import configure_logging
-from service.api.metrics import Metrics
-from service.api.query_service import QueryService
+from service.server.job_runner import JobRunner
+from service.observability.log_format import configure_logging
+from service.observability.metrics import Metrics
+from service.query.query_service import QueryService
 from service.api.routes import indexes, jobs, ops, query, tables
-from service.api.settings import Settings
+from service.server.settings import Settings
 from service.catalog import Catalog
 
 if TYPE_CHECKING:
-    from service.api.worker_group import WorkerGroup
+    from service.server.worker_group import WorkerGroup
 
 API_VERSION = "1.0.0"
 STATIC_DIR = Path(__file__).resolve().parent / "static"
@@ -126,7 +127,7 @@ _NO_TELEMETRY: dict[str, Any] = (
 def create_app(settings: Settings | None = None, *, worker_group: WorkerGroup | None = None) -> FastAPI:
     """A new app; settings are read from the environment (BGIX_*) only when not given.
 
-    `worker_group`: this app is one worker of `bgix serve --workers N` (service.api.worker_group): build
+    `worker_group`: this app is one worker of `bgix serve --workers N` (service.server.worker_group): build
     jobs run in whichever worker holds the group's job-runner lock, and snapshot views are kept fresh
     across the workers.
     """

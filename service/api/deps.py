@@ -14,11 +14,11 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from index_format.storage import Storage
 from service.api.error_table import UnauthorizedError
-from service.api.executor import QueryExecutor
-from service.api.job_runner import JobRunner
-from service.api.metrics import Metrics
-from service.api.query_service import QueryService
-from service.api.settings import Settings
+from service.query.executor import QueryExecutor
+from service.server.job_runner import JobRunner
+from service.observability.metrics import Metrics
+from service.query.query_service import QueryService
+from service.server.settings import Settings
 from service.catalog import Catalog
 
 

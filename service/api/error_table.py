@@ -21,9 +21,11 @@ from service.api.schemas import INVALID_TEXT
 from service.catalog import catalog_errors as cat
 from service.catalog.catalog_errors import InvalidTextError
 from service.catalog.catalog_errors import LocationNotAllowedError  # 403 (issue: Tables); raised by the catalog
+from service.catalog.catalog_errors import UnknownTableColumnError
+from service.query.query_errors import InvalidCursorError, QueryBudgetError, SnapshotChangedError
 
 if TYPE_CHECKING:
-    from service.api.metrics import Metrics
+    from service.observability.metrics import Metrics
 
 log = logging.getLogger("bgix.api")
 
@@ -32,37 +34,12 @@ class UnauthorizedError(fmt.BgixError):
     """Missing or wrong bearer token."""
 
 
-class UnknownTableColumnError(fmt.UnknownColumnError):
-    """create_global_index names a column the table's data files do not have; `known` lists theirs."""
-
-    def __init__(self, table: str, column: str, known: list[str]) -> None:
-        super().__init__(column, known)
-        self.args = (f"table {table!r} has no column {column!r}; its columns: "
-                     f"{', '.join(self.known) or '(none)'}",)
-
-
-class InvalidCursorError(fmt.BgixError):
-    """A paging cursor that does not decode or belongs to another query."""
-
-
 class BodyTooLargeError(fmt.BgixError):
     """A request body over BGIX_MAX_BODY_BYTES (413); refused before it is read into memory."""
 
     def __init__(self, limit: int) -> None:
         super().__init__(f"request body is larger than {limit} bytes (BGIX_MAX_BODY_BYTES)")
         self.limit = limit
-
-
-class SnapshotChangedError(fmt.BgixError):
-    """A paging cursor taken on a snapshot that is no longer current."""
-
-
-class QueryBudgetError(fmt.QueryTimeoutError):
-    """A query ran past BGIX_QUERY_TIMEOUT_S (503); the message names the budget and the setting."""
-
-    def __init__(self, budget_s: float) -> None:
-        super().__init__(budget_s)
-        self.args = (f"query exceeded its {budget_s:g} s time budget (BGIX_QUERY_TIMEOUT_S)",)
 
 
 # Most specific classes first: the first isinstance match wins.

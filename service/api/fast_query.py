@@ -3,7 +3,7 @@
 Why: profiling a warm point count showed most of the server's CPU in Starlette routing, FastAPI's request
 parsing and dependency resolution, and the exception middlewares, not in the query. This layer matches the
 path itself, validates the body with the route's own pydantic model (`QueryRequest.model_validate_json`),
-and calls the route's own `answer_query` on the query pool. Everything else goes through the full app unchanged:
+and calls the route's `answer_query` (service.api.query_reply) on the query pool. Everything else goes through the full app unchanged:
 another path or method, a body that is not `application/json`, an invalid body or table name (the full app
 then writes the canonical 422 / 400 envelope), and deployments that require a token to read. A failure of
 the query itself is turned into its envelope by the app's own exception handlers, so errors look the same
@@ -24,7 +24,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from service.api import schemas
 from service.api.deps import Services
 from service.api.guard import replay_body
-from service.api.routes.query import answer_query
+from service.api.query_reply import answer_query
 
 TEMPLATE = "/v1/tables/{name}/query"
 _PATH = re.compile(r"/v1/tables/([^/]+)/query")

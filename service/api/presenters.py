@@ -5,14 +5,10 @@ Pure conversions; must not import fastapi, pyspark or touch storage.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
 
 from service.api import schemas
-from service.catalog.model import DataFile, JobRecord, Table, UnreadableFile
-
-if TYPE_CHECKING:
-    from service.tables.paimon import PaimonView
-    from service.tables.paimon.view import PaimonOriginSummary
+from service.catalog.model import PAIMON, DataFile, JobRecord, Table, UnreadableFile
+from service.tables.table_summary import OriginSummary, StaleFileSummary, TableSummary
 
 
 def iso(ts: float | None) -> str | None:
@@ -22,49 +18,48 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, tz=UTC).isoformat()
 
 
-def table_public(t: Table, summary: PaimonView | None = None) -> schemas.TablePublic:
+def table_public(t: Table, summary: TableSummary | None = None) -> schemas.TablePublic:
     """`summary` (the source's description of the version served, when it has one: a Paimon snapshot) adds
-    it; other tables' responses stay as they were."""
+    it under the field of its kind (`paimon`); other tables' responses stay as they were."""
     out = schemas.TablePublic(
         name=t.name, location=t.location, format=t.format,
         partition_columns=list(t.partition_columns), row_id_column=t.row_id_column,
         created_at=iso(t.created_at))
-    if summary is not None:
+    if summary is not None and summary.kind == PAIMON:
         out.paimon = paimon_public(summary)
         show_partitions(out, summary)
     return out
 
 
-def show_partitions(out: schemas.TablePublic, summary: PaimonView) -> None:
-    """A Paimon table's partitions are its own schema's (registration names none): report those."""
-    out.partition_columns = list(summary.description.partition_keys)
+def show_partitions(out: schemas.TablePublic, summary: TableSummary | None) -> None:
+    """A table whose partitions are its own schema's (Paimon: registration names none): report those."""
+    if summary is not None:
+        out.partition_columns = list(summary.partition_keys)
 
 
-def paimon_public(v: PaimonView) -> schemas.PaimonTablePublic:
-    d = v.description
+def paimon_public(v: TableSummary) -> schemas.PaimonTablePublic:
     return schemas.PaimonTablePublic(
-        snapshot_id=v.snapshot_id,
-        fields=[schemas.PaimonFieldPublic(id=f.field_id, name=f.name, type=f.paimon_type,
-                                          key_type=None if f.key_type is None else f.key_type.spelling)
-                for f in d.fields],
-        partition_keys=list(d.partition_keys), row_count=d.row_count, deleted_rows=len(v.deleted),
-        options=dict(d.options),
+        snapshot_id=v.version,
+        fields=[schemas.PaimonFieldPublic(id=f.field_id, name=f.name, type=f.type, key_type=f.key_type)
+                for f in v.fields],
+        partition_keys=list(v.partition_keys), row_count=v.row_count, deleted_rows=v.deleted_rows,
+        options=dict(v.options),
         indexes=[schemas.PaimonIndexPublic(column=i.column, index_type=i.index_type, field_id=i.field_id,
                                            key_type=i.key_type,
                                            files=i.files, rows=i.rows, bytes=i.bytes,
                                            row_ranges=[list(r) for r in i.row_ranges],
                                            origins=[_origin_public(o) for o in i.origins], stale=i.stale,
-                                           stale_files=[_stale_public(f.to_dict()) for f in i.stale_files])
+                                           stale_files=[_stale_public(f) for f in i.stale_files])
                  for i in v.indexes])
 
 
-def _stale_public(d: dict[str, Any]) -> schemas.PaimonStaleFilePublic:
+def _stale_public(f: StaleFileSummary) -> schemas.PaimonStaleFilePublic:
     return schemas.PaimonStaleFilePublic(
-        index_file=d["index_file"], row_range=list(d["row_range"]), reason=d["reason"], data_file=d["path"],
-        sequence=d["sequence"], baseline=d["baseline"], baseline_from=d["baseline_from"])
+        index_file=f.index_file, row_range=list(f.row_range), reason=f.reason, data_file=f.data_file,
+        sequence=f.sequence, baseline=f.baseline, baseline_from=f.baseline_from)
 
 
-def _origin_public(o: PaimonOriginSummary) -> schemas.PaimonIndexOriginPublic:
+def _origin_public(o: OriginSummary) -> schemas.PaimonIndexOriginPublic:
     return schemas.PaimonIndexOriginPublic(
         origin=o.writer, job_id=o.job_id, snapshot_id=o.snapshot_id,  # type: ignore[arg-type]
         files=o.files, rows=o.rows, row_ranges=[list(r) for r in o.row_ranges])

@@ -1,6 +1,6 @@
 """The app of one `bgix serve --workers N` worker: uvicorn imports `create_worker_app` (factory=True) in each
 worker process; settings come from the BGIX_* environment the workers inherit, the shared directory from
-`_BGIX_WORKER_GROUP` (service.api.worker_group). What the group adds to an app lives in service.api.group_query.
+`_BGIX_WORKER_GROUP` (service.server.worker_group). What the group adds to an app lives in service.server.group_query.
 """
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from fastapi import FastAPI
 
 from service.api.app import create_app
-from service.api.worker_group import ENV_VAR, WorkerGroup
+from service.server.worker_group import ENV_VAR, WorkerGroup
 
 
 def create_worker_app() -> FastAPI:

@@ -3,7 +3,7 @@ one Spark session (and its Python workers) up between builds.
 
     python -m service.build_job.build_runner --dir DIR [--master M --prewarm] [--idle S] [--job ID]
 
-The service (service.api.job_runner) starts it and talks to it through DIR only (service.catalog.build_inbox),
+The service (service.server.job_runner) starts it and talks to it through DIR only (service.jobs.build_inbox),
 so nothing the service does waits on it. Each build is service.build_job.main.run_job, which records the job's
 state, progress and result in the catalog, as a build process always did. A byte on stdin wakes the runner
 at once (it also polls); EOF on stdin means the service is gone: the runner takes nothing new, finishes the
@@ -34,8 +34,8 @@ from service.build_job.engines import job_group, jvm_exit, runner_session, warm_
 from service.build_job.job_log_capture import FORMAT, stderr_file
 from service.build_job.main import parse_spec, record_failure, run_job
 from service.build_job.warm_up import warm_up_build
-from service.catalog.build_inbox import FAILED, READY, STARTING, STOPPED, WARM, BuildInbox
-from service.catalog.jobspec import JobSpec
+from service.jobs.build_inbox import FAILED, READY, STARTING, STOPPED, WARM, BuildInbox
+from service.jobs.jobspec import JobSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -174,7 +174,7 @@ class BuildRunner:
         self.running[spec.job_id] = run
         self.builds += 1
         # before the record says running: a runner killed from then on has named the job in its output (the log
-        # the service keeps for a build whose runner died, service.api.job_runner)
+        # the service keeps for a build whose runner died, service.server.job_runner)
         log.info("job %s: starting (table %s, columns %s)", spec.job_id, spec.table, ",".join(spec.columns))
         if spec.job_id in self.box.cancel_requests():
             run.cancel.set()

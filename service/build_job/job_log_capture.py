@@ -1,4 +1,4 @@
-"""Keep one build's driver-side log beside its job record (service.catalog.job_logs), while it runs and after.
+"""Keep one build's driver-side log beside its job record (service.jobs.job_logs), while it runs and after.
 
 A build runner runs several builds at once, in threads over one Spark session, so a build's log is the log
 records of its own thread (everything the build logs, Spark failures of its job group included: the engines
@@ -17,7 +17,7 @@ from pathlib import Path
 from types import TracebackType
 
 from index_format.storage import Storage
-from service.catalog.job_logs import MAX_BYTES, write_job_log
+from service.jobs.job_logs import MAX_BYTES, write_job_log
 
 log = logging.getLogger("bgix.build_job")
 FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"

@@ -3,7 +3,7 @@ commit, the same way for every table kind: the table's source (service.tables) p
 
 Run as `python -m service.build_job.main --spec SPEC.json` (or spark-submit). Imports index_format,
 service.catalog, service.tables and service.build_job; never service.api. Reads its configuration from the
-spec only: the JSON of service.catalog.jobspec.JobSpec (the service writes it; its docstring lists the fields).
+spec only: the JSON of service.jobs.jobspec.JobSpec (the service writes it; its docstring lists the fields).
 Exit status 0 when the job succeeded (or had nothing to do: the record's progress.message says so), 1 when
 it failed; the job record holds state, progress, error and snapshot_id either way.
 """
@@ -35,12 +35,13 @@ from service.build_job.job_log_capture import JobLogCapture
 from service.build_job.progress import Progress, planned
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import JobNotFoundError
-from service.catalog.inflight_builds import InflightBuild, end_inflight, put_inflight, remove_inflight
-from service.catalog.jobspec import JobSpec
-from service.catalog.liveness import process_start
+from service.jobs.inflight_builds import InflightBuild, end_inflight, put_inflight, remove_inflight
+from service.jobs.jobspec import JobSpec
+from service.jobs.liveness import process_start
 from service.catalog.model import JobRecord, Table, now
 from service.tables import TableSource, check_spec, open_source, remove_dead_build_files
 from service.tables.build_tasks import RESULT_SCHEMA, BuildPlan
+from service.jobs.active_builds import check_no_active_build, reap_dead_jobs
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -94,7 +95,7 @@ class _Build:
     source: TableSource | None = None
     plan: BuildPlan | None = None
     written: list[pa.RecordBatch] | None = None   # records of files written and not yet committed
-    inflight: InflightBuild | None = None          # its marker once written (service.catalog.inflight_builds)
+    inflight: InflightBuild | None = None          # its marker once written (service.jobs.inflight_builds)
     spark: SparkSession | None = None              # its Spark session, once it has one
     phases: list[tuple[str, float]] = field(default_factory=list)
     _last: float = field(default_factory=time.monotonic)
@@ -234,9 +235,9 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
     source = _open_source(catalog, spec)
     column = spec.index_column
     if not spec.test_hooks.get("skip_active_check"):
-        catalog.check_no_active_build(spec.table, column, except_job=spec.job_id,
+        check_no_active_build(catalog, spec.table, column, except_job=spec.job_id,
                                       families=spec.families if source.indexes_by_family else None)
-    catalog.reap_dead_jobs(spec.table, column)
+    reap_dead_jobs(catalog, spec.table, column)
     # Before any index file exists: orphan cleanup leaves the files of a build whose marker names a live process.
     build.inflight = put_inflight(catalog.storage, spec.job_id, source.table.name, source.table.location,
                                   source.table.format)

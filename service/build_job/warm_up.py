@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from index_format.storage import Storage
 from service.build_job.main import run_job
 from service.catalog.catalog import Catalog
-from service.catalog.jobspec import JobSpec
+from service.jobs.jobspec import JobSpec
 from service.tables import warm_up_table
 
 if TYPE_CHECKING:

@@ -1,4 +1,4 @@
-"""Catalog of tables, row-id maps, versioned index snapshots and job records; re-exports only."""
+"""The registry: tables, versioned index snapshots and job records as documents; re-exports only."""
 from __future__ import annotations
 
 from service.catalog.catalog import Catalog
@@ -13,11 +13,10 @@ from service.catalog.catalog_errors import (
     TableNotFoundError,
 )
 from service.catalog.model import DataFile, IndexFileEntry, JobRecord, Snapshot, SourceFile, Table
-from service.catalog.partitions import parse_partitions, select_files
+from service.jobs.partitions import parse_partitions, select_files
 
 __all__ = [
     "Catalog", "BuildInProgressError", "CatalogError", "CommitConflictError",
     "IndexNotFoundError", "JobNotFoundError", "RowIdError", "TableExistsError", "TableNotFoundError",
-    "DataFile", "IndexFileEntry", "JobRecord", "Snapshot", "SourceFile", "Table", "parse_partitions",
-    "select_files",
+    "DataFile", "IndexFileEntry", "JobRecord", "Snapshot", "SourceFile", "Table",
 ]

@@ -1,7 +1,8 @@
-"""The catalog: tables, the row-id map of their data files, versioned index snapshots, job records.
+"""The catalog: the registry of tables, their versioned index snapshots (commit, GC) and job records.
 
-JSON documents on Storage (local dir or s3://), read one by one (documents.py); a plain table's row-id map
-is merged from a scan by rowid_map.py. Imports index_format.storage and service.catalog only.
+JSON documents on Storage (local dir or s3://), read one by one (documents.py). What a table's kind keeps (a
+plain table's data-file map: service.tables.files.data_files) and the rules of which jobs are live
+(service.jobs.active_builds) are not here. Imports index_format and service.catalog only.
 Commit protocol: snapshot N+1 is created with Storage.write_if_absent, so of two writers expecting N
 exactly one creates it; readers take the highest committed id, so they see the old or the new
 snapshot, never a mix.
@@ -9,7 +10,6 @@ snapshot, never a mix.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
@@ -17,10 +17,8 @@ from index_format.errors import InvalidOptionError, PathNotAllowedError
 from index_format.sidecar import SIDECAR_SUFFIX
 from index_format.storage import Storage, is_absolute_location, is_under
 from service.catalog import warehouse_layout
-from service.catalog.documents import dumps, files_doc_of, job_of, read_doc, table_of
-from service.catalog.jobspec import column_families
+from service.catalog.documents import dumps, job_of, read_doc, table_of
 from service.catalog.catalog_errors import (
-    BuildInProgressError,
     CommitConflictError,
     CorruptDocumentError,
     IndexNotFoundError,
@@ -30,9 +28,7 @@ from service.catalog.catalog_errors import (
     TableExistsError,
     TableNotFoundError,
 )
-from service.catalog.liveness import job_process_alive
-from service.catalog.model import FORMATS, DataFile, JobRecord, Snapshot, Table, UnreadableFile, now
-from service.catalog.rowid_map import merge_scan
+from service.catalog.model import FORMATS, JobRecord, Snapshot, Table, now
 
 log = logging.getLogger("bgix.catalog")
 
@@ -147,59 +143,6 @@ class Catalog:
             raise TableNotFoundError(f"table {name!r} not found")
         self.storage.delete(warehouse_layout.table_dir(name), recursive=True)
 
-    # -- the row-id map --------------------------------------------------------------------------
-    def _files_doc(self, table: str) -> tuple[int, dict[str, Any] | None]:
-        """(version, parsed document) of the current row-id map; (0, None) before the first scan.
-
-        Raises:
-            CorruptDocumentError: the current map does not parse (ids cannot be handed out safely).
-        """
-        versions = [warehouse_layout.snapshot_id_from_name(p) for p in self.storage.list(warehouse_layout.files_dir(table))]
-        ok = sorted(v for v in versions if v is not None)
-        if not ok:
-            return 0, None
-        return ok[-1], read_doc(self.storage, warehouse_layout.files_json(table, ok[-1]), files_doc_of)
-
-    def data_files(self, table: str) -> list[DataFile]:
-        """The persisted row-id map (live files, ascending first_row_id); scans once if never scanned."""
-        _, doc = self._files_doc(table)
-        if doc is None:
-            return self.refresh_data_files(table)
-        return list(doc["files"])
-
-    def retired_files(self, table: str) -> list[DataFile]:
-        """Files that were removed or rewritten since they got their ids (their ids are never reused)."""
-        _, doc = self._files_doc(table)
-        return list(doc["retired"]) if doc else []
-
-    def unreadable_files(self, table: str) -> list[UnreadableFile]:
-        """Data files the last scan could not read (they have no row ids until a scan can read them)."""
-        _, doc = self._files_doc(table)
-        return list(doc["unreadable"]) if doc else []
-
-    def refresh_data_files(self, table: str, *, attempts: int = 5) -> list[DataFile]:
-        """Scan the table location and update the row-id map; returns the live files.
-
-        Unchanged files keep their ids. New files, sorted by path, get ids after the current maximum.
-        A file whose size or mtime changed is retired and re-added at the end (its old ids now name
-        no row, so indexes built over them become stale); a removed file is retired.
-        A file that cannot be read (DataFileError: empty, junk, not a regular file; or outside the
-        partition layout) gets no ids and does not fail the scan: it is recorded under "unreadable"
-        with its reason and fingerprint, and gets ids at a later scan once it reads.
-        The map is versioned and written with write_if_absent, so two concurrent scans cannot hand
-        out the same ids twice: the loser re-reads the winner's map and merges again.
-        """
-        t = self.get_table(table)
-        for _ in range(attempts):
-            version, doc = self._files_doc(table)
-            live, new_doc = merge_scan(self.storage, t, doc)
-            if doc is not None and all(new_doc[k] == [x.to_dict() for x in doc[k]]
-                                       for k in ("files", "retired", "unreadable")):
-                return live
-            if self.storage.write_if_absent(warehouse_layout.files_json(table, version + 1), dumps(new_doc)):
-                return live
-        raise CommitConflictError(f"table {table!r}: the row-id map kept changing under {attempts} scans")
-
     # -- snapshots -------------------------------------------------------------------------------
     def snapshot_ids(self, table: str, column: str) -> list[int]:
         ids = (warehouse_layout.snapshot_id_from_name(p) for p in self.storage.list(warehouse_layout.snapshots_dir(table, column)))
@@ -292,14 +235,10 @@ class Catalog:
                     out.add(path + SIDECAR_SUFFIX)
         return out
 
-    def collect_garbage(self, table: str, column: str, *, keep_job: str | None = None) -> list[str]:
-        """Delete index files no snapshot references, except those of live jobs; returns what was deleted.
-
-        A job counts as live while its record is queued/running and its process (pid) still exists.
+    def collect_garbage(self, table: str, column: str, *, live_jobs: set[str]) -> list[str]:
+        """Delete index files no snapshot references, except those under the directories of `live_jobs` (job
+        ids: which jobs are live is service.jobs' rule, active_builds.collect_garbage); returns what was deleted.
         """
-        live_jobs = {j.id for j in self.active_jobs(table, column)}
-        if keep_job:
-            live_jobs.add(keep_job)
         referenced = self.referenced_files(table, column)
         data_dir = self.index_dir(table, column)
         deleted = []
@@ -354,63 +293,3 @@ class Catalog:
 
     def read_progress(self, job_id: str) -> dict[str, Any]:
         return dict(self.get_job(job_id).progress)
-
-    def active_jobs(self, table: str, column: str | None = None,
-                    families: Mapping[str, str] | None = None) -> list[JobRecord]:
-        """Queued/running jobs of (table, column), or of any column when None, whose process is alive or
-        has not recorded itself yet (a queued record the service is starting): the one definition of
-        "a build is running". `families` (column → family; tables whose indexes are keyed by column and
-        family): only jobs building one of those (column, family) pairs."""
-        return [j for j in self.list_jobs()
-                if j.table == table and (column is None or _same_columns(j.column, column))
-                and (families is None or _same_index(j, families)) and j.active
-                and (j.pid is None or job_process_alive(j))]
-
-    def reap_dead_jobs(self, table: str, column: str) -> list[str]:
-        """Mark queued/running jobs whose process is gone (killed, crashed host process) as failed."""
-        dead = [j for j in self.list_jobs()
-                if j.table == table and _same_columns(j.column, column) and j.active and j.pid is not None
-                and not job_process_alive(j)]
-        for j in dead:
-            self.put_job(j.with_(state="failed", finished_at=now(),
-                                 error=j.error or f"job process {j.pid} exited without finishing"))
-        return [j.id for j in dead]
-
-    def check_no_active_build(self, table: str, column: str | None = None, *,
-                              except_job: str | None = None, families: Mapping[str, str] | None = None) -> None:
-        """Raises BuildInProgressError (naming the job) if another live job builds the same index, or with
-        `column` None any index of the table. `families` (column → family, where a column may have one index
-        per family: Paimon tables): the same index is the same (column, family); None: any family of the column.
-
-        From inside a job (`except_job` = its own id) only running jobs that started earlier count, so of
-        two jobs started together exactly one goes ahead; from the service any queued/running job counts.
-        """
-        others = [j for j in self.active_jobs(table, column, families) if j.id != except_job]
-        if except_job is not None:
-            me = self.get_job(except_job)
-            mine = (me.started_at or now(), me.id)
-            others = [j for j in others if j.state == "running" and (j.started_at or 0.0, j.id) < mine]
-        if others:
-            what = f"index {table}.{column}" if column is not None else f"table {table!r}"
-            if column is not None and families is not None:
-                what += f" ({','.join(dict.fromkeys(families.values()))})"
-            more = f" (and {[j.id for j in others[1:]]})" if len(others) > 1 else ""
-            raise BuildInProgressError(f"{what} is already being built by job {others[0].id}{more}",
-                                       job_id=others[0].id)
-
-
-def _same_columns(a: str, b: str) -> bool:
-    """Two jobs' index_column values name a common column (Paimon builds may take a comma list)."""
-    return a == b or bool(set(a.split(",")) & set(b.split(",")))
-
-
-def _same_index(job: JobRecord, families: Mapping[str, str]) -> bool:
-    """A job builds one of the (column, family) pairs of `families`. A record whose spec names no index_type
-    built bitmap (the default); one whose families do not parse counts as building them all (refusing is the
-    safe side)."""
-    spec = job.spec or {}
-    try:
-        theirs = column_families(job.column, str(spec.get("index_type") or "bitmap"))
-    except InvalidOptionError:
-        return True
-    return any(theirs.get(c) == f for c, f in families.items())

@@ -4,7 +4,7 @@ All derive from index_format.errors.BgixError; imports nothing but index_format.
 """
 from __future__ import annotations
 
-from index_format.errors import BgixError, PathNotAllowedError
+from index_format.errors import BgixError, PathNotAllowedError, UnknownColumnError
 
 
 class CatalogError(BgixError):
@@ -116,3 +116,12 @@ __all__ = [
     "RowIdError", "InvalidTableError", "UnsupportedOperationError", "CorruptDocumentError", "DataFileError",
     "CorruptTableMetadataError", "InvalidTextError",
 ]
+
+
+class UnknownTableColumnError(UnknownColumnError):
+    """create_global_index names a column the table's data files do not have; `known` lists theirs."""
+
+    def __init__(self, table: str, column: str, known: list[str]) -> None:
+        super().__init__(column, known)
+        self.args = (f"table {table!r} has no column {column!r}; its columns: "
+                     f"{', '.join(self.known) or '(none)'}",)

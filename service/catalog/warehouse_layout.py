@@ -111,7 +111,7 @@ def job_json(job_id: str) -> str:
 
 
 def job_log(job_id: str) -> str:
-    """The build's driver-side log, beside its record (service.catalog.job_logs)."""
+    """The build's driver-side log, beside its record (service.jobs.job_logs)."""
     return f"jobs/{check_name('job', job_id)}.log"
 
 
@@ -127,3 +127,13 @@ def snapshot_id_from_name(name: str) -> int | None:
         return None
     stem = base[: -len(".json")]
     return int(stem) if stem.isdigit() else None
+
+
+def stats_dir(table: str, column: str) -> str:
+    """Where a column's index statistics live (service.query.index_stats); a Paimon column name that is no safe
+    directory name gets a digest instead."""
+    try:
+        return f"{index_root(table, column)}/stats"
+    except InvalidOptionError:
+        digest = hashlib.blake2b(column.encode(), digest_size=8).hexdigest()
+        return f"{indexes_dir(table)}/_stats-{digest}/stats"

@@ -3,7 +3,7 @@
 
 Talks to the service only over HTTP (httpx and service.client), like any user would; imports no fastapi or
 pyspark itself. `--format parquet` runs the same demo on a plain Parquet table. BGIX_* variables are read
-through service.api.settings.Settings (pydantic only), like the service reads them.
+through service.server.settings.Settings (pydantic only), like the service reads them.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 from pydantic import ValidationError
 
-from service.api.settings import Settings
+from service.server.settings import Settings
 from service.cli.demo_server import auth_headers, java_available, pick_port, start_server, stop_server, wait_ready
 from service.client import Client
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import httpx
 
-from service.api.settings import Settings
+from service.server.settings import Settings
 
 __all__ = ["auth_headers", "java_available", "pick_port", "start_server", "stop_server", "wait_ready"]
 

@@ -2,7 +2,7 @@
 
 `--workers N` (default: the machine's cores) runs N uvicorn worker processes on one port, each on its own
 SO_REUSEPORT socket (service.cli.serve_workers); they share a private group directory
-(service.api.worker_group) through which exactly one of them runs the build jobs.
+(service.server.worker_group) through which exactly one of them runs the build jobs.
 `--workers 1` is the single process of before (no group). Imports uvicorn and the app factory only when
 run; never pyspark.
 """
@@ -66,14 +66,14 @@ def warehouse_notes(warehouse: str, from_env: bool) -> list[tuple[int, str]]:
 def run(args: argparse.Namespace) -> int:
     import uvicorn
 
-    from service.api.settings import Settings
+    from service.server.settings import Settings
 
     try:
         settings = Settings()  # fail here on a bad BGIX_* value (the app and every worker read them again)
     except ValueError as exc:   # pydantic's ValidationError: names the setting, the value and what it must be
         print(f"bgix serve: bad BGIX_* setting: {exc}", file=sys.stderr)
         return 2
-    from service.api.log_format import configure_logging
+    from service.observability.log_format import configure_logging
 
     # start-up lines go through logging: in BGIX_LOG_FORMAT=json every line of the service is JSON, these too
     configure_logging(settings.log_format, logging.getLevelName(args.log_level.upper()))
@@ -87,7 +87,7 @@ def run(args: argparse.Namespace) -> int:
     if args.workers == 1:
         from service.api.app import create_app
 
-        from service.api.gc_tuning import tune_for_serving
+        from service.server.gc_tuning import tune_for_serving
 
         app = create_app()  # Settings() reads BGIX_* once, here
         tune_for_serving()
@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
                     http=install(client_limits))
         return 0
 
-    from service.api.worker_group import ENV_VAR, WorkerGroup
+    from service.server.worker_group import ENV_VAR, WorkerGroup
     from service.cli.serve_workers import supervise
 
     group = WorkerGroup.create()

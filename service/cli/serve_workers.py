@@ -53,7 +53,7 @@ def _worker(sock: socket.socket, options: dict[str, Any],
     from service.cli.slow_clients import install
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # the supervisor decides when to stop (SIGTERM)
-    from service.api.gc_tuning import tune_for_serving
+    from service.server.gc_tuning import tune_for_serving
 
     tune_for_serving()   # before the app: its factory runs inside uvicorn's loop
     if limits is not None:   # header / body timeouts and the connection cap (service.cli.slow_clients)

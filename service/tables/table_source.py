@@ -9,13 +9,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
 from service.catalog.catalog_errors import CorruptDocumentError
-from service.catalog.jobspec import JobSpec
+from service.jobs.jobspec import JobSpec
 from service.catalog.model import DataFile, Snapshot, Table, UnreadableFile
 from service.tables.build_tasks import BuildOutcome, BuildPlan
+from service.tables.table_summary import TableSummary
 
 __all__ = ["IndexViewSource", "OrphanFile", "OrphanReport", "TableSource"]
 
@@ -48,7 +50,7 @@ class IndexViewSource:
     retired_ranges: tuple[Range, ...] = ()
     live_ranges: tuple[Range, ...] | None = None
     version: int | None = None
-    summary: Any = None
+    summary: TableSummary | None = None
     records_key_order: bool = True
     broken_columns: dict[str, CorruptDocumentError] = field(default_factory=dict)
     # Other indexes of a column in `columns` (another family on the same column), answering leaves its
@@ -123,6 +125,10 @@ class TableSource(Protocol):
 
     def unreadable_files(self) -> list[UnreadableFile]:
         """Data files the last scan could not read ([] when the source has no scan of its own)."""
+
+    def row_id_values(self, f: DataFile) -> np.ndarray:
+        """The row ids of data file `f`'s rows in file order (int64): its own row-id column's values where the
+        table has one, else first_row_id onwards."""
 
     def drop_index(self, column: str) -> None:
         """Drop the column's index; the source data is untouched. Raises IndexNotFoundError."""

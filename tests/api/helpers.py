@@ -13,7 +13,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from service.api.settings import Settings
+from service.server.settings import Settings
 
 with warnings.catch_warnings():
     # starlette deprecates its httpx-based TestClient in favour of httpx2, which is not installed

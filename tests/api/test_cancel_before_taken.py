@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from index_format.storage import Storage
-from service.api.job_runner import JobRunner
+from service.server.job_runner import JobRunner
 from service.catalog import Catalog, Table
 from tests.api.helpers import make_settings, write_table
 

@@ -201,7 +201,7 @@ def test_constant_predicates_report_the_coverage_they_were_answered_on(tmp_path:
 
 
 def test_a_build_process_that_cannot_start_does_not_block_the_index(tmp_path: Path, monkeypatch) -> None:
-    import service.api.build_runners as runners_module
+    import service.server.build_runners as runners_module
 
     write_table(tmp_path / "data" / "t", make_frame(np.random.default_rng(4), 30), 1)
     with TestClient(create_app(make_settings(tmp_path)), raise_server_exceptions=False) as client:

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from service.api.app import create_app
-from service.catalog.jobspec import NOTHING_TO_BUILD
+from service.jobs.jobspec import NOTHING_TO_BUILD
 from tests.api.helpers import TestClient, make_settings, wait_job, write_table
 
 BLOCK = "bitmap-index.dictionary-block-size"

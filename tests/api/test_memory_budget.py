@@ -10,7 +10,7 @@ a little, ~530 bytes short of what it keeps alive, and a decoded dictionary bloc
 whatever its keys and arrays took; 600 such queries at 1,000,000 rows took a worker with a 64 MiB budget from
 145 MB to 293 MB while the gauge said 17 MB. With the caches charged right, glibc's defaults still let the heap
 fragment under big bodies and concurrent request threads: 174 MiB of growth here, against 104 with the serving
-process's allocator settings, service/api/gc_tuning.py.)
+process's allocator settings, service/server/gc_tuning.py.)
 """
 from __future__ import annotations
 

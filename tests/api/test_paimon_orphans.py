@@ -21,8 +21,8 @@ from pypaimon.index.index_file_handler import IndexFileHandler
 from index_format.storage import Storage
 from service.api.app import create_app
 from service.catalog import Catalog
-from service.catalog.inflight_builds import list_inflight, put_inflight
-from service.catalog.jobspec import JobSpec
+from service.jobs.inflight_builds import list_inflight, put_inflight
+from service.jobs.jobspec import JobSpec
 from service.tables.build_tasks import job_stamp
 from tests.api.helpers import TestClient, make_settings, wait_job
 from tests.api.server import bgix_process

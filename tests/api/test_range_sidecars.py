@@ -141,7 +141,7 @@ def test_sidecar_cache_keeps_planes_only_within_its_budget(tmp_path: Path, room:
     from index_format.range_bitmap import RangeBitmapReader, write_from_codes
     from index_format.storage import Storage
     from index_format.types import parse_type
-    from service.catalog.range_sidecars import Sidecars
+    from service.query.range_sidecars import Sidecars
 
     kt = parse_type("bigint")
     codes = np.random.default_rng(5).integers(0, 500, 200_000)

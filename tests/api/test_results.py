@@ -8,8 +8,8 @@ import pytest
 from pyroaring import BitMap64
 
 from index_format.lru import ByteLRU
-from service.api.error_table import InvalidCursorError, SnapshotChangedError
-from service.api.results import Cursor, file_matches, page_ids, page_runs
+from service.query.query_errors import InvalidCursorError, SnapshotChangedError
+from service.query.results import Cursor, file_matches, page_ids, page_runs
 from service.catalog.model import DataFile
 from tests.api.helpers import python_runs
 

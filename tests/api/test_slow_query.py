@@ -22,7 +22,7 @@ import uvicorn
 
 from index_format.storage import RangeSource
 from service.api.app import create_app
-from service.api.settings import Settings
+from service.server.settings import Settings
 from tests.api.helpers import TestClient, make_settings, wait_job, write_table
 from tests.api.predicates import make_frame
 from tests.api.server import free_port

@@ -148,7 +148,7 @@ def test_failed_worker_keeps_the_previous_snapshot(spark: Any, tmp_path: Path) -
     assert job.state == "failed" and "InjectedFailure" in (job.error or "")
     # the build's log beside its record holds Spark's whole report of the failed job group (the worker's
     # traceback), and the recorded failure
-    from service.catalog.job_logs import read_job_log
+    from service.jobs.job_logs import read_job_log
     text = read_job_log(cat.storage, "j2") or ""
     assert "Spark job group bgix-j2 failed" in text and "Traceback" in text and "InjectedFailure" in text
     assert "job j2 failed: WorkerFailedError" in text

@@ -20,7 +20,7 @@ import pytest
 
 from index_format.storage import Storage
 from service.catalog import Catalog, Table
-from service.catalog.inflight_builds import list_inflight
+from service.jobs.inflight_builds import list_inflight
 from service.catalog.model import JobRecord
 from service.tables import remove_dead_build_files
 from tests.unit.tables.paimon.paimon_tables import create_table, delete_rows, pypaimon_table

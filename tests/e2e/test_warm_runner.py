@@ -22,8 +22,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from service.api.app import create_app
-from service.catalog.jobspec import JobSpec
-from service.catalog.liveness import process_alive
+from service.jobs.jobspec import JobSpec
+from service.jobs.liveness import process_alive
 from tests.api.helpers import make_settings, wait_job, write_table
 
 ROWS = 40_000

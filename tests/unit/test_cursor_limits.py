@@ -8,8 +8,8 @@ import json
 import pytest
 from pyroaring import BitMap64
 
-from service.api.error_table import InvalidCursorError
-from service.api.results import Cursor, page_ids, page_runs
+from service.query.query_errors import InvalidCursorError
+from service.query.results import Cursor, page_ids, page_runs
 
 TOP = (1 << 64) - 1
 

@@ -1,13 +1,13 @@
 """Service log lines: the JSON formatter (one object per record, a call's `extra` fields as keys) and the job
-lines of service.api.job_log (start, end, failure with the job's fields)."""
+lines of service.server.job_log (start, end, failure with the job's fields)."""
 from __future__ import annotations
 
 import io
 import json
 import logging
 
-from service.api.job_log import job_fields, log_end, log_start
-from service.api.log_format import JsonFormatter, formatter
+from service.server.job_log import job_fields, log_end, log_start
+from service.observability.log_format import JsonFormatter, formatter
 from service.catalog.model import JobRecord
 
 

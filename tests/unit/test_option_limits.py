@@ -8,8 +8,8 @@ import pytest
 
 from index_format.errors import InvalidOptionError
 from index_format.options import OPTION_TABLE, IndexOptions, parse_options, shown
-from service.catalog.jobspec import JobSpec, resolve_options
-from service.catalog.partitions import MAX_PARTITION_SPECS, check_matches, parse_partitions
+from service.jobs.jobspec import JobSpec, resolve_options
+from service.jobs.partitions import MAX_PARTITION_SPECS, check_matches, parse_partitions
 from service.tables import check_spec
 
 BOUNDED = [s for s in OPTION_TABLE if s.kind in ("int", "size")]

@@ -1,4 +1,4 @@
-"""service.api.parse_cache: byte-bounded, thread-safe LRU of parsed SQL predicates (issue 10 item 2)."""
+"""service.query.parse_cache: byte-bounded, thread-safe LRU of parsed SQL predicates (issue 10 item 2)."""
 from __future__ import annotations
 
 import gc
@@ -13,7 +13,7 @@ from index_format.errors import ParseError, PredicateLimitError
 from index_format.predicate.limits import PredicateLimits
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import Leaf
-from service.api.parse_cache import ParseCache, entry_cost
+from service.query.parse_cache import ParseCache, entry_cost
 
 
 class Counting:

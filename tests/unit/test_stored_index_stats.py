@@ -1,4 +1,4 @@
-"""service.catalog.index_stats on files from the library writer, against pandas truth: several files with one
+"""service.query.index_stats on files from the library writer, against pandas truth: several files with one
 key in both, byte-order files, dead rows, wide sort keys (decimal(30,2)), prefixes, stored and corrupt documents."""
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from index_format.global_index.reader import open_index
 from index_format.global_index.writer import write_index_bytes
 from index_format.storage import Storage
 from index_format.types import parse_type
-from service.catalog import index_stats as ist
+from service.catalog import warehouse_layout
+from service.query import index_stats as ist
 
 
 def _files(tmp: Path, storage: Storage, kt_name: str, values: list, cuts: list[int], options: dict | None = None
@@ -109,7 +110,7 @@ def test_older_documents_are_pruned(tmp_path: Path) -> None:
     for k in range(ist.KEPT_DOCUMENTS + 3):
         stats = ist.load_or_compute(storage, "t", "c", kt, files, BitMap64({k}))
         assert _pages(storage, stats, "int", "count") == _truth(values, {k}, "count")
-    stats_dir = tmp_path / ist.stats_dir("t", "c")
+    stats_dir = tmp_path / warehouse_layout.stats_dir("t", "c")
     assert len(list(stats_dir.glob("*.json"))) == ist.KEPT_DOCUMENTS
     assert len(list(stats_dir.glob("*.parquet"))) == 2 * ist.KEPT_DOCUMENTS
     assert (stats_dir / f"{stats.key}.json").exists()

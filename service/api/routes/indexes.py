@@ -10,11 +10,13 @@ from fastapi.responses import JSONResponse
 from index_format.literals import to_json
 from service.api import schemas
 from service.api.deps import ReadAuth, ServicesDep, WriteAuth
-from service.api.error_table import InvalidCursorError, SnapshotChangedError, describe
+from service.api.error_table import describe
+from service.query.query_errors import InvalidCursorError, SnapshotChangedError
 from service.api.presenters import iso
-from service.api.query_service import ColumnView
-from service.api.results import ValuesCursor
+from service.query.query_service import ColumnView
+from service.query.results import ValuesCursor
 from service.api.routes.tables import ERRORS, TableName
+from service.jobs.active_builds import check_no_active_build
 
 router = APIRouter(tags=["indexes"])
 ColumnName = Annotated[str, Path(min_length=1, max_length=256, description="Indexed column")]
@@ -43,7 +45,7 @@ def drop_global_index(body: schemas.DropIndexRequest, services: ServicesDep) -> 
     (index deletes, as Paimon's drop_global_index); the files stay for older snapshots."""
     source = services.query_service.sources.open(body.table)
     # A running build would commit into the dropped index and bring it back.
-    services.catalog.check_no_active_build(body.table, body.index_column)
+    check_no_active_build(services.catalog, body.table, body.index_column)
     source.drop_index(body.index_column)
     services.query_service.forget_table(body.table, source.table.location)
     return schemas.Dropped(table=body.table, index_column=body.index_column)

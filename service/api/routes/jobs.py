@@ -10,7 +10,7 @@ from service.api import schemas
 from service.api.deps import ReadAuth, ServicesDep, WriteAuth
 from service.api.presenters import job_public
 from service.api.routes.tables import ERRORS
-from service.catalog.job_logs import read_job_log
+from service.jobs.job_logs import read_job_log
 
 router = APIRouter(prefix="/v1/jobs", tags=["jobs"])
 JobId = Annotated[str, Path(pattern=r"^[A-Za-z0-9_\-]{1,64}$", description="Job id")]

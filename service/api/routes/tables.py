@@ -13,6 +13,7 @@ from service.api.error_table import describe
 from service.api.presenters import data_file_public, file_error_public, show_partitions, table_public
 from service.catalog.catalog_errors import CorruptDocumentError
 from service.catalog.model import Table
+from service.jobs.active_builds import check_no_active_build
 
 log = logging.getLogger("bgix.api")
 router = APIRouter(prefix="/v1/tables", tags=["tables"])
@@ -125,7 +126,7 @@ def get_table(name: TableName, services: ServicesDep) -> schemas.TablePublic:
 def drop_table(name: TableName, services: ServicesDep) -> schemas.Dropped:
     """Forget the table and its indexes; the source data is never touched. 409 while a build runs.
     Works on a table whose catalog documents are corrupt (only the catalog's directory is deleted)."""
-    services.catalog.check_no_active_build(name)
+    check_no_active_build(services.catalog, name)
     try:
         location: str | None = services.catalog.get_table(name).location
     except CorruptDocumentError:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import logging
 from dataclasses import replace
 
+import numpy as np
 import pyarrow as pa
 
 from index_format import ranges
@@ -14,14 +15,15 @@ from index_format.errors import InvalidOptionError
 from index_format.storage import Storage
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import DataFileError, UnsupportedOperationError
-from service.catalog.inflight_builds import InflightBuild
-from service.catalog.jobspec import JobSpec, check_column_name, resolve_options
-from service.catalog.model import Table, UnreadableFile
-from service.catalog.partitions import check_matches, check_readable, select_files
-from service.catalog.scan import hive_keys, list_data_files, parse_partition, read_schema, relative_dir
+from service.jobs.inflight_builds import InflightBuild
+from service.jobs.jobspec import JobSpec, check_column_name, resolve_options
+from service.catalog.model import DataFile, Table, UnreadableFile
+from service.jobs.partitions import check_matches, check_readable, select_files
+from service.tables.files.scan import hive_keys, list_data_files, parse_partition, read_columns, read_schema, relative_dir
 from service.tables.build_tasks import BuildOutcome, BuildPlan
 from service.tables.files.plan import check_family, commit_build, plan_build
 from service.tables.table_source import IndexViewSource, OrphanReport
+from service.tables.files.data_files import DataFileMap
 
 __all__ = ["FileSource"]
 
@@ -113,13 +115,13 @@ class FileSource:
             `broken_columns`).
         """
         t, name = self.table, self.table.name
-        files = sorted(self.catalog.data_files(name), key=lambda f: f.first_row_id)
+        files = sorted(DataFileMap(self.catalog).live(name), key=lambda f: f.first_row_id)
         total = max((f.first_row_id + f.row_count for f in files), default=0)
         # Ids from a table's own row-id column may have gaps: complements must not return them.
         sparse = t.row_id_column is not None
         gone: tuple[Range, ...] = ()
         if not sparse:  # with a row_id_column, ids are values: a retired file frees no id range
-            gone = tuple(ranges.merge((f.first_row_id, f.end_row_id - 1) for f in self.catalog.retired_files(name)))
+            gone = tuple(ranges.merge((f.first_row_id, f.end_row_id - 1) for f in DataFileMap(self.catalog).retired(name)))
         snapshots, broken = self.catalog.load_indexes(name)
         return IndexViewSource(
             table=t, columns={s.column: s for s in snapshots}, data_files=files, total_rows=total,
@@ -127,10 +129,17 @@ class FileSource:
             broken_columns=broken)
 
     def refresh(self) -> None:
-        self.catalog.refresh_data_files(self.table.name)
+        DataFileMap(self.catalog).refresh(self.table.name)
 
     def unreadable_files(self) -> list[UnreadableFile]:
-        return self.catalog.unreadable_files(self.table.name)
+        return DataFileMap(self.catalog).unreadable(self.table.name)
+
+    def row_id_values(self, f: DataFile) -> np.ndarray:
+        column = self.table.row_id_column
+        if column is None:
+            return np.arange(f.first_row_id, f.first_row_id + f.row_count, dtype=np.int64)
+        values = read_columns(self.catalog.storage, f.path, self.table.format, [column], f.size).column(0)
+        return np.asarray(values.to_numpy(), dtype=np.int64)
 
     def drop_index(self, column: str) -> None:
         """The catalog removes the index's snapshots and files. Raises IndexNotFoundError."""
@@ -172,7 +181,7 @@ class FileSource:
         self.check_table(spec)
         check_partitions_match(self.catalog.storage, self.table, spec.partitions)
         # The map as last scanned; the job rescans and checks again (plan.make_plan).
-        check_readable(self.catalog.unreadable_files(self.table.name), self.table, spec.partitions)
+        check_readable(DataFileMap(self.catalog).unreadable(self.table.name), self.table, spec.partitions)
         previous = self.catalog.current_snapshot(self.table.name, spec.index_column)
         check_family(previous, spec)
         options = resolve_options(requested, previous.options if previous else None, spec.index_column)

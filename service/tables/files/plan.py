@@ -22,13 +22,15 @@ from index_format.storage import Storage
 from index_format.types import KeyType, from_arrow
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import RowIdError
-from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec, check_options_match, index_options_of
+from service.jobs.jobspec import NOTHING_TO_BUILD, JobSpec, check_options_match, index_options_of
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, SourceFile, Table
-from service.catalog.partitions import check_matches, check_readable
-from service.catalog.scan import read_columns, read_schema
+from service.jobs.partitions import check_matches, check_readable
+from service.tables.files.scan import read_columns, read_schema
 from service.tables.build_tasks import BuildOutcome, BuildPlan, BuildRange, FileNames, SparkScan
 from service.tables.files.slice_reader import FileSlice, FileTaskReader
 from service.tables.files.rowids import RowRange, check_row_id_column, ranges_of_ids, select_files, uncovered_ranges
+from service.tables.files.data_files import DataFileMap
+from service.jobs.active_builds import collect_garbage
 
 log = logging.getLogger("bgix.tables.files.plan")
 
@@ -91,13 +93,13 @@ def make_plan(catalog: Catalog, table: Table, column: str, options: IndexOptions
         InvalidOptionError: without rebuild, options that shape index files differ from the index's; a
             partition spec matches no live data file; more than MAX_RANGES ranges.
     """
-    live = catalog.refresh_data_files(table.name)
+    live = DataFileMap(catalog).refresh(table.name)
     previous = catalog.current_snapshot(table.name, column)
     base = None if options.rebuild else previous
     if base is not None:  # the service resolved this already; a spec from elsewhere may still differ
         check_options_match(index_options_of(base.options, column), options, column)
     selected = select_files(live, table, partitions)
-    check_readable(catalog.unreadable_files(table.name), table, partitions)
+    check_readable(DataFileMap(catalog).unreadable(table.name), table, partitions)
     if partitions:
         check_matches(partitions, (f.partition for f in live), table.name)
     covered_paths = {s.path for s in base.source_files} if base else set()
@@ -220,7 +222,7 @@ def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
     """
     column = spec.index_column
     check_family(catalog.current_snapshot(table.name, column), spec)
-    removed = catalog.collect_garbage(table.name, column, keep_job=spec.job_id)
+    removed = collect_garbage(catalog, table.name, column, keep_job=spec.job_id)
     if removed:
         log.info("removed %d unreferenced index file(s)", len(removed))
     plan = make_plan(catalog, table, column, spec.options, spec.partitions)

@@ -15,7 +15,7 @@ import pyarrow as pa
 from index_format import ranges
 from service.catalog.catalog_errors import RowIdError
 from service.catalog.model import DataFile
-from service.catalog.partitions import parse_partitions, select_files
+from service.jobs.partitions import parse_partitions, select_files
 
 __all__ = ["RowRange", "parse_partitions", "select_files", "uncovered_ranges", "check_row_id_column",
            "ranges_of_ids"]

@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from index_format.storage import Storage
 from service.catalog.catalog_errors import DataFileError, RowIdError
-from service.catalog.scan import read_slice
+from service.tables.files.scan import read_slice
 from service.tables.build_tasks import ROW_ID
 
 __all__ = ["FileSlice", "FileTaskReader"]

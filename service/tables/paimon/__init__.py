@@ -31,11 +31,11 @@ from service.tables.paimon.key_types import key_type_of_spelling
 from service.tables.paimon.location import PaimonLocation, parse_location, to_storage_path
 from service.tables.paimon.rows import ROW_ID, plan_splits, read_rows
 from service.tables.paimon.table import PaimonTable, open_paimon_table, table_storage
-from service.tables.paimon.view import PaimonIndexSummary, PaimonView, latest_snapshot_id, load_paimon_view
+from service.tables.paimon.view import PaimonView, latest_snapshot_id, load_paimon_view
 
 __all__ = [
     "ROW_ID", "GlobalIndexEntry", "DeletionVectorRef", "NotAPaimonTableError", "PaimonColumnNotFoundError",
-    "PaimonDataFile", "PaimonField", "PaimonIndexSummary", "PaimonLocation", "PaimonSnapshotNotFoundError",
+    "PaimonDataFile", "PaimonField", "PaimonLocation", "PaimonSnapshotNotFoundError",
     "PaimonTable", "PaimonTableDescription", "PaimonView", "RowRangeGroup", "RowTrackingDisabledError",
     "deleted_row_ids", "describe_table", "drop_column_indexes", "key_type_of_spelling", "latest_snapshot_id",
     "list_all_index_entries", "list_index_entries", "list_deletion_vectors", "load_paimon_view", "open_paimon_table",

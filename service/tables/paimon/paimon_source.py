@@ -9,19 +9,20 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from index_format.errors import InvalidOptionError
 from index_format.families import BITMAP
 from index_format.options import parse_options
-from service.catalog import index_stats
+from service.catalog import warehouse_layout
 from service.catalog.catalog import Catalog
-from service.catalog.inflight_builds import InflightBuild, list_inflight
+from service.jobs.inflight_builds import InflightBuild, list_inflight
 from service.catalog.catalog_errors import CorruptDocumentError, JobNotFoundError
-from service.catalog.jobspec import NOTHING_TO_BUILD, JobSpec, resolve_options
-from service.catalog.liveness import job_process_alive
-from service.catalog.model import Table, UnreadableFile
-from service.catalog.partitions import check_keys, check_matches
+from service.jobs.jobspec import NOTHING_TO_BUILD, JobSpec, resolve_options
+from service.jobs.liveness import job_process_alive
+from service.catalog.model import DataFile, Table, UnreadableFile
+from service.jobs.partitions import check_keys, check_matches
 from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan, BuildRange, FileNames, job_stamp
 from service.tables.paimon.build_plan import PaimonBuildPlan, check_build_columns, cut_tasks, plan_build, read_task
 from service.tables.paimon.commit import BuiltIndexFile, commit_index_files, index_dir
@@ -32,6 +33,7 @@ from service.tables.paimon.location import parse_location
 from service.tables.paimon.paimon_errors import NotAPaimonTableError
 from service.tables.paimon.orphan_files import remove_orphan_index_files
 from service.tables.paimon.origins import BGIX_JOB_PROPERTY, OriginsCache
+from service.tables.table_summary import TableSummary
 from service.tables.paimon.rows import ROW_ID as PAIMON_ROW_ID
 from service.tables.paimon.table import PaimonTable, open_paimon_table, table_storage
 from service.tables.paimon.view import PaimonView, latest_snapshot_id, load_paimon_view
@@ -159,7 +161,7 @@ class PaimonSource:
             table=t, columns=view.columns, more_indexes=view.more, data_files=view.data_files,
             total_rows=view.total_rows, sparse=False,
             gone=view.deleted if view.deleted else None, live_ranges=view.row_ranges,
-            version=view.snapshot_id if view.snapshot_id is not None else -1, summary=view,
+            version=view.snapshot_id if view.snapshot_id is not None else -1, summary=view.summary(),
             records_key_order=False)
 
     def refresh(self) -> None:
@@ -167,6 +169,10 @@ class PaimonSource:
 
     def unreadable_files(self) -> list[UnreadableFile]:
         return []
+
+    def row_id_values(self, f: DataFile) -> np.ndarray:
+        """A Paimon data file's `_ROW_ID`s run from its first_row_id (row tracking)."""
+        return np.arange(f.first_row_id, f.first_row_id + f.row_count, dtype=np.int64)
 
     def drop_index(self, column: str) -> None:
         """One new Paimon snapshot takes the column's global index entries (every family) out (index deletes, whoever
@@ -178,7 +184,7 @@ class PaimonSource:
         drop_column_indexes(self.table.location, column, storage_options=self.catalog.storage.storage_options,
                             roots=self.roots)
         # bgix's statistics of those files live in the warehouse, not in the Paimon table.
-        self.catalog.storage.delete(index_stats.stats_dir(self.table.name, column), recursive=True)
+        self.catalog.storage.delete(warehouse_layout.stats_dir(self.table.name, column), recursive=True)
 
     def remove_orphan_files(self, *, older_than_s: float, dry_run: bool) -> OrphanReport:
         """Remove (or with `dry_run` list) the table's orphan global index files: referenced by no snapshot, tag
@@ -243,7 +249,7 @@ class PaimonSource:
         # options the request leaves out are the index's (one set for all its columns, else the request's)
         return replace(spec, options=resolved.pop()) if len(resolved) == 1 else spec
 
-    def _built_with(self, summary: PaimonView, spec: JobSpec) -> dict[str, dict[str, Any]]:
+    def _built_with(self, summary: TableSummary, spec: JobSpec) -> dict[str, dict[str, Any]]:
         """column → the options its index (of the family the spec builds) was built with, where bgix knows."""
         out: dict[str, dict[str, Any]] = {}
         for column, fam in spec.families.items():

@@ -1,6 +1,6 @@
 """A Paimon table at its latest snapshot in the shapes the query side already serves: per indexed column and
 index family (bitmap, btree, multivalue) a catalog Snapshot of the table's global index files (whoever wrote
-them; who did is in each PaimonIndexSummary's origins), the data files as a row-id map, the live row ranges
+them; who did is in each IndexSummary's origins), the data files as a row-id map, the live row ranges
 and the deleted `_ROW_ID`s.
 
 An index file a later data-evolution update made stale (stale_index) is left out of its Snapshot's files and
@@ -18,7 +18,8 @@ from pyroaring import BitMap64
 
 from index_format import ranges
 from index_format.storage import Storage
-from service.catalog.model import DataFile, IndexFileEntry, Snapshot, now
+from service.catalog.model import PAIMON, DataFile, IndexFileEntry, Snapshot, now
+from service.tables.table_summary import FieldSummary, IndexSummary, OriginSummary, StaleFileSummary, TableSummary
 from service.tables.paimon.deletions import deleted_row_ids
 from service.tables.paimon.description import PaimonTableDescription, describe_table
 from index_format.families import FAMILIES
@@ -28,39 +29,7 @@ from service.tables.paimon.location import parse_location, to_storage_path
 from service.tables.paimon.stale_index import StaleIndexFile, field_ids_loader, stale_index_files
 from service.tables.paimon.table import open_paimon_table
 
-__all__ = ["PaimonIndexSummary", "PaimonOriginSummary", "PaimonView", "latest_snapshot_id", "load_paimon_view"]
-
-
-@dataclass(frozen=True, slots=True)
-class PaimonOriginSummary:
-    """The files of one column's index one writer (one bgix job) committed (origins.py says who is who)."""
-
-    writer: str
-    job_id: str | None
-    snapshot_id: int | None   # the snapshot that committed them, when known (bgix)
-    files: int
-    rows: int
-    row_ranges: tuple[tuple[int, int], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class PaimonIndexSummary:
-    """One column's global index of one family in the snapshot: files, rows and merged row ranges they cover."""
-
-    column: str
-    index_type: str           # the family (index_format.families)
-    field_id: int
-    key_type: str | None      # None: bgix cannot read keys of this column's type
-    files: int
-    rows: int
-    bytes: int
-    row_ranges: tuple[tuple[int, int], ...]
-    origins: tuple[PaimonOriginSummary, ...] = ()
-    stale_files: tuple[StaleIndexFile, ...] = ()   # files updated since their build: not serving their rows
-
-    @property
-    def stale(self) -> bool:
-        return bool(self.stale_files)
+__all__ = ["PaimonView", "latest_snapshot_id", "load_paimon_view"]
 
 
 @dataclass(frozen=True)
@@ -72,12 +41,23 @@ class PaimonView:
     created_at: float | None                  # the snapshot's commit time, epoch seconds
     columns: dict[str, Snapshot]              # per column its readable index covering most rows (then by family
                                               # rank); Snapshot.id is the Paimon snapshot id
-    indexes: tuple[PaimonIndexSummary, ...]   # every global index of a family bgix knows, readable or not
+    indexes: tuple[IndexSummary, ...]         # every global index of a family bgix knows, readable or not
     data_files: list[DataFile]                # ascending first_row_id
     row_ranges: tuple[tuple[int, int], ...]   # inclusive `_ROW_ID` ranges the data files hold
     total_rows: int                           # one past the highest `_ROW_ID`
     deleted: BitMap64                         # `_ROW_ID`s the deletion vectors remove
     more: dict[str, list[Snapshot]] = field(default_factory=dict)   # the column's other readable indexes
+
+    def summary(self) -> TableSummary:
+        """What the API shows of this snapshot (service.tables.table_summary: no Paimon types)."""
+        d = self.description
+        return TableSummary(
+            kind=PAIMON, version=self.snapshot_id,
+            fields=tuple(FieldSummary(field_id=f.field_id, name=f.name, type=f.paimon_type,
+                                      key_type=None if f.key_type is None else f.key_type.spelling)
+                         for f in d.fields),
+            partition_keys=tuple(d.partition_keys), row_count=d.row_count, deleted_rows=len(self.deleted),
+            options=dict(d.options), indexes=self.indexes)
 
 
 def latest_snapshot_id(location: str, storage_options: Mapping[str, object] | None = None,
@@ -168,25 +148,31 @@ def _snapshot(table: str, column: str, index_type: str, sid: int, created: float
 
 
 def _summary(column: str, index_type: str, items: Sequence[GlobalIndexEntry],
-             origins: dict[str, IndexOrigin], stale: Mapping[str, StaleIndexFile]) -> PaimonIndexSummary:
+             origins: dict[str, IndexOrigin], stale: Mapping[str, StaleIndexFile]) -> IndexSummary:
     kt = items[0].key_type
-    return PaimonIndexSummary(
+    return IndexSummary(
         column=column, index_type=index_type, field_id=items[0].index_field_id,
         key_type=None if kt is None else kt.spelling,
         files=len(items), rows=sum(e.row_count for e in items), bytes=sum(e.file_size for e in items),
         row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in items)),
         origins=_by_origin(items, origins),
-        stale_files=tuple(stale[e.file_name] for e in items if e.file_name in stale))
+        stale_files=tuple(_stale_summary(stale[e.file_name]) for e in items if e.file_name in stale))
 
 
 def _by_origin(items: Sequence[GlobalIndexEntry],
-               origins: dict[str, IndexOrigin]) -> tuple[PaimonOriginSummary, ...]:
+               origins: dict[str, IndexOrigin]) -> tuple[OriginSummary, ...]:
     """Files grouped by writer (and bgix job), in the order of their first row range."""
     groups: dict[IndexOrigin, list[GlobalIndexEntry]] = {}
     for e in items:  # sorted by row range
         groups.setdefault(origins.get(e.file_name, IndexOrigin("unknown")), []).append(e)
     return tuple(
-        PaimonOriginSummary(writer=o.writer, job_id=o.job_id, snapshot_id=o.snapshot_id, files=len(es),
-                            rows=sum(e.row_count for e in es),
-                            row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in es)))
+        OriginSummary(writer=o.writer, job_id=o.job_id, snapshot_id=o.snapshot_id, files=len(es),
+                      rows=sum(e.row_count for e in es),
+                      row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in es)))
         for o, es in groups.items())
+
+
+def _stale_summary(f: StaleIndexFile) -> StaleFileSummary:
+    return StaleFileSummary(index_file=f.file_name, row_range=(f.row_range_start, f.row_range_end), reason=f.reason,
+                            data_file=f.data_file, sequence=f.data_sequence, baseline=f.baseline,
+                            baseline_from="deix" if f.marked else "anchor_files")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from index_format.storage import Storage
 from service.build_job.job_log_capture import JobLogCapture
-from service.catalog.job_logs import read_job_log
+from service.jobs.job_logs import read_job_log
 
 
 def test_capture_keeps_its_threads_records_and_the_runner_output_of_its_time(tmp_path: Path) -> None:

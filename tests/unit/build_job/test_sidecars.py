@@ -29,9 +29,10 @@ from index_format.types import parse_type
 from service.build_job.main import run_job
 from service.build_job.worker import InjectedFailure, build_batches, build_tasks
 from service.catalog import Catalog, Table
-from service.catalog.jobspec import JobSpec
+from service.jobs.jobspec import JobSpec
 from service.catalog.model import JobRecord
 from service.tables.build_tasks import RESULT_SCHEMA, ROW_ID, BuildPlan, BuildRange, FileNames
+from service.jobs.active_builds import collect_garbage
 from tests.factories import append_file, assert_index_matches, make_parquet_table, oracle_table
 
 R = {"sorted-index.records-per-range": "1000"}
@@ -254,7 +255,7 @@ def test_drop_index_and_garbage_collection_follow_the_index_file(tmp_path: Path)
     stray = cat.index_dir("t", "s") + "/jdead/000000000000-000000000999-abc-0000.index"
     cat.storage.write_atomic(stray, b"x")
     cat.storage.write_atomic(stray + SIDECAR_SUFFIX, b"y")
-    deleted = set(cat.collect_garbage("t", "s"))
+    deleted = set(collect_garbage(cat, "t", "s"))
     assert deleted == {stray, stray + SIDECAR_SUFFIX}
     assert _sidecar_files(cat, "s") == sidecars   # referenced sidecars are kept
     # a rebuild keeps the old snapshot's files (still retained) and adds its own sidecars

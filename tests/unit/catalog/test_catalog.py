@@ -16,6 +16,8 @@ from service.catalog import (
     Catalog, CommitConflictError, IndexFileEntry, IndexNotFoundError, JobNotFoundError, JobRecord,
     Snapshot, Table, TableExistsError, TableNotFoundError, BuildInProgressError,
 )
+from service.jobs.active_builds import active_jobs, check_no_active_build, collect_garbage
+from service.tables.files.data_files import DataFileMap
 from tests.factories import append_file, make_parquet_table
 
 
@@ -48,7 +50,7 @@ def test_row_id_map_is_path_ordered_and_stable(catalog: Catalog, tmp_path: Path)
     gen = make_parquet_table(tmp_path, rows_per_file=(300, 200, 100),
                              partitions=[{"dt": "2026-06-18"}, {"dt": "2026-06-19"}])
     catalog.put_table(Table("t", str(gen.location), partition_columns=["dt"]))
-    files = catalog.data_files("t")
+    files = DataFileMap(catalog).live("t")
     # oracle: sort paths, count rows with pyarrow, cumulate
     expected, next_id = [], 0
     for p in sorted(str(f) for f in gen.files):
@@ -59,7 +61,7 @@ def test_row_id_map_is_path_ordered_and_stable(catalog: Catalog, tmp_path: Path)
 
     # A new file sorting *before* the others still gets ids after the current maximum.
     new = append_file(gen, 0, 50, seed=9, partition={"dt": "2026-06-17"})
-    files2 = catalog.refresh_data_files("t")
+    files2 = DataFileMap(catalog).refresh("t")
     assert [(f.path, f.first_row_id) for f in files2[:3]] == [(p, i) for p, i, _ in expected]
     assert (files2[-1].path, files2[-1].first_row_id, files2[-1].row_count) == (str(new), next_id, 50)
 
@@ -68,11 +70,11 @@ def test_row_id_map_is_path_ordered_and_stable(catalog: Catalog, tmp_path: Path)
     pq.write_table(pq.read_table(changed).slice(0, 10), changed)
     os.utime(changed, (time.time() + 5, time.time() + 5))
     Path(expected[1][0]).unlink()
-    files3 = catalog.refresh_data_files("t")
+    files3 = DataFileMap(catalog).refresh("t")
     by_path = {f.path: f for f in files3}
     assert by_path[str(changed)].first_row_id == next_id + 50 and by_path[str(changed)].row_count == 10
     assert expected[1][0] not in by_path
-    assert {f.path for f in catalog.retired_files("t")} == {expected[0][0], expected[1][0]}
+    assert {f.path for f in DataFileMap(catalog).retired("t")} == {expected[0][0], expected[1][0]}
     assert by_path[expected[2][0]].first_row_id == expected[2][1]
 
 
@@ -149,13 +151,13 @@ def test_jobs_and_progress(catalog: Catalog) -> None:
     assert got.spec == {"k": 1} and got.created_at == job.created_at
     catalog.update_job("j1", state="running", pid=os.getpid())
     with pytest.raises(BuildInProgressError):
-        catalog.check_no_active_build("t", "s")
-    catalog.check_no_active_build("t", "s", except_job="j1")
+        check_no_active_build(catalog, "t", "s")
+    check_no_active_build(catalog, "t", "s", except_job="j1")
     # a job whose process is gone does not block builds
     dead = subprocess.Popen([sys.executable, "-c", "pass"])
     dead.wait(timeout=30)
     catalog.update_job("j1", pid=dead.pid)
-    catalog.check_no_active_build("t", "s")
+    check_no_active_build(catalog, "t", "s")
     assert [j.id for j in catalog.list_jobs()] == ["j1"]
 
 
@@ -166,7 +168,7 @@ def test_garbage_collection_keeps_referenced_and_live_job_files(catalog: Catalog
     ref = st.relative(f"{catalog.index_dir('t', 's')}/jobA/a.index")
     catalog.commit("t", "s", None, _snap(files=[IndexFileEntry(ref, 0, 9, 10, 1, "")]))
     catalog.put_job(JobRecord(id="jobC", table="t", column="s", state="running", pid=os.getpid()))
-    deleted = catalog.collect_garbage("t", "s")
+    deleted = collect_garbage(catalog, "t", "s")
     assert [Path(p).name for p in deleted] == ["b.index"]
     assert st.exists(ref)
     catalog.drop_index("t", "s")
@@ -180,7 +182,7 @@ def test_concurrent_refresh_never_hands_out_ids_twice(catalog: Catalog, tmp_path
                                                        monkeypatch: pytest.MonkeyPatch) -> None:
     gen = make_parquet_table(tmp_path, rows_per_file=(100,))
     catalog.put_table(Table("t", str(gen.location)))
-    catalog.refresh_data_files("t")
+    DataFileMap(catalog).refresh("t")
     other = Catalog(Storage(catalog.storage.root, [str(tmp_path)]))
     late = append_file(gen, 5, 30, seed=1)
     original = catalog.storage.write_if_absent
@@ -190,28 +192,28 @@ def test_concurrent_refresh_never_hands_out_ids_twice(catalog: Catalog, tmp_path
         if not raced and "/files/" in path:
             # a competing scan commits first and sees one more file, sorting before ours
             raced.append(append_file(gen, 3, 20, seed=2))
-            other.refresh_data_files("t")
+            DataFileMap(other).refresh("t")
         return original(path, data)
 
     monkeypatch.setattr(catalog.storage, "write_if_absent", racing)
-    files = catalog.refresh_data_files("t")
+    files = DataFileMap(catalog).refresh("t")
     got = {Path(f.path).name: (f.first_row_id, f.row_count) for f in files}
     assert got == {"part-00000.parquet": (0, 100), raced[0].name: (100, 20), late.name: (120, 30)}
-    assert catalog.data_files("t") == other.data_files("t")
+    assert DataFileMap(catalog).live("t") == DataFileMap(other).live("t")
 
 
 def test_active_build_check_names_the_job_per_index_or_per_table(catalog: Catalog) -> None:
     catalog.put_job(JobRecord(id="queued1", table="t", column="s"))  # queued: no process recorded yet
     catalog.put_job(JobRecord(id="other", table="u", column="s", state="running", pid=os.getpid()))
     with pytest.raises(BuildInProgressError, match="index t.s is already being built by job queued1") as err:
-        catalog.check_no_active_build("t", "s")
+        check_no_active_build(catalog, "t", "s")
     assert err.value.job_id == "queued1"
     with pytest.raises(BuildInProgressError, match="table 't' is already being built by job queued1"):
-        catalog.check_no_active_build("t")
-    catalog.check_no_active_build("t", "n")
-    assert [j.id for j in catalog.active_jobs("t")] == ["queued1"]
+        check_no_active_build(catalog, "t")
+    check_no_active_build(catalog, "t", "n")
+    assert [j.id for j in active_jobs(catalog, "t")] == ["queued1"]
     catalog.update_job("queued1", state="failed")
-    catalog.check_no_active_build("t")
+    check_no_active_build(catalog, "t")
 
 
 def test_table_location_rules(catalog: Catalog, tmp_path: Path) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from index_format.storage import Storage
-from service.catalog.job_logs import MAX_BYTES, bounded, has_job_log, read_job_log, write_job_log
+from service.jobs.job_logs import MAX_BYTES, bounded, has_job_log, read_job_log, write_job_log
 
 
 def test_a_job_log_keeps_its_tail_within_the_bound(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from index_format.errors import InvalidOptionError
 from index_format.options import IndexOptions
-from service.catalog.jobspec import JobSpec
+from service.jobs.jobspec import JobSpec
 from service.catalog.model import Table
 from service.tables import check_spec
 from service.tables.files.files_source import FileSource

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from service.catalog.liveness import job_process_alive, process_alive, process_start
+from service.jobs.liveness import job_process_alive, process_alive, process_start
 from service.catalog.model import JobRecord
 
 

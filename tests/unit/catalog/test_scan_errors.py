@@ -19,8 +19,10 @@ from index_format.storage import Storage
 from service.catalog import Catalog, JobRecord, Snapshot, Table, TableNotFoundError
 from service.catalog import warehouse_layout
 from service.catalog.catalog_errors import CorruptDocumentError, DataFileError, LocationNotAllowedError
-from service.catalog.scan import count_rows, read_columns, read_schema, read_slice
+from service.tables.files.scan import count_rows, read_columns, read_schema, read_slice
 from service.tables import open_source, register_table
+from service.jobs.active_builds import active_jobs
+from service.tables.files.data_files import DataFileMap
 from tests.factories import file_id_oracle, make_parquet_table, make_rows
 
 
@@ -122,11 +124,11 @@ def _broken_table(tmp_path: Path) -> tuple[Path, list[Path], dict[str, str]]:
 def test_scan_maps_readable_files_and_reports_broken_ones(catalog: Catalog, tmp_path: Path) -> None:
     loc, good, broken = _broken_table(tmp_path)
     catalog.put_table(Table("t", str(loc)))
-    live = _in_time(lambda: catalog.refresh_data_files("t"))
+    live = _in_time(lambda: DataFileMap(catalog).refresh("t"))
     assert live is None  # returned without raising or hanging
-    files = catalog.data_files("t")
+    files = DataFileMap(catalog).live("t")
     assert [(f.path, f.first_row_id, f.row_count) for f in files] == file_id_oracle(good)
-    bad = {u.path: u.reason for u in catalog.unreadable_files("t")}
+    bad = {u.path: u.reason for u in DataFileMap(catalog).unreadable("t")}
     assert set(bad) == set(broken)
     for path, needle in broken.items():
         assert needle in bad[path] and bad[path]
@@ -134,28 +136,28 @@ def test_scan_maps_readable_files_and_reports_broken_ones(catalog: Catalog, tmp_
 
     # Nothing changed: no new row-id map version is written.
     versions = catalog.storage.list(warehouse_layout.files_dir("t"))
-    catalog.refresh_data_files("t")
+    DataFileMap(catalog).refresh("t")
     assert catalog.storage.list(warehouse_layout.files_dir("t")) == versions
 
     # The junk file becomes a valid file: it gets ids after the current maximum, the others keep theirs.
     fixed = loc / "b-junk.parquet"
     pq.write_table(make_rows(50, 9), fixed)
-    files2 = catalog.refresh_data_files("t")
+    files2 = DataFileMap(catalog).refresh("t")
     end = max(f.end_row_id for f in files)
     assert [(f.path, f.first_row_id, f.row_count) for f in files2] == [
         *[(f.path, f.first_row_id, f.row_count) for f in files], (str(fixed), end, 50)]
-    assert str(fixed) not in {u.path for u in catalog.unreadable_files("t")}
+    assert str(fixed) not in {u.path for u in DataFileMap(catalog).unreadable("t")}
 
 
 def test_mapped_file_turned_junk_is_retired_and_reported(catalog: Catalog, tmp_path: Path) -> None:
     gen = make_parquet_table(tmp_path / "data", rows_per_file=(300, 200))
     catalog.put_table(Table("t", str(gen.location)))
-    before = catalog.data_files("t")
+    before = DataFileMap(catalog).live("t")
     gen.files[0].write_bytes(b"junk now")
-    live = catalog.refresh_data_files("t")
+    live = DataFileMap(catalog).refresh("t")
     assert [f.path for f in live] == [str(gen.files[1])]
-    assert [f.path for f in catalog.retired_files("t")] == [str(gen.files[0])]
-    assert [u.path for u in catalog.unreadable_files("t")] == [str(gen.files[0])]
+    assert [f.path for f in DataFileMap(catalog).retired("t")] == [str(gen.files[0])]
+    assert [u.path for u in DataFileMap(catalog).unreadable("t")] == [str(gen.files[0])]
     assert live[0].first_row_id == before[1].first_row_id  # untouched file keeps its ids
 
 
@@ -164,9 +166,9 @@ def test_file_outside_the_partition_layout_is_reported_not_fatal(catalog: Catalo
     catalog.put_table(Table("t", str(gen.location), partition_columns=["dt"]))
     stray = gen.location / "stray.parquet"
     pq.write_table(make_rows(10, 3), stray)
-    live = catalog.refresh_data_files("t")
+    live = DataFileMap(catalog).refresh("t")
     assert sorted(f.path for f in live) == sorted(str(p) for p in gen.files)
-    [u] = catalog.unreadable_files("t")
+    [u] = DataFileMap(catalog).unreadable("t")
     assert u.path == str(stray) and "dt" in u.reason
 
 
@@ -203,7 +205,7 @@ def test_partition_columns_must_match_the_hive_levels(catalog: Catalog, tmp_path
     assert catalog.list_tables() == []
     register_table(catalog, Table("t", loc, partition_columns=["dt", "hh"]))
     register_table(catalog, Table("u", loc, partition_columns=["hh"]))  # a subset of the levels is fine
-    assert [f.partition for f in catalog.data_files("t")] == [{"dt": "1", "hh": "0"}, {"dt": "2", "hh": "1"}]
+    assert [f.partition for f in DataFileMap(catalog).live("t")] == [{"dt": "1", "hh": "0"}, {"dt": "2", "hh": "1"}]
     # An empty location cannot be checked against files: plain names are enough.
     (tmp_path / "data" / "empty").mkdir()
     register_table(catalog, Table("e", str(tmp_path / "data" / "empty"), partition_columns=["dt"]))
@@ -275,9 +277,9 @@ def test_corrupt_snapshot_fails_only_its_column(catalog: Catalog, tmp_path: Path
 def test_corrupt_row_id_map_names_the_document(catalog: Catalog, tmp_path: Path) -> None:
     gen = make_parquet_table(tmp_path / "data", rows_per_file=(10,))
     catalog.put_table(Table("t", str(gen.location)))
-    catalog.data_files("t")
+    DataFileMap(catalog).live("t")
     doc = _write(catalog, warehouse_layout.files_json("t", 1), json.dumps({"files": "nope"}).encode())
-    for fn in (catalog.data_files, catalog.refresh_data_files):
+    for fn in (DataFileMap(catalog).live, DataFileMap(catalog).refresh):
         with pytest.raises(CorruptDocumentError) as info:
             fn("t")
         assert info.value.path == doc
@@ -291,7 +293,7 @@ def test_corrupt_job_record_is_skipped(catalog: Catalog) -> None:
     assert [j.id for j in catalog.list_jobs()] == ["j1", "j2"]
     jobs, broken = catalog.scan_jobs()
     assert sorted(broken) == ["j0", "j3"] and broken["j0"].path == doc
-    assert [j.id for j in catalog.active_jobs("t")] == ["j2"]
+    assert [j.id for j in active_jobs(catalog, "t")] == ["j2"]
     with pytest.raises(CorruptDocumentError):
         catalog.get_job("j0")
 
@@ -302,5 +304,5 @@ def test_orc_table_with_a_broken_file(catalog: Catalog, tmp_path: Path) -> None:
     orc.write_table(pa.table({"a": [1, 2, 3]}), str(loc / "a.orc"))
     (loc / "b.orc").write_bytes(b"")
     catalog.put_table(Table("o", str(loc), format="orc"))
-    assert [(f.path, f.row_count) for f in catalog.data_files("o")] == [(str(loc / "a.orc"), 3)]
-    assert [u.path for u in catalog.unreadable_files("o")] == [str(loc / "b.orc")]
+    assert [(f.path, f.row_count) for f in DataFileMap(catalog).live("o")] == [(str(loc / "a.orc"), 3)]
+    assert [u.path for u in DataFileMap(catalog).unreadable("o")] == [str(loc / "b.orc")]

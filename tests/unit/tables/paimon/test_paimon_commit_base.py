@@ -19,7 +19,7 @@ from pypaimon.globalindex.create_global_index import create_global_index
 from service.build_job.worker import build_tasks
 from service.catalog import Table
 from service.catalog.catalog_errors import CorruptTableMetadataError
-from service.catalog.jobspec import JobSpec
+from service.jobs.jobspec import JobSpec
 from service.tables.build_tasks import RESULT_SCHEMA
 from service.tables.paimon import open_paimon_table, table_storage
 from service.tables.paimon.commit import commit_index_files

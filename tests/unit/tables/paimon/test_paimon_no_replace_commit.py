@@ -22,7 +22,7 @@ from pypaimon.index.index_file_handler import IndexFileHandler
 
 from service.build_job.worker import build_tasks
 from service.catalog import Table
-from service.catalog.jobspec import JobSpec
+from service.jobs.jobspec import JobSpec
 from service.tables.build_tasks import RESULT_SCHEMA
 from service.tables.paimon import open_paimon_table, table_storage
 from service.tables.paimon.commit import SnapshotReplacedError, commit_index_files, commit_messages, writable_table

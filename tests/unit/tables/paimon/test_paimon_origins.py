@@ -19,7 +19,7 @@ from service.api.presenters import paimon_public
 from service.build_job.main import run_job
 from service.build_job.worker import build_tasks
 from service.catalog import Catalog, Table
-from service.catalog.jobspec import JobSpec
+from service.jobs.jobspec import JobSpec
 from service.tables.paimon import load_paimon_view, open_paimon_table, table_storage
 from service.tables.build_tasks import RESULT_SCHEMA
 from service.tables.paimon.commit import commit_index_files
@@ -101,7 +101,7 @@ def test_origins_of_pypaimon_bgix_and_deix_writers(tmp_path: Path) -> None:
         assert sum(g.rows for g in groups) == sum(e.row_count for e in entries[column])
         assert [list(r) for g in groups for r in g.row_ranges] == [[0, 999]]
     # and the API's table description carries them as they are
-    shown = {i.column: i.origins for i in paimon_public(view).indexes}
+    shown = {i.column: i.origins for i in paimon_public(view.summary()).indexes}
     assert [(o.origin, o.job_id, o.snapshot_id) for o in shown["flag"]] == [("bgix", JOB, int(bgix_snapshot.id))]
     assert [(o.origin, o.files) for o in shown["status"]] == [("pypaimon", len(by_pypaimon))]
 

@@ -24,8 +24,8 @@ from index_format.storage import Storage, local, temp_target
 from service.build_job.main import run_job
 from service.build_job.worker import build_tasks
 from service.catalog import Catalog, Table
-from service.catalog.inflight_builds import end_inflight, list_inflight, put_inflight
-from service.catalog.jobspec import JobSpec
+from service.jobs.inflight_builds import end_inflight, list_inflight, put_inflight
+from service.jobs.jobspec import JobSpec
 from service.catalog.model import JobRecord
 from service.tables import open_source, remove_dead_build_files
 from service.tables.build_tasks import RESULT_SCHEMA, job_stamp

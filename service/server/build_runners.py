@@ -1,7 +1,7 @@
 """The build-runner processes the service starts (service.build_job.build_runner): one warm runner for every build
 (BGIX_BUILD_RUNNER=warm, the default) or one runner per build (process), and how a spec and a cancel reach them.
 
-Nothing here waits on a runner: a spec is a file in the runner directory (service.catalog.build_inbox) and a
+Nothing here waits on a runner: a spec is a file in the runner directory (service.jobs.build_inbox) and a
 wake-up byte on the runner's stdin, written without blocking. The runner's stdin is a pipe the service holds:
 when the service goes away (exit, crash, kill -9) the runner reads EOF, finishes the builds it has, takes no new
 ones and exits. pyspark and service.build_job are never imported here.
@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from service.api.settings import Settings
-from service.catalog.build_inbox import FAILED, READY, WARM, BuildInbox
-from service.catalog.liveness import process_alive
+from service.server.settings import Settings
+from service.jobs.build_inbox import FAILED, READY, WARM, BuildInbox
+from service.jobs.liveness import process_alive
 
 log = logging.getLogger("bgix.jobs")
 _LOG_TAIL = 2000

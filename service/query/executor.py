@@ -13,7 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TypeVar
 
 from index_format.errors import QueryTimeoutError
-from service.api.error_table import QueryBudgetError
+from service.query.query_errors import QueryBudgetError
 
 T = TypeVar("T")
 

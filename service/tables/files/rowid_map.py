@@ -12,7 +12,7 @@ from typing import Any
 from index_format.storage import Storage
 from service.catalog.catalog_errors import DataFileError, RowIdError
 from service.catalog.model import DataFile, Table, UnreadableFile, now
-from service.catalog.scan import count_rows, file_stat, list_data_files, parse_partition, relative_dir
+from service.tables.files.scan import count_rows, file_stat, list_data_files, parse_partition, relative_dir
 
 log = logging.getLogger("bgix.catalog")
 

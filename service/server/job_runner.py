@@ -1,12 +1,12 @@
 """Start, cancel and track build jobs, run by build-runner processes apart from the web process; one build per
 index at a time (409).
 
-A build runner (service.build_job.build_runner, started and fed by service.api.build_runners: one warm runner
+A build runner (service.build_job.build_runner, started and fed by service.server.build_runners: one warm runner
 for every build, or one per build) writes each job's progress and final state to the catalog; this module
 records, hands over, cancels and reaps jobs, and marks failed the jobs whose runner died. pyspark is never
 imported here (the web process stays Spark-free); service.build_job is not imported either.
 
-With `bgix serve --workers N` (a WorkerGroup, service.api.worker_group) every worker has a JobRunner but
+With `bgix serve --workers N` (a WorkerGroup, service.server.worker_group) every worker has a JobRunner but
 only the one holding the group's runner lock starts runners, tracks, reaps and recovers builds. Any
 worker validates and records a job under the group's build lock (one build per index across workers);
 a worker that is not the job runner leaves the spec in the group's `pending/` directory, which the job
@@ -34,21 +34,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from index_format.storage import Storage
-from service.api.build_runners import BuildRunners, RunnerProcess
-from service.api.error_table import UnknownTableColumnError
-from service.api.job_log import log_end, log_start
-from service.api.settings import Settings
+from service.server.build_runners import BuildRunners, RunnerProcess
+from service.catalog.catalog_errors import UnknownTableColumnError
+from service.server.job_log import log_end, log_start
+from service.server.settings import Settings
 from service.catalog import Catalog
-from service.catalog.build_inbox import write_private
+from service.jobs.build_inbox import write_private
 from service.catalog.catalog_errors import JobNotFoundError
-from service.catalog.job_logs import has_job_log, write_job_log
-from service.catalog.jobspec import JobSpec
-from service.catalog.liveness import job_process_alive, process_alive
+from service.jobs.job_logs import has_job_log, write_job_log
+from service.jobs.jobspec import JobSpec
+from service.jobs.liveness import job_process_alive, process_alive
 from service.catalog.model import JobRecord, now
 from service.tables import TableSources, build_families, check_spec, remove_dead_build_files
+from service.jobs.active_builds import check_no_active_build
 
 if TYPE_CHECKING:
-    from service.api.worker_group import WorkerGroup
+    from service.server.worker_group import WorkerGroup
 
 log = logging.getLogger("bgix.jobs")
 # Worker groups: a queued record without a pid may belong to a build the previous job runner just spawned
@@ -68,7 +69,7 @@ class _Tracked:
     pid: int
     cancelled: bool = False
     pid_start: int | None = None            # adopted jobs: the recorded start time of `pid`
-    start_logged: bool = False              # its start line is out (service.api.job_log): once per job
+    start_logged: bool = False              # its start line is out (service.server.job_log): once per job
 
 
 class JobRunner:
@@ -265,7 +266,7 @@ class JobRunner:
         table, column = spec.table, spec.index_column
         # One check-then-record at a time (across the workers of a group too), so two requests cannot both pass.
         with self._lock, self._build_lock():
-            self.catalog.check_no_active_build(table, column, families=build_families(spec))
+            check_no_active_build(self.catalog, table, column, families=build_families(spec))
             self.catalog.put_job(JobRecord(id=spec.job_id, table=table, column=column, spec=spec.public_dict()))
             try:
                 if self.is_runner:

@@ -1,5 +1,5 @@
 """The hand-off between the service and its build runners: a directory of job specs, cancel markers and the
-runner's state, the only channel between them (service.api.job_runner writes, service.build_job.build_runner
+runner's state, the only channel between them (service.server.job_runner writes, service.build_job.build_runner
 reads).
 
     inbox/<job>.json    a spec waiting for a runner (written whole under a temporary name, then renamed in)

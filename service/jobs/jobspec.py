@@ -1,6 +1,6 @@
 """The build-job spec: what one create_global_index job builds, validated once, and its JSON form.
 
-The service builds it (service.api.job_runner) and writes `to_dict()` to the job's spec file; the job process
+The service builds it (service.server.job_runner) and writes `to_dict()` to the job's spec file; the job process
 (service.build_job.main) parses it back with `from_dict()`. Imports index_format.options/errors and
 service.catalog only (both the API and the build job import it; they never import each other).
 """
@@ -15,7 +15,7 @@ from index_format.errors import InvalidOptionError
 from index_format.families import built_family
 from index_format.options import IndexOptions, given_options, option_error, parse_options
 from service.catalog import warehouse_layout
-from service.catalog.partitions import parse_partitions
+from service.jobs.partitions import parse_partitions
 
 log = logging.getLogger("bgix.jobspec")
 ENGINES = ("spark", "local")

@@ -32,14 +32,15 @@ from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits
 from index_format.predicate.visitors import referenced_columns
 from index_format.storage import RangeSource, Storage
 from index_format.types import KeyType, parse_type
-from service.api.metrics import Metrics
-from service.api.parse_cache import ParseCache
-from service.catalog import Catalog, index_stats, warehouse_layout
+from service.observability.metrics import Metrics
+from service.query.parse_cache import ParseCache
+from service.catalog import Catalog, warehouse_layout
+from service.query import index_stats
 from service.catalog.catalog_errors import CorruptDocumentError, IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
-from service.catalog.range_sidecars import Sidecars
-from service.catalog.scan import read_columns
+from service.query.range_sidecars import Sidecars
 from service.tables import TableSources
+from service.tables.table_summary import TableSummary
 
 
 _VIEW_SERIALS = itertools.count()
@@ -92,7 +93,7 @@ class TableView:
     retired_ranges: tuple[tuple[int, int], ...] = ()   # retired files' ids as inclusive [first, last] ranges
     live_ranges: tuple[tuple[int, int], ...] | None = None   # ids holding rows; None: all below total_rows
     version: int | None = None        # the source's cheap change token (Paimon snapshot id), if any
-    summary: Any = None               # the source's own description of this version (IndexViewSource.summary)
+    summary: TableSummary | None = None   # the source's own description of this version (IndexViewSource.summary)
     records_key_order: bool = True    # snapshots record their key order (IndexViewSource.records_key_order)
     # Indexed columns whose current snapshot document is corrupt: left out of `columns`, named when asked for.
     broken_columns: Mapping[str, CorruptDocumentError] = field(default_factory=dict)
@@ -326,8 +327,7 @@ class QueryService:
         assert table.row_id_column is not None
 
         def load() -> tuple[np.ndarray, BitMap64]:
-            col = read_columns(self.storage, f.path, table.format, [table.row_id_column], f.size).column(0)
-            ids = np.asarray(col.to_numpy(), dtype=np.int64)
+            ids = self.sources.open(table).row_id_values(f)
             return ids, BitMap64(ids.astype(np.uint64))
 
         # The mtime is part of the key, so a file rewritten in place (same size) is read again.
@@ -355,7 +355,7 @@ class QueryService:
         return view.columns[cls.resolve_column(view, column)]
 
     def stored_stats(self, cv: ColumnView, view: TableView, *, force: bool = False) -> index_stats.IndexStats:
-        """The column's statistics document (service.catalog.index_stats), read or computed once per index
+        """The column's statistics document (service.query.index_stats), read or computed once per index
         files and dead rows; handles are kept in memory by snapshot, files and retired set."""
         files = [index_stats.StatsFile(path=r.path, size=r.file_size, range_start=r.range_start,
                                        range_end=r.range_end, open=r.open) for r in cv.index.files]

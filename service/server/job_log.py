@@ -1,7 +1,7 @@
 """The service's log line for each build job's start and end (succeeded, cancelled) or failure.
 
-The job watcher (service.api.job_runner) calls these once per transition it observes. The line's text is for
-people; its fields (`extra`, the keys of a JSON line: service.api.log_format) are event, job_id, table,
+The job watcher (service.server.job_runner) calls these once per transition it observes. The line's text is for
+people; its fields (`extra`, the keys of a JSON line: service.observability.log_format) are event, job_id, table,
 index_column, family, state, rows, ranges, duration_s, snapshot_id, job_message (what a build that built nothing
 says) and error. Imports
 service.catalog.model only.

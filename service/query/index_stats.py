@@ -36,7 +36,7 @@ from index_format.keys import deserialize_key, prefix_upper_bound, sort_keys_of_
 from index_format.storage import Storage
 from index_format.types import KeyType
 from service.catalog import warehouse_layout
-from service.catalog.scan import RangeFile
+from index_format.storage import RangeFile
 
 log = logging.getLogger(__name__)
 
@@ -91,21 +91,13 @@ def stats_key(kt: KeyType, files: Sequence[StatsFile], dead: BitMap64 | None) ->
     return h.hexdigest()
 
 
-def stats_dir(table: str, column: str) -> str:
-    try:
-        return f"{warehouse_layout.index_root(table, column)}/stats"
-    except InvalidOptionError:   # a Paimon column name that is no safe directory name
-        digest = hashlib.blake2b(column.encode(), digest_size=8).hexdigest()
-        return f"{warehouse_layout.indexes_dir(table)}/_stats-{digest}/stats"
-
-
 # ---- loading and computing -----------------------------------------------------------------------------
 def load_or_compute(storage: Storage, table: str, column: str, kt: KeyType, files: Sequence[StatsFile],
                     dead: BitMap64 | None, *, force: bool = False) -> IndexStats:
     """The stored statistics of these files and dead rows; computed and stored when missing or unreadable
     (or with `force`, when a stored one turned out unreadable past its footer)."""
     key = stats_key(kt, files, dead)
-    base = f"{stats_dir(table, column)}/{key}"
+    base = f"{warehouse_layout.stats_dir(table, column)}/{key}"
     stats = None if force else _load(storage, base, key)
     if stats is not None:
         return stats

@@ -1,7 +1,7 @@
 """The service's log lines: human text (the default) or, with BGIX_LOG_FORMAT=json, one JSON object per line.
 
 A JSON line holds `timestamp` (ISO 8601 UTC), `level`, `logger`, `message`, and every field a log call passed in
-`extra` (the job lines of service.api.job_log: job_id, table, index_column, …), plus `exc_info` for a traceback.
+`extra` (the job lines of service.server.job_log: job_id, table, index_column, …), plus `exc_info` for a traceback.
 `configure_logging` gives bgix's own loggers a handler and, in json mode, puts the JSON formatter on uvicorn's
 handlers, and in uvicorn's default logging configuration (which `bgix serve` starts uvicorn with, after the app
 is made) so that uvicorn's very first lines are JSON as well. Standard library logging only; imports nothing

@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 
 from index_format.storage import Storage
 from service.catalog import warehouse_layout
-from service.catalog.liveness import process_alive, process_start
+from service.jobs.liveness import process_alive, process_start
 from service.catalog.model import now
 
 __all__ = ["InflightBuild", "end_inflight", "list_inflight", "put_inflight", "remove_inflight"]

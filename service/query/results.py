@@ -17,7 +17,7 @@ from typing import TypeGuard
 import numpy as np
 from pyroaring import BitMap64
 
-from service.api.error_table import InvalidCursorError, SnapshotChangedError
+from service.query.query_errors import InvalidCursorError, SnapshotChangedError
 from service.catalog.model import DataFile
 
 # Runs are found on numpy windows of ids; a run longer than the window is extended by a binary search.

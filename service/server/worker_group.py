@@ -5,7 +5,7 @@ variable `_BGIX_WORKER_GROUP` (internal, not a setting); every worker opens it i
 `service.api.worker_app.create_worker_app()`, the factory uvicorn imports. The directory holds:
 
 * `runner.lock`: `fcntl.flock`-ed for its whole life by the one worker that runs build jobs (spawns,
-  tracks, reaps, recovers them: service.api.job_runner.JobRunner). The kernel drops the lock when that
+  tracks, reaps, recovers them: service.server.job_runner.JobRunner). The kernel drops the lock when that
   process exits or dies; another worker's watcher then takes it over and adopts the running builds.
 * `build.lock`: held while a worker checks "no build of this index is active" and records a new job,
   so two workers cannot both pass the check (409 across workers).

@@ -1,0 +1,38 @@
+"""The HTTP form of a query: a validated QueryRequest → the use case's QueryAsk, and its QueryReply → the response
+(JSON through orjson, or portable Roaring bytes with the answer's exactness in headers). The route and its fast
+path both answer through `answer_query`.
+"""
+from __future__ import annotations
+
+import orjson
+from fastapi.encoders import jsonable_encoder
+from starlette.responses import Response
+
+from service.api import schemas
+from service.api.deps import Services
+from service.query.run_query import QueryAsk, QueryReply, run_query
+
+
+def answer_query(services: Services, name: str, body: schemas.QueryRequest, accept: str | None,
+                 deadline: float) -> Response:
+    """The whole query, on a query thread (service.query.run_query), as an HTTP response."""
+    result = body.result
+    if accept and schemas.ROARING_MEDIA_TYPE in accept and result == "row_ids":
+        result = "roaring"
+    ask = QueryAsk(where=body.where, predicate=body.predicate, result=result, limit=body.limit,
+                   cursor=body.cursor, explain=body.explain)
+    return respond(run_query(services.query_service, services.metrics, name, ask, deadline))
+
+
+def respond(reply: QueryReply) -> Response:
+    headers = {schemas.COUNT_HEADER: str(reply.count)}
+    if reply.roaring is not None:
+        headers["X-Bgix-Exact"] = "true" if reply.exact else "false"
+        headers["X-Bgix-Coverage-Complete"] = "true" if reply.coverage_complete else "false"
+        headers["X-Bgix-Snapshots"] = ",".join(f"{c}={s}" for c, s in sorted(reply.snapshots.items()))
+        return Response(reply.roaring, media_type=schemas.ROARING_MEDIA_TYPE, headers=headers)
+    payload = dict(reply.payload or {})
+    if reply.explain is not None:
+        payload["explain"] = jsonable_encoder(reply.explain)
+    # orjson: several times faster than json.dumps on the hot path
+    return Response(orjson.dumps(payload), media_type="application/json", headers=headers)

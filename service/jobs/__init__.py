@@ -1,0 +1,1 @@
+"""The job protocol both processes speak: the job spec and its partitions argument, which builds are live (active and reaped), the build inbox between the service and its runners, in-flight build markers, process liveness and job logs."""

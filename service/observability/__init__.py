@@ -1,0 +1,1 @@
+"""Metrics and log lines of the service (Prometheus registry, log format)."""

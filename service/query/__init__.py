@@ -1,0 +1,1 @@
+"""The query engine of the web process: the query use case (called by the route and the fast path), parse cache, results and paging, the executor, index statistics and range sidecars, and its own errors. Knows no HTTP."""

@@ -1,0 +1,92 @@
+"""The query use case: parse, evaluate (stopping at a deadline), page and shape one query's answer, whoever asks
+(POST /v1/tables/{name}/query's route and its fast path both call run_query on a query thread).
+
+The reply names no HTTP: service.api.query_reply turns it into a response.
+"""
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from service.observability.metrics import Metrics
+from service.query.query_service import QueryService
+from service.query.results import Cursor, file_matches, file_matches_by_value, page_ids, page_runs, query_fingerprint
+
+
+@dataclass(frozen=True, slots=True)
+class QueryAsk:
+    """One query as asked: SQL `where` or a JSON `predicate`, the result kind and its paging."""
+
+    where: str | None
+    predicate: Mapping[str, Any] | None
+    result: str = "row_ids"        # count | row_ids | ranges | files | roaring
+    limit: int = 10_000
+    cursor: str | None = None
+    explain: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QueryReply:
+    """A query's answer: `roaring` holds the whole result as portable bytes (result "roaring"); otherwise
+    `payload` is the JSON object of the result (its `explain` left as the engine made it)."""
+
+    result: str
+    count: int
+    exact: bool
+    snapshots: dict[str, int]
+    coverage_complete: bool
+    roaring: bytes | None = None
+    payload: dict[str, object] | None = None
+    explain: dict[str, Any] | None = None
+
+
+def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, deadline: float) -> QueryReply:
+    """The whole query, on a query thread: parse, evaluate (stops at `deadline`), page the result."""
+    result = ask.result
+    node = qs.parse(ask.where, ask.predicate, deadline)   # a parse past the budget stops too
+    outcome = qs.query(name, node, explain=ask.explain, deadline=deadline, text=ask.where,
+                       count_only=result == "count")
+    answer = outcome.answer
+    rows = answer.rows
+    count = answer.row_count()
+    metrics.queries.labels(result=result).inc()
+    explain = (answer.explain or {}) if ask.explain else None
+
+    def reply(roaring: bytes | None = None, payload: dict[str, object] | None = None) -> QueryReply:
+        return QueryReply(result=result, count=count, exact=bool(answer.exact), snapshots=outcome.used,
+                          coverage_complete=not outcome.uncovered, roaring=roaring, payload=payload,
+                          explain=explain)
+
+    if result == "roaring":
+        return reply(roaring=rows.serialize())
+
+    fingerprint = query_fingerprint(name, ask.where, ask.predicate, result)
+    after = -1
+    if ask.cursor is not None:
+        cursor = Cursor.decode(ask.cursor)
+        cursor.check(outcome.used, fingerprint)
+        after = cursor.after
+    payload: dict[str, object] = {
+        "result": result, "count": count, "exact": bool(answer.exact), "snapshots": outcome.used,
+        "coverage": {"complete": not outcome.uncovered, "uncovered_ranges": outcome.uncovered},
+        "next_cursor": None,
+    }
+    last: int | None = None
+    if result == "row_ids":
+        ids, last = page_ids(rows, after, ask.limit)
+        payload["row_ids"] = ids
+    elif result == "ranges":
+        runs, last = page_runs(rows, after, ask.limit)
+        payload["ranges"] = runs
+    elif result == "files":
+        ids, last = page_ids(rows, after, ask.limit)
+        view = outcome.view
+        if view.table.row_id_column is None:
+            payload["files"] = file_matches(rows, view.data_files, ids)
+        else:  # ids are values of the row-id column: only the files' own ids tell where they are
+            payload["files"] = file_matches_by_value(
+                rows, view.data_files, ids, lambda f: qs.file_row_ids(view.table, f))
+    if last is not None:
+        payload["next_cursor"] = Cursor(last, outcome.used, fingerprint).encode()
+    return reply(payload=payload)
