@@ -365,9 +365,6 @@ class _Words:
     def u16i(self, pos: np.ndarray) -> np.ndarray:
         return self.u16(pos).astype(np.int64)
 
-    def u32(self, pos: np.ndarray) -> np.ndarray:
-        return self.u16i(pos) | (self.u16i(pos + 2) << 16)
-
 
 def decode_array_bitmaps(buf: np.ndarray, offs: np.ndarray, lens: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Ids (uint32, unsorted) of many portable bitmaps at once, decoded with numpy (no per-bitmap call).

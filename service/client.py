@@ -1,6 +1,7 @@
 """Python client of the bgix HTTP API (httpx): register tables, build indexes, query row-id sets.
 
-Imports only httpx, pyroaring, service.api.schemas, the errors modules and index_format.predicate: never
+Imports only httpx, pyroaring, service.api.schemas, the error modules (with service.api.error_codes, the
+service's one status table) and index_format.predicate: never
 fastapi or pyspark (a test checks sys.modules in a fresh interpreter). Error envelopes are mapped back to
 the exception classes the library raises, so callers catch BindError exactly as with local code.
 """
@@ -17,6 +18,7 @@ from index_format import errors as fmt
 from index_format.predicate.json import to_json as predicate_to_json
 from index_format.predicate.tree import Node
 from service.api import schemas
+from service.api.error_codes import ERROR_TABLE
 from service.catalog import catalog_errors as cat
 
 _TERMINAL = ("succeeded", "failed", "cancelled")
@@ -54,13 +56,26 @@ _KNOWN: dict[str, type[BaseException]] = {
     name: obj for module in (fmt, cat) for name, obj in vars(module).items()
     if isinstance(obj, type) and issubclass(obj, fmt.BgixError)
 }
-_BY_CODE: dict[tuple[int, str], type[fmt.BgixError]] = {
-    (400, "invalid_predicate"): fmt.ParseError, (400, "unknown_column"): fmt.UnknownColumnError,
-    (400, "invalid_literal"): fmt.BindError, (400, "invalid_option"): fmt.InvalidOptionError,
-    (400, "path_not_allowed"): fmt.PathNotAllowedError, (403, "path_not_allowed"): fmt.PathNotAllowedError,
-    (404, "not_found"): cat.CatalogError, (409, "conflict"): cat.CatalogError,
-    (500, "corrupt_index_file"): fmt.IndexFormatError, (503, "storage_unavailable"): fmt.StorageUnavailableError,
-}
+
+
+def _common_base(classes: list[type[BaseException]]) -> type[fmt.BgixError]:
+    """The most specific BgixError class every one of `classes` derives from."""
+    for base in classes[0].__mro__:
+        if isinstance(base, type) and issubclass(base, fmt.BgixError) and all(issubclass(c, base) for c in classes):
+            return base
+    return fmt.BgixError
+
+
+def _by_code() -> dict[tuple[int, str], type[fmt.BgixError]]:
+    """(status, code) → the class an envelope without a known `details.type` stands for: the common base of the
+    classes the service's one table (service.api.error_codes) gives that status and code."""
+    groups: dict[tuple[int, str], list[type[BaseException]]] = {}
+    for cls, status, code in ERROR_TABLE:
+        groups.setdefault((status, code), []).append(cls)
+    return {key: _common_base(classes) for key, classes in groups.items()}
+
+
+_BY_CODE = _by_code()
 
 
 def error_from_response(response: httpx.Response) -> BaseException:

@@ -27,7 +27,7 @@ ERRORS_DOC = Path(__file__).resolve().parents[1] / "docs" / "errors.md"
 
 
 def test_every_error_code_is_documented_with_its_one_status() -> None:
-    from service.api.error_table import ERROR_TABLE
+    from service.api.error_codes import ERROR_TABLE
 
     text = ERRORS_DOC.read_text(encoding="utf-8")
     rows = {}

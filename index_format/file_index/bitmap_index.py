@@ -421,10 +421,6 @@ class BitmapReader(PayloadReader):
         """Every value's entry: V1 in file (HashMap) order, V2 in key order (decodes every block)."""
         return self.head.entries()
 
-    def rows_of(self, entry: BitmapEntry) -> BitMap:
-        """The rows an entry stands for (decoded, not cached)."""
-        return self._read(entry)
-
     def describe(self, max_entries: int | None = None) -> dict[str, object]:
         h = self.head
         out: dict[str, object] = {**super().describe(), "version": h.version, "row_count": h.row_count,

@@ -127,11 +127,6 @@ def spec_of(name: str) -> Operator:
 FLIPPED: dict[str, str] = {"eq": "eq", "ne": "ne", "lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
 
 
-def operator(name: str) -> Operator:
-    """The operator called `name` (JSON op name). Raises KeyError if unknown."""
-    return OPERATORS[name]
-
-
 def operator_table_markdown() -> str:
     """The operator table of docs/predicates.md, generated from OPERATORS (a test keeps them in sync)."""
     lines = [

@@ -1,7 +1,7 @@
 """Immutable predicate nodes: unbound Leaf, BoundLeaf, And/Or/Not with constant folding, TRUE/FALSE/UNKNOWN.
 
 `~node` negates (De Morgan on And/Or, complementary operator on leaves); `Not(node)` keeps an explicit NOT.
-Imports only the operator table and KeyType; never the reader or writer.
+Imports only the operator table, the interval algebra and KeyType; never the reader or writer.
 """
 from __future__ import annotations
 

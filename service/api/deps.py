@@ -13,7 +13,7 @@ from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from index_format.storage import Storage
-from service.api.error_table import UnauthorizedError
+from service.api.error_codes import UnauthorizedError
 from service.query.executor import QueryExecutor
 from service.server.job_runner import JobRunner
 from service.observability.metrics import Metrics

@@ -16,7 +16,8 @@ import logging
 import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.api.error_table import BodyTooLargeError, envelope
+from service.api.error_codes import BodyTooLargeError
+from service.api.error_table import envelope
 
 log = logging.getLogger("bgix.api")
 

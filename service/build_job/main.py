@@ -2,7 +2,7 @@
 commit, the same way for every table kind: the table's source (service.tables) plans, reads and commits.
 
 Run as `python -m service.build_job.main --spec SPEC.json` (or spark-submit). Imports index_format,
-service.catalog, service.tables and service.build_job; never service.api. Reads its configuration from the
+service.catalog, service.jobs, service.tables and service.build_job; nothing of the web process. Reads its configuration from the
 spec only: the JSON of service.jobs.jobspec.JobSpec (the service writes it; its docstring lists the fields).
 Exit status 0 when the job succeeded (or had nothing to do: the record's progress.message says so), 1 when
 it failed; the job record holds state, progress, error and snapshot_id either way.

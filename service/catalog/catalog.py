@@ -160,12 +160,6 @@ class Catalog:
         ids = self.snapshot_ids(table, column)
         return self.get_snapshot(table, column, ids[-1]) if ids else None
 
-    def require_snapshot(self, table: str, column: str) -> Snapshot:
-        snap = self.current_snapshot(table, column)
-        if snap is None:
-            raise IndexNotFoundError(f"table {table!r} has no index on column {column!r}")
-        return snap
-
     def list_indexes(self, table: str) -> list[Snapshot]:
         """Current snapshot of every indexed column of the table; a column whose current snapshot is
         corrupt is left out (load_indexes reports it)."""

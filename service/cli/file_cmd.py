@@ -1,7 +1,7 @@
 """`bgix file inspect|build|query`: look inside one index file, build one from a Parquet file, or ask a
 file index which rows a predicate may match (Paimon's file-index family lives in file_index_cmd).
 
-Imports index_format and pyarrow only (no fastapi, no pyspark).
+Imports index_format, pyarrow and this package only (no fastapi, no pyspark).
 """
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 Paimon's file-index family (index_format.file_index): one payload or a whole container from a Parquet file,
 Paimon's pruning answer to predicates, and a JSON dump of any index file kind.
 
-Imports index_format and pyarrow only (no fastapi, no pyspark).
+Imports index_format, pyarrow and this package only (no fastapi, no pyspark).
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """The build-job spec: what one create_global_index job builds, validated once, and its JSON form.
 
 The service builds it (service.server.job_runner) and writes `to_dict()` to the job's spec file; the job process
-(service.build_job.main) parses it back with `from_dict()`. Imports index_format.options/errors and
-service.catalog only (both the API and the build job import it; they never import each other).
+(service.build_job.main) parses it back with `from_dict()`. Imports index_format and
+service.catalog (and this package) only: the web process and the build job both import it and never each other.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Paimon's `partitions` argument (spec §7.2) and choosing the data files it selects.
 
 Shared by the build job and the service (which validates the argument before starting a job).
-Imports only index_format.errors/options and service.catalog.model.
+Imports only index_format.errors/options and service.catalog's model and errors.
 """
 from __future__ import annotations
 

@@ -1,8 +1,9 @@
 """The query service: resolve a table's current snapshots, answer predicates with predicate.answer (which also
 computes coverage), merge value counts and stats across index files, and cache readers and decoded blocks.
 
-Imports index_format and service.catalog only (never fastapi, service.build_job or pyspark); all file
-access goes through Storage and the index_format reader.
+Imports index_format, service.catalog, service.tables (the seam), service.observability and this package
+(never fastapi, service.api, service.build_job or pyspark); all file access goes through Storage, the table
+sources and the index_format readers.
 """
 from __future__ import annotations
 

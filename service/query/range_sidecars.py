@@ -160,17 +160,6 @@ class Sidecars:
             log.warning("ignoring unreadable range sidecar %s: %s", full, exc)
             return None
 
-    def wait_idle(self, timeout: float = 60.0) -> bool:
-        """Wait until no derivation runs (tests, benchmarks); True if idle."""
-        import time
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            with self._lock:
-                if not self._pending:
-                    return True
-            time.sleep(0.02)
-        return False
-
     def discard_prefix(self, prefix: str) -> None:
         self.readers.discard_prefix(prefix)
 

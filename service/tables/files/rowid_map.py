@@ -1,8 +1,8 @@
 """The row-id map of a plain (bgix) table: one scan of its location merged into the current map.
 
 Unchanged files keep their ids; new ones get ids after the current maximum; changed or removed files are
-retired; unreadable ones get none and are recorded with their reason. Imports index_format.storage and
-service.catalog only.
+retired; unreadable ones get none and are recorded with their reason. Imports index_format.storage,
+service.catalog and this kind's scan only.
 """
 from __future__ import annotations
 

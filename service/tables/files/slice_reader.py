@@ -1,7 +1,7 @@
 """A plain table's build task read with pyarrow: its file slices as `rid` plus the indexed column.
 
-Runs in the build's workers (a Spark task gets the reader pickled). Imports index_format.storage and
-service.catalog only.
+Runs in the build's workers (a Spark task gets the reader pickled). Imports index_format.storage,
+service.catalog and this kind's scan only.
 """
 from __future__ import annotations
 

@@ -107,9 +107,6 @@ class PaimonTableDescription:
                 return f
         raise KeyError(name)
 
-    def field_by_id(self, field_id: int) -> PaimonField | None:
-        return next((f for f in self.fields if f.field_id == field_id), None)
-
     def key_types(self) -> dict[str, KeyType]:
         """Indexable columns (partition columns included) and the key type each is indexed as."""
         return {f.name: f.key_type for f in self.fields if f.key_type is not None}
