@@ -99,8 +99,9 @@ def error_from_response(response: httpx.Response) -> BaseException:
     for key, value in details.items():
         if key != "type":
             setattr(exc, key, value)
-    exc.status = response.status_code  # type: ignore[attr-defined]
-    exc.code = code  # type: ignore[attr-defined]
+    # the rebuilt library error carries the envelope's status and code too, as ApiError does
+    exc.status = response.status_code  # type: ignore[attr-defined]  # an attribute only rebuilt errors have
+    exc.code = code  # type: ignore[attr-defined]  # likewise
     return exc
 
 
@@ -133,8 +134,10 @@ class Client:
     def register_table(self, name: str, location: str, *, format: str = "parquet",
                        partition_columns: list[str] | None = None,
                        row_id_column: str | None = None) -> schemas.TablePublic:
-        body = schemas.TableCreate(location=location, format=format,  # type: ignore[arg-type]
-                                   partition_columns=list(partition_columns or []), row_id_column=row_id_column)
+        # validated from a dict: a format outside the schema's list is the same 422-style error the server gives
+        body = schemas.TableCreate.model_validate({
+            "location": location, "format": format, "partition_columns": list(partition_columns or []),
+            "row_id_column": row_id_column})
         r = self._request("PUT", f"/v1/tables/{name}", json=body.model_dump())
         return schemas.TablePublic.model_validate(r.json())
 
