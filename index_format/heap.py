@@ -31,6 +31,7 @@ _LIBC: object = _UNLOADED
 def _load_libc() -> ctypes.CDLL | None:
     # glibc's soname first: ctypes.util.find_library would import subprocess and run ldconfig (a few ms of
     # every command-line build)
+    libc: ctypes.CDLL | None
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:

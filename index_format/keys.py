@@ -70,6 +70,8 @@ def _date_days(value: dt.date) -> int:
 
 
 MILLIS_PER_DAY = 86_400_000
+# What sort_key gives: UTF-8 bytes for strings, an int for every other type (one key type never mixes them).
+SortKey = bytes | int
 
 
 def time_of_millis(ms: int) -> dt.time:
@@ -186,7 +188,7 @@ def _timestamp_key_parts(kt: KeyType, data: bytes | memoryview) -> tuple[int, in
     return LE_I64.unpack(data[:8])[0], nanos
 
 
-def sort_key(kt: KeyType, value: object) -> object:
+def sort_key(kt: KeyType, value: object) -> SortKey:
     """A Python-comparable stand-in for a canonical value in Java logical order (spec §3).
 
     Strings → UTF-8 bytes; everything else → int (floats via Double.compare bit mapping,
@@ -215,7 +217,7 @@ def sort_key(kt: KeyType, value: object) -> object:
     return millis * 1_000_000 + nanos
 
 
-def sort_key_of_bytes(kt: KeyType, data: bytes) -> object:
+def sort_key_of_bytes(kt: KeyType, data: bytes) -> SortKey:
     """sort_key(kt, deserialize_key(kt, data)) without building the value (hot in the reader)."""
     name = kt.name
     if name == "string":
@@ -245,14 +247,15 @@ def sort_key_of_bytes(kt: KeyType, data: bytes) -> object:
     return sort_key(kt, deserialize_key(kt, data))
 
 
-def sort_keys_of_bytes(kt: KeyType, keys: Sequence[bytes]) -> list:
+def sort_keys_of_bytes(kt: KeyType, keys: Sequence[bytes]) -> list[SortKey]:
     """sort_key_of_bytes over many keys; vectorized for fixed-width integer types."""
     dtype = NUMPY_DTYPE.get(kt.name)
     if dtype is not None and keys:
         width = FIXED_WIDTH[kt.name]
         joined = b"".join(keys)
         if len(joined) == width * len(keys):
-            return np.frombuffer(joined, dtype=dtype).tolist()
+            ints: list[SortKey] = np.frombuffer(joined, dtype=dtype).tolist()
+            return ints
     return [sort_key_of_bytes(kt, k) for k in keys]
 
 

@@ -202,7 +202,7 @@ class BlockIndex:
         if arrs is None:
             arrs = (np.array(blk.offsets, dtype=np.int64), np.array(blk.lengths, dtype=np.int64))
             blk.extra["np"] = arrs
-        return arrs  # type: ignore[no-any-return]
+        return arrs
 
     # ------------------------------------------------------------ point lookups
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import struct
 import threading
+from typing import Any
 from bisect import bisect_left, bisect_right
 
 import numpy as np
@@ -137,10 +138,10 @@ class ChunkedDictionary:
         self._keys_base = self._body + offs_len + chunks_len
         if self._keys_base > offset + length:
             self._corrupt("range-bitmap dictionary header", "chunk headers run past the dictionary")
-        self._heads: list | None = None
+        self._heads: list[Any] | None = None  # reps: ints or bytes, one kind per dictionary (Any: mypy cannot compare their union)
         self._codes: list[int] = []
         self._meta: list[tuple[int, int, int, int]] = []   # keysOffset, size, offsetsLength, keysLength
-        self._blocks: dict[int, list] = {}
+        self._blocks: dict[int, list[Any]] = {}
         self.nbytes_cached = 0
 
     # -- errors and reads
@@ -171,7 +172,7 @@ class ChunkedDictionary:
             self.nbytes_cached += len(region)
             self._heads = heads
 
-    def _parse_fixed(self, region: bytes) -> tuple[list, list[int], list[tuple[int, int, int, int]]]:
+    def _parse_fixed(self, region: bytes) -> tuple[list[Any], list[int], list[tuple[int, int, int, int]]]:
         count = self.chunk_count
         width = self._width
         assert width is not None
@@ -200,11 +201,11 @@ class ChunkedDictionary:
         meta = list(zip(koff.tolist(), sizes.tolist(), [0] * count, klen.tolist()))
         return heads, codes, meta
 
-    def _parse_each(self, region: bytes) -> tuple[list, list[int], list[tuple[int, int, int, int]]]:
+    def _parse_each(self, region: bytes) -> tuple[list[Any], list[int], list[tuple[int, int, int, int]]]:
         count = self.chunk_count
         offs = be_i32s(count).unpack_from(region, 0) if count else ()
         base = 4 * count
-        heads: list = []
+        heads: list[Any] = []
         codes: list[int] = []
         meta: list[tuple[int, int, int, int]] = []
         for i in range(count):
@@ -245,7 +246,7 @@ class ChunkedDictionary:
         return heads, codes, meta
 
     # -- key blocks
-    def _block(self, i: int) -> list:
+    def _block(self, i: int) -> list[Any]:
         blk = self._blocks.get(i)
         if blk is not None:
             return blk
@@ -272,7 +273,7 @@ class ChunkedDictionary:
             self.nbytes_cached += olen + klen + 8 * size
             return blk
 
-    def _parse_var_block(self, data: bytes, size: int, olen: int, klen: int, name: str) -> list:
+    def _parse_var_block(self, data: bytes, size: int, olen: int, klen: int, name: str) -> list[Any]:
         rel = be_i32s(size).unpack_from(data, 0) if size else ()
         out = []
         for r in rel:

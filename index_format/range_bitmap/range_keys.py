@@ -13,9 +13,10 @@ import decimal
 import math
 import numbers
 from fractions import Fraction
-from typing import NamedTuple
+from typing import NamedTuple, cast
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -78,16 +79,19 @@ def _float_bits(kt: KeyType, value: float) -> int:
     if kt.name == "double":
         if v != v:
             return _NAN64
-        return BE_I64.unpack(BE_F64.pack(v))[0]
+        bits: int = BE_I64.unpack(BE_F64.pack(v))[0]
+        return bits
     if v != v:
         return _NAN32
-    return BE_I32.unpack(BE_F32.pack(_to_f32(v)))[0]
+    bits32: int = BE_I32.unpack(BE_F32.pack(_to_f32(v)))[0]
+    return bits32
 
 
 def _to_f32(v: float) -> float:
     """Java's (float) cast: nearest float32, overflowing to ±Infinity."""
     try:
-        return BE_F32.unpack(BE_F32.pack(v))[0]
+        f32: float = BE_F32.unpack(BE_F32.pack(v))[0]
+        return f32
     except OverflowError:
         return math.copysign(math.inf, v)
 
@@ -128,7 +132,7 @@ def key_int(kt: KeyType, value: object) -> int:
     if name == "boolean":
         return 1 if value else 0
     if name in ("date", "time") and isinstance(value, (dt.date, dt.time)):
-        return int(sort_key(kt, value))  # type: ignore[call-overload]
+        return int(sort_key(kt, value))
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise UnsupportedTypeError(f"expected an integer for {kt.spelling}, got {type(value).__name__}")
     return int(value)
@@ -222,7 +226,7 @@ def _canonical_nan(kt: KeyType, bits: np.ndarray) -> np.ndarray:
     return np.where(nan, np.int64(_NAN32), bits)
 
 
-def _order_of_bits_array(kt: KeyType, bits: np.ndarray) -> np.ndarray:
+def _order_of_bits_array(kt: KeyType, bits: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     mask = np.int64(_MASK63 if kt.name == "double" else _MASK31)
     shift = 63 if kt.name == "double" else 31
     return bits ^ ((bits >> shift) & mask)
@@ -321,7 +325,7 @@ def encode_column(kt: KeyType, values: object) -> KeyColumn:
     return KeyColumn(ints, valid, ints, None)
 
 
-def _timestamps_to_arrow(kt: KeyType, values: list | tuple) -> pa.Array:
+def _timestamps_to_arrow(kt: KeyType, values: list[object] | tuple[object, ...]) -> pa.Array:
     """Python timestamps (datetime or epoch-nanos ints) → an Arrow timestamp array in the key's unit."""
     if any(isinstance(v, int) and not isinstance(v, bool) for v in values):
         keys = [None if v is None else _timestamp_key(kt, v) for v in values]
@@ -335,11 +339,11 @@ def _column_ints(kt: KeyType, arr: pa.Array) -> np.ndarray:
     if name == "boolean":
         if not pa.types.is_boolean(arr.type):
             raise UnsupportedTypeError(f"expected booleans for {kt.spelling}, got {arr.type}")
-        return arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int64)
+        return cast(np.ndarray, arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int64))
     if name in ("tinyint", "smallint", "int", "bigint"):
         if not pa.types.is_integer(arr.type):
             raise UnsupportedTypeError(f"expected integers for {kt.spelling}, got {arr.type}")
-        ints = arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        ints: np.ndarray = arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         width = WIDTH[name]
         if len(ints) and width < 8:
             lo, hi = -(1 << (8 * width - 1)), (1 << (8 * width - 1)) - 1
@@ -353,13 +357,13 @@ def _column_ints(kt: KeyType, arr: pa.Array) -> np.ndarray:
             arr = arr.cast(pa.date32()).cast(pa.int32())
         else:
             raise UnsupportedTypeError(f"expected dates for {kt.spelling}, got {arr.type}")
-        return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return cast(np.ndarray, arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
     if name == "time":
         if pa.types.is_time(arr.type):
             arr = arr.cast(pa.time32("ms"), safe=False).cast(pa.int32())
         elif not pa.types.is_integer(arr.type):
             raise UnsupportedTypeError(f"expected times for {kt.spelling}, got {arr.type}")
-        return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return cast(np.ndarray, arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
     if name == "decimal":
         if not pa.types.is_decimal(arr.type):
             arr = arr.cast(arrow_type(kt))

@@ -122,14 +122,6 @@ class LocalSource:
 
     def __del__(self) -> None:
         # A raw descriptor is not closed by the garbage collector: a reader a cache evicts would leak it.
-        fd = getattr(self, "_fd", None)
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-    def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
 
