@@ -200,7 +200,8 @@ def sort_key(kt: KeyType, value: object) -> SortKey:
     if name == "boolean":
         return 1 if value else 0
     if name in INT_STRUCTS:
-        return int(value)  # type: ignore[call-overload]
+        as_int: int = int(value)  # type: ignore[call-overload]  # an integer key's canonical value
+        return as_int
     if name == "double":
         v = float(value)  # type: ignore[arg-type]
         return _float_order(NAN64_BITS if v != v else LE_U64.unpack(LE_F64.pack(v))[0], 64)

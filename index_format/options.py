@@ -384,7 +384,11 @@ def _parse_fields(raw: Mapping[str, object] | str | None) -> OptionFields:
     if raw is not None and not isinstance(raw, (str, Mapping)):
         raise InvalidOptionError(f"options must be an object or a 'k1=v1,k2=v2' string, "
                                  f"not {type(raw).__name__}")
-    items: Mapping[str, object] = _split_string(raw) if isinstance(raw, str) else dict(raw or {})
+    items: Mapping[str, object]
+    if isinstance(raw, str):
+        items = _split_string(raw)
+    else:
+        items = dict(raw or {})
     chosen: dict[str, tuple[int, str, object]] = {}  # field → (rank, key, value); rank 0 = primary
     for key, value in items.items():
         if not isinstance(key, str):

@@ -57,7 +57,7 @@ def parse_bitmap_options(options: Mapping[str, str]) -> tuple[int, int]:
         raise InvalidOptionError(f"bitmap option 'version' must be 1 or 2, got {shown(raw_version)}")
     raw_size = options.get("index-block-size", DEFAULT_BLOCK_SIZE)
     try:
-        block_size = parse_size(raw_size)  # type: ignore[arg-type]
+        block_size = parse_size(raw_size)
     except ValueError as exc:
         raise InvalidOptionError(f"bitmap option 'index-block-size': {exc}") from None
     return version, block_size
@@ -380,7 +380,7 @@ class BitmapReader(PayloadReader):
         else:
             piece = self._data[start:start + length]
         try:
-            return BitMap.deserialize(piece)
+            return BitMap.deserialize(piece)  # type: ignore[arg-type]  # pyroaring reads any buffer
         except Exception as exc:  # pyroaring raises ValueError (or others) on malformed input
             raise CorruptFileError(f"malformed roaring bitmap: {exc}", path=self.path, block=block,
                                    offset=start) from None

@@ -51,7 +51,7 @@ def key_hash(kt: KeyType, jv: object) -> int:
     """Java `hashCode()` of one key in its internal form (signed int32)."""
     name = kt.name
     if name == "string":
-        return binary_string_hash(bytes(jv))  # type: ignore[arg-type]
+        return binary_string_hash(bytes(jv))  # type: ignore[call-overload]  # a string's internal form: bytes
     if name == "boolean":
         return 1231 if jv else 1237
     if name in _INT_KINDS or name == "float":  # float: the key is already floatToIntBits

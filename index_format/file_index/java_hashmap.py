@@ -25,13 +25,20 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from index_format.layout import java_int
 
-__all__ = ["computeifabsent_order", "put_order", "simulate_computeifabsent", "spread"]
+__all__ = ["SortKeys", "computeifabsent_order", "put_order", "simulate_computeifabsent", "spread"]
+
+
+class SortKeys(Protocol):
+    """Key index → its Java compareTo sort key: a list, or sort keys computed on demand."""
+
+    def __getitem__(self, i: int, /) -> Any: ...   # Any: keys of one kind, compared with <
+
 
 _M32 = 0xFFFFFFFF
 _INITIAL_CAPACITY = 16
@@ -159,7 +166,7 @@ class _Table:
     the full map's schedule). Bins are a dict so a sparse subset at a large capacity stays cheap.
     """
 
-    def __init__(self, hashes: Sequence[int] | Mapping[int, int], sort_keys: Sequence[Any] | None) -> None:
+    def __init__(self, hashes: Sequence[int] | Mapping[int, int], sort_keys: SortKeys | None) -> None:
         self.h = hashes  # spread hashes, signed int32
         self.sk = sort_keys
         self.cap = 0
@@ -362,7 +369,7 @@ def _spread_u32(hashes: Sequence[int] | np.ndarray) -> np.ndarray:
     return u ^ (u >> np.uint32(16))
 
 
-def simulate_computeifabsent(hashes: Sequence[int] | np.ndarray, sort_keys: Sequence[Any] | None = None, *,
+def simulate_computeifabsent(hashes: Sequence[int] | np.ndarray, sort_keys: SortKeys | None = None, *,
                              trailing_call: bool) -> list[int]:
     """Iteration order after one computeIfAbsent per new key (in order), by simulating every call."""
     h = _spread_u32(hashes).view(np.int32).tolist()
@@ -379,7 +386,7 @@ def simulate_computeifabsent(hashes: Sequence[int] | np.ndarray, sort_keys: Sequ
     return t.order()
 
 
-def put_order(hashes: Sequence[int] | np.ndarray, sort_keys: Sequence[Any] | None = None) -> list[int]:
+def put_order(hashes: Sequence[int] | np.ndarray, sort_keys: SortKeys | None = None) -> list[int]:
     """Iteration order after one `put` per new key (in order): tail insertion, resize after insertion."""
     h = _spread_u32(hashes).view(np.int32).tolist()
     t = _Table(h, sort_keys)
@@ -426,7 +433,7 @@ def _schedule(hu: np.ndarray, trailing_call: bool) -> tuple[list[int], list[int]
     return starts, caps, final
 
 
-def computeifabsent_order(hashes: Sequence[int] | np.ndarray, sort_keys: Sequence[Any] | None = None, *,
+def computeifabsent_order(hashes: Sequence[int] | np.ndarray, sort_keys: SortKeys | None = None, *,
                           trailing_call: bool) -> np.ndarray:
     """Iteration order (int64 array of key indices) after one computeIfAbsent per new key, in order.
 

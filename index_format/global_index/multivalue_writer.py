@@ -16,18 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 import pyarrow as pa
 
 from index_format.global_index.writer import (
-    FileRows, SortedPart, WriterInputError, WrittenFile, check_row_ids, encode_file, key_starts, sort_rows,
-    writer_settings, written_file,
+    FileRows, SortedPart, WriterInputError, WrittenFile, encode_file, sort_rows, writer_settings, written_file,
 )
 from index_format.heap import reuse_freed_pages
 from index_format.key_arrays import arrow_type, encode_arrow_keys
+from index_format.row_order import key_starts
 from index_format.types import KeyType, parse_type
+from index_format.written_files import check_row_ids
 
 if TYPE_CHECKING:
     from index_format.options import IndexOptions
@@ -41,7 +42,15 @@ MULTIVALUE_PREFIX = "multivalue"
 _NO_IDS = np.zeros(0, dtype=np.int64)
 
 # flavor → encode_file's layout arguments (see the module docstring)
-_FLAVOR_ARGS: dict[str, dict[str, bool]] = {
+class _Layout(TypedDict):
+    """encode_file's layout arguments."""
+
+    nulls_first: bool
+    zstd_content_size: bool
+    run_optimize: bool
+
+
+_FLAVOR_ARGS: dict[str, _Layout] = {
     "pypaimon-rust": {"nulls_first": True, "zstd_content_size": True, "run_optimize": False},
     "java": {"nulls_first": False, "zstd_content_size": False, "run_optimize": True},
 }

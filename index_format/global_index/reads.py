@@ -90,7 +90,7 @@ def decode_piece(reads: FileReads, piece: memoryview, offset: int) -> Decoded:
     block = f"bitmap at offset {offset}"
     if len(piece) > 12 and piece[:12] == BITMAP64_ONE_BUCKET_HIGH0:
         try:
-            return FrozenBitMap.deserialize(piece[12:])
+            return FrozenBitMap.deserialize(piece[12:])  # type: ignore[arg-type]  # pyroaring reads any buffer
         except Exception:
             raise CorruptFileError("malformed roaring bitmap", path=reads.path, block=block, offset=offset) from None
     bm = bitmaps.deserialize(piece, path=reads.path, block=block, offset=offset)

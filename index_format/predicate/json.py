@@ -55,8 +55,10 @@ def _depth(root: object, limits: PredicateLimits) -> int:
     while stack:
         obj, path, depth, under_not = stack.pop()
         op = _op(obj)
-        if op in ("and", "or"):
-            args = obj.get("args")  # type: ignore[union-attr]
+        if not isinstance(obj, Mapping):   # _op gave None
+            pass
+        elif op in ("and", "or"):
+            args = obj.get("args")
             if isinstance(args, list):
                 depth += 1
                 stack.extend((a, f"{path}.args[{i}]", depth, False) for i, a in enumerate(args)
@@ -64,7 +66,7 @@ def _depth(root: object, limits: PredicateLimits) -> int:
         elif op == "not":
             if not under_not:
                 depth += 1
-            stack.append((obj.get("arg"), f"{path}.arg", depth, True))  # type: ignore[union-attr]
+            stack.append((obj.get("arg"), f"{path}.arg", depth, True))
         if depth > limits.max_depth:
             raise limits.depth_error(path)
         best = max(best, depth)

@@ -9,8 +9,7 @@ import time
 from sqlglot import tokens
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import TokenError
-from sqlglot.tokenizer_core import TokenizerCore
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenizerCore, TokenType
 
 from index_format.errors import ParseError, PredicateLimitError, QueryTimeoutError
 from index_format.predicate.limits import MAX_INTEGER_DIGITS, PredicateLimits
@@ -63,6 +62,12 @@ class _BudgetedCore(TokenizerCore):
     most that much tokenizing."""
 
     __slots__ = ("budget", "deadline", "limits", "offset", "counted", "in_list")
+    budget: int
+    deadline: float | None
+    limits: PredicateLimits
+    offset: int
+    counted: int
+    in_list: int   # values so far in the IN list being read, 0 outside one
 
     def _add(self, token_type: TokenType, text: str | None = None) -> None:
         TokenizerCore._add(self, token_type, text)

@@ -195,7 +195,8 @@ class _Binary(Node):
         return (self.left, self.right)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.left == other.left and self.right == other.right
+        return type(other) is type(self) and isinstance(other, _Binary) and self.left == other.left \
+            and self.right == other.right
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.left, self.right))

@@ -40,7 +40,8 @@ def _bitmap_bytes(ids: np.ndarray) -> bytes:
     bm = BitMap()
     if len(ids):
         buf = array("I")
-        buf.frombytes(memoryview(np.ascontiguousarray(ids, dtype=np.uint32)).cast("B"))
+        contiguous = np.ascontiguousarray(ids, dtype=np.uint32)
+        buf.frombytes(memoryview(contiguous).cast("B"))  # type: ignore[arg-type]  # numpy's stub: __buffer__ on 3.12+
         bm = BitMap(buf)
     bm.run_optimize()
     return bm.serialize()
@@ -121,7 +122,7 @@ class BitSliceIndex:
             raise CorruptFileError(f"{s} slices, index {idx_len} bytes, header {hl} bytes, EBM {ebm_len} bytes",
                                    path=name, block=block)
         pairs = be_i32s(2 * s).unpack_from(head, 10) if s else ()
-        self.slice_count = s
+        self.slice_count: int = s
         self._ebm_at = offset + 4 + hl
         self._ebm_len = ebm_len
         self._slices_at = self._ebm_at + ebm_len
@@ -332,6 +333,7 @@ class BitSliceIndex:
             if n * DENSE_RESULT >= len(pl.ebm) * 64:
                 words = states[0][0] if len(states) == 1 else np.concatenate(
                     [w if w is not None else np.zeros(b - a, np.uint64) for (w, _), (a, b) in zip(states, parts)])
+                assert words is not None   # n > 0: a single part has rows
                 return planes_mod.bitmap_from_words(words)
         state = sweep(self.slices(0, self.slice_count), ebm, arg, _ROARING_OPS)
         if state is None:

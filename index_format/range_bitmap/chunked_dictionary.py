@@ -131,14 +131,15 @@ class ChunkedDictionary:
         if hlen != 13 or count < 0 or offs_len != 4 * count or chunks_len < 0:
             self._corrupt("range-bitmap dictionary header",
                           f"header length {hlen}, {count} chunks, offsets {offs_len} bytes, chunks {chunks_len} bytes")
-        self.chunk_count = count
+        self.chunk_count: int = count
         self._offs_len = offs_len
         self._chunks_len = chunks_len
         self._body = offset + 4 + hlen
         self._keys_base = self._body + offs_len + chunks_len
         if self._keys_base > offset + length:
             self._corrupt("range-bitmap dictionary header", "chunk headers run past the dictionary")
-        self._heads: list[Any] | None = None  # reps: ints or bytes, one kind per dictionary (Any: mypy cannot compare their union)
+        # reps: ints or bytes, one kind per dictionary (Any: mypy cannot compare a union of the two)
+        self._heads: list[Any] | None = None
         self._codes: list[int] = []
         self._meta: list[tuple[int, int, int, int]] = []   # keysOffset, size, offsetsLength, keysLength
         self._blocks: dict[int, list[Any]] = {}

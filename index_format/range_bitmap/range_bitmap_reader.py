@@ -321,8 +321,8 @@ class RangeBitmapReader:
     def value_of_code(self, code: int) -> object:
         rep = self._dict().rep_of_code(code)
         if self._kt.name == "string":
-            return bytes(rep).decode("utf-8", "surrogateescape")  # type: ignore[arg-type]
-        return decode_key(self._kt, _bytes_of_rep(self._kt, rep))  # type: ignore[arg-type]
+            return bytes(rep).decode("utf-8", "surrogateescape")  # type: ignore[call-overload]  # a string's rep: bytes
+        return decode_key(self._kt, _bytes_of_rep(self._kt, rep))  # type: ignore[arg-type]  # other reps are ints
 
     # ------------------------------------------------------------ exact ranges for the query engine
     def _code_bounds(self, low: object, high: object, low_inclusive: bool,
