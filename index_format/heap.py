@@ -51,7 +51,7 @@ def _libc() -> ctypes.CDLL | None:
     global _LIBC
     if _LIBC is _UNLOADED:
         _LIBC = _load_libc()
-    return _LIBC  # type: ignore[return-value]
+    return _LIBC  # type: ignore[return-value]  # loaded above
 
 
 @contextmanager

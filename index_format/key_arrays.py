@@ -95,7 +95,7 @@ def to_arrow_array(kt: KeyType, keys: object) -> pa.Array:
     if isinstance(keys, np.ndarray) and keys.dtype.kind in "iufb" and kt.name not in ("string",):
         return pa.array(keys)
     target = arrow_type(kt)
-    seq = list(keys)  # type: ignore[call-overload]
+    seq = list(keys)  # type: ignore[call-overload]  # any iterable of keys
     if kt.name in ("float", "double"):
         return pa.array(seq, type=target, from_pandas=False)
     return pa.array(seq, type=target)

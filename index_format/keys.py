@@ -97,22 +97,22 @@ def serialize_key(kt: KeyType, value: object) -> bytes:
     if s is not None:
         return s.pack(value)
     if name == "double":
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a double key's canonical value
         return _NAN64 if v != v else LE_F64.pack(v)
     if name == "float":
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a float key's canonical value
         return _NAN32 if v != v else LE_F32.pack(v)
     if name == "decimal":
-        unscaled = decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]
+        unscaled = decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]  # a decimal key's canonical value
         if kt.decimal_precision <= 18:
             return LE_I64.pack(unscaled)
         # spec §3: Java BigInteger.toByteArray, minimal big-endian two's complement
         m = unscaled if unscaled >= 0 else ~unscaled
         return unscaled.to_bytes(m.bit_length() // 8 + 1, "big", signed=True)
     if name == "date":
-        return LE_I32.pack(value if isinstance(value, int) else _date_days(value))  # type: ignore[arg-type]
+        return LE_I32.pack(value if isinstance(value, int) else _date_days(value))  # type: ignore[arg-type]  # else a date
     if name == "time":
-        return LE_I32.pack(value if isinstance(value, int) else _time_millis(value))  # type: ignore[arg-type]
+        return LE_I32.pack(value if isinstance(value, int) else _time_millis(value))  # type: ignore[arg-type]  # else a time
     if name in ("timestamp", "timestamp_ltz"):
         millis, nanos = _timestamp_parts(kt, value)
         if kt.time_precision <= 3:
@@ -203,17 +203,17 @@ def sort_key(kt: KeyType, value: object) -> SortKey:
         as_int: int = int(value)  # type: ignore[call-overload]  # an integer key's canonical value
         return as_int
     if name == "double":
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a double key's canonical value
         return _float_order(NAN64_BITS if v != v else LE_U64.unpack(LE_F64.pack(v))[0], 64)
     if name == "float":
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a float key's canonical value
         return _float_order(NAN32_BITS if v != v else LE_U32.unpack(LE_F32.pack(v))[0], 32)
     if name == "decimal":
-        return decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]
+        return decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]  # a decimal key's canonical value
     if name == "date":
-        return value if isinstance(value, int) else _date_days(value)  # type: ignore[arg-type]
+        return value if isinstance(value, int) else _date_days(value)  # type: ignore[arg-type]  # else a date
     if name == "time":
-        return value if isinstance(value, int) else _time_millis(value)  # type: ignore[arg-type]
+        return value if isinstance(value, int) else _time_millis(value)  # type: ignore[arg-type]  # else a time
     millis, nanos = _timestamp_parts(kt, value)
     return millis * 1_000_000 + nanos
 

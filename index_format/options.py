@@ -121,7 +121,7 @@ def _size(value: object) -> int:
 
 
 def _render_size(value: object) -> str:
-    return format_size(int(value))  # type: ignore[call-overload]
+    return format_size(int(value))  # type: ignore[call-overload]  # a size option's value: an int
 
 
 _SIZE = _Kind("size", _size, _render_size)
@@ -187,7 +187,7 @@ class OptionSpec:
 def option_error(key: str, message: str) -> InvalidOptionError:
     """An InvalidOptionError whose `option` attribute names the key (the API puts it in error details)."""
     err = InvalidOptionError(message)
-    err.option = key  # type: ignore[attr-defined]
+    err.option = key  # type: ignore[attr-defined]  # set only on errors about one key
     return err
 
 

@@ -299,7 +299,7 @@ def _records(lay: _Layout, k0: int, k1: int) -> np.ndarray:
         (width, 1, 1),                                              # key length (< 128: one byte)
         (kwords.view("<u8").ravel(), width, width),                 # key
         (varint_words(lay.vlen[k0:k1], vvl), vvl, vvl_top),
-        (1, 1, 1) if lay.counts is None else (varint_words(counts, cvl), cvl, cvl_top),   # type: ignore[arg-type]
+        (1, 1, 1) if lay.counts is None else (varint_words(lay.counts[k0:k1], cvl), cvl, cvl_top),
     ]
     del kwords
     if lay.starts is not None:   # header fields live on each key's first row only (counts too, then)

@@ -115,7 +115,7 @@ def _python_keys(kt: KeyType, values: object) -> _Column:
         raise
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise UnsupportedTypeError(f"a value does not fit {kt.spelling.upper()}: {exc}") from None
-    ints = [int(v) for v in jv]  # type: ignore[call-overload]
+    ints = [int(v) for v in jv]  # type: ignore[call-overload]  # the keys' java_values are ints
     _check_range(kt, min(ints, default=0), max(ints, default=0))
     return _Column(n, valid_rows, pa.array(ints, type=pa.int64()))
 
@@ -328,7 +328,7 @@ def _literal_key(kt: KeyType, value: object) -> object:
     if value is None:
         return None
     if kt.name in ("float", "double"):
-        return int(_float_bits(kt, np.array([float(value)], dtype=np.float64))[0])  # type: ignore[arg-type]
+        return int(_float_bits(kt, np.array([float(value)], dtype=np.float64))[0])  # type: ignore[arg-type]  # a float key's canonical value
     key = java_value(kt, value)
     if kt.name == "boolean":
         return bool(key)

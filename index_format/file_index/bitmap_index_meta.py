@@ -52,7 +52,7 @@ def key_json(kt: KeyType, key: object) -> object:
         except UnicodeDecodeError:
             return {"hex": raw.hex()}
     if kt.name in ("float", "double"):
-        v = float_of_bits(kt, key)  # type: ignore[arg-type]
+        v = float_of_bits(kt, key)  # type: ignore[arg-type]  # a float key: its bits (int)
         if math.isnan(v):
             return "NaN"
         if math.isinf(v):
@@ -169,9 +169,9 @@ def _java_search(orders: list[object], probe: object) -> int:
     while lo <= hi:
         mid = (lo + hi) >> 1
         v = orders[mid]
-        if v < probe:  # type: ignore[operator]
+        if v < probe:  # type: ignore[operator]  # orders of one key type compare
             lo = mid + 1
-        elif probe < v:  # type: ignore[operator]
+        elif probe < v:  # type: ignore[operator]  # orders of one key type compare
             hi = mid - 1
         else:
             return mid
@@ -368,12 +368,12 @@ class KeyColumn:
         self.strings = strings
 
     def __len__(self) -> int:
-        return len(self.ints) if self.ints is not None else len(self.strings)  # type: ignore[arg-type]
+        return len(self.ints) if self.ints is not None else len(self.strings)  # type: ignore[arg-type]  # strings when not ints
 
     def take(self, idx: np.ndarray) -> KeyColumn:
         if self.ints is not None:
             return KeyColumn(self.kt, ints=self.ints[idx])
-        return KeyColumn(self.kt, strings=self.strings.take(arrow_of(idx)))  # type: ignore[union-attr]
+        return KeyColumn(self.kt, strings=self.strings.take(arrow_of(idx)))  # type: ignore[union-attr]  # strings when not ints
 
     def java_sort(self) -> np.ndarray:
         """Indices in Java compareTo order (V2 entries): unsigned bytes then length; Float/Double.compare."""
@@ -394,7 +394,7 @@ class KeyColumn:
 
     def label(self, i: int) -> str:
         key = bool(self.ints[i]) if self.kt.name == "boolean" and self.ints is not None else (
-            int(self.ints[i]) if self.ints is not None else self.strings[i].as_py())  # type: ignore[index]
+            int(self.ints[i]) if self.ints is not None else self.strings[i].as_py())  # type: ignore[index]  # strings when not ints
         return shown(key_json(self.kt, key), 60)
 
     def pack(self, tails: list[np.ndarray]) -> bytes:

@@ -155,8 +155,8 @@ def hash_value(kt: KeyType, value: object) -> int:
     """FastHash of one canonical (non-null) value, as a signed Java long."""
     jv = java_value(kt, value)
     if kt.name == "string":
-        return _xxh64(jv)  # type: ignore[arg-type]
-    return wang_hash(jv)  # type: ignore[arg-type]
+        return _xxh64(jv)  # type: ignore[arg-type]  # a string's java_value: bytes
+    return wang_hash(jv)  # type: ignore[arg-type]  # other java_values: ints
 
 
 def _arrow_longs(kt: KeyType, arr: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
@@ -218,8 +218,7 @@ def _hashes(kt: KeyType, values: object) -> np.ndarray:
                 longs, valid = fast
                 return _wang_hash_array(longs[valid])
         values = values.to_pylist()
-    # any other iterable of values is listed (an object to mypy: the caller's contract)
-    rows: Sequence[object] = values if isinstance(values, Sequence) else list(values)  # type: ignore[call-overload]
+    rows = values if isinstance(values, Sequence) else list(values)  # type: ignore[call-overload]  # an iterable
     if kt.name == "string":
         keys = (v.encode("utf-8") if type(v) is str else java_value(kt, v) for v in rows if v is not None)
         return np.fromiter(map(_xxh64, keys), dtype=np.int64)  # type: ignore[arg-type]  # a string's java_value: bytes

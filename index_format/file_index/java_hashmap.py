@@ -205,7 +205,7 @@ class _Table:
                 if hi:
                     new[j + old] = hi
             else:
-                self._split(new, b, j, old)  # type: ignore[arg-type]
+                self._split(new, b, j, old)  # type: ignore[arg-type]  # a bin that is no list is a _Node
         self.bins = new
 
     def insert_head(self, k: int) -> bool:
@@ -220,7 +220,7 @@ class _Table:
             if len(b) - 1 >= _TREEIFY_THRESHOLD - 1:
                 return self._treeify_bin(i)
             return False
-        self._put_tree(i, b, k)  # type: ignore[arg-type]
+        self._put_tree(i, b, k)  # type: ignore[arg-type]  # a bin that is no list is a _Node
         return False
 
     def insert_tail(self, k: int) -> bool:
@@ -235,14 +235,14 @@ class _Table:
             if len(b) - 1 >= _TREEIFY_THRESHOLD:
                 return self._treeify_bin(i)
             return False
-        self._put_tree(i, b, k)  # type: ignore[arg-type]
+        self._put_tree(i, b, k)  # type: ignore[arg-type]  # a bin that is no list is a _Node
         return False
 
     def _treeify_bin(self, i: int) -> bool:
         if self.cap < _MIN_TREEIFY_CAPACITY:
             return True
         keys = self.bins[i]
-        head = self._link(keys)  # type: ignore[arg-type]
+        head = self._link(keys)  # type: ignore[arg-type]  # a bin being treeified is a list
         self.bins[i] = head
         self._treeify(head, i, self.bins)
         return False
@@ -275,7 +275,7 @@ class _Table:
                 while True:
                     d = self._dir(x.key, p)
                     xp = p
-                    p = p.left if d <= 0 else p.right  # type: ignore[assignment]
+                    p = p.left if d <= 0 else p.right  # type: ignore[assignment]  # None ends the loop
                     if p is None:
                         x.parent = xp
                         if d <= 0:
@@ -296,7 +296,7 @@ class _Table:
         while True:
             d = self._dir(k, p)
             xp = p
-            p = p.left if d <= 0 else p.right  # type: ignore[assignment]
+            p = p.left if d <= 0 else p.right  # type: ignore[assignment]  # None ends the loop
             if p is None:
                 xpn = xp.next
                 x = _Node(k, self.h[k])
@@ -343,7 +343,7 @@ class _Table:
             if type(b) is list:
                 out.extend(b)
             else:
-                x: _Node | None = b  # type: ignore[assignment]
+                x: _Node | None = b  # type: ignore[assignment]  # a bin that is no list is a _Node
                 while x is not None:
                     out.append(x.key)
                     x = x.next
@@ -359,8 +359,8 @@ def _move_root_to_front(bins: dict[int, list[int] | _Node], i: int, root: _Node)
             rn.prev = rp
         if rp is not None:
             rp.next = rn
-        first.prev = root  # type: ignore[union-attr]
-        root.next = first  # type: ignore[assignment]
+        first.prev = root  # type: ignore[union-attr]  # root's bin is a tree: its first is a _Node
+        root.next = first  # type: ignore[assignment]  # root's bin is a tree: its first is a _Node
         root.prev = None
 
 

@@ -77,9 +77,9 @@ def java_value(kt: KeyType, value: object) -> object:
     if name == "boolean":
         return bool(value)
     if name == "float":
-        return _float_bits(float(value))  # type: ignore[arg-type]
+        return _float_bits(float(value))  # type: ignore[arg-type]  # a float key's canonical value
     if name == "double":
-        return _double_bits(float(value))  # type: ignore[arg-type]
+        return _double_bits(float(value))  # type: ignore[arg-type]  # a double key's canonical value
     return key_int(kt, value)
 
 
@@ -87,8 +87,7 @@ def java_column(kt: KeyType, values: object) -> list[object]:
     """Every row's Java internal form (None for NULL) from a pyarrow (chunked) array or a sequence."""
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         values = values.to_pylist()
-    # any other iterable of values is listed (an object to mypy: the caller's contract)
-    rows: Sequence[object] = values if isinstance(values, Sequence) else list(values)  # type: ignore[call-overload]
+    rows = values if isinstance(values, Sequence) else list(values)  # type: ignore[call-overload]  # an iterable
     return [java_value(kt, v) for v in rows]
 
 
@@ -98,5 +97,5 @@ def java_order(kt: KeyType, jv: object) -> object:
     if kt.name in ("float", "double"):
         bits = jv
         mask = 0x7FFFFFFF if kt.name == "float" else 0x7FFFFFFFFFFFFFFF
-        return bits ^ mask if bits < 0 else bits  # type: ignore[operator]
+        return bits ^ mask if bits < 0 else bits  # type: ignore[operator]  # a float's internal form: its bits (int)
     return jv

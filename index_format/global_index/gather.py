@@ -99,9 +99,9 @@ def _from_cache(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: lis
         if hit is None:
             missing.append(i)
         elif isinstance(hit, FrozenBitMap64):
-            large.append(hit)  # type: ignore[arg-type]
+            large.append(hit)  # type: ignore[arg-type]  # frozen: the same read API
         else:
-            small.append(hit)  # type: ignore[arg-type]
+            small.append(hit)  # type: ignore[arg-type]  # frozen: the same read API
     return offs[missing], lens[missing]
 
 
@@ -114,7 +114,7 @@ def _decode_and_keep(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small
     for p, n, o in zip(rel.tolist(), s_lens.tolist(), s_offs.tolist()):
         bm = decode_piece(reads, mv[p:p + n], o)
         reads.keep(o, bm, n)
-        (large if isinstance(bm, FrozenBitMap64) else small).append(bm)  # type: ignore[arg-type]
+        (large if isinstance(bm, FrozenBitMap64) else small).append(bm)  # type: ignore[arg-type]  # frozen: the same read API
 
 
 def _union_chunk(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: list[BitMap],

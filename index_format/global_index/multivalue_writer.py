@@ -103,17 +103,17 @@ def write_multivalue_files(lists: pa.Array | pa.ChunkedArray | Sequence[Sequence
 
 def _row_count(lists: object) -> int:
     try:
-        return len(lists)  # type: ignore[arg-type]
+        return len(lists)  # type: ignore[arg-type]  # no length: TypeError, caught
     except TypeError:
         raise WriterInputError(f"expected a list array or a sequence of lists, got {type(lists).__name__}") from None
 
 
-def _write(lists: object, row_ids: object, kt: KeyType, options: object, path: str, flavor: str,
-           keep_rows: bool = False) -> tuple[bytes, WrittenFile]:
+def _write(lists: object, row_ids: object, kt: KeyType, options: IndexOptions | Mapping[str, object] | str | None,
+           path: str, flavor: str, keep_rows: bool = False) -> tuple[bytes, WrittenFile]:
     layout = _FLAVOR_ARGS.get(flavor)
     if layout is None:
         raise WriterInputError(f"unknown multivalue file flavor {flavor!r}; expected one of {', '.join(FLAVORS)}")
-    block_size, codec, level, _ = writer_settings(options, multivalue=True)  # type: ignore[arg-type]
+    block_size, codec, level, _ = writer_settings(options, multivalue=True)
     arr = _list_array(lists, kt)
     n = len(arr)
     rid = check_row_ids(row_ids, n)
@@ -139,7 +139,7 @@ def _list_array(lists: object, kt: KeyType) -> pa.Array:
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks() if lists.num_chunks != 1 else lists.chunk(0)
     if not isinstance(lists, pa.Array):
-        seq = list(lists)  # type: ignore[call-overload]
+        seq = list(lists)  # type: ignore[call-overload]  # any iterable of lists
         try:
             return pa.array(seq, type=pa.list_(arrow_type(kt)))
         except (pa.ArrowException, TypeError, ValueError) as exc:

@@ -125,7 +125,7 @@ class _Decoder:
                 fields[name] = tuple(self.scalar(v, f"{path}.values[{i}]") for i, v in enumerate(raw))
             else:
                 fields[name] = self.scalar(raw, f"{path}.{name}")
-        return Leaf(op, column, **fields)  # type: ignore[arg-type]
+        return Leaf(op, column, **fields)  # type: ignore[arg-type]  # fields: checked by the decoder
 
     def scalar(self, value: object, path: str) -> object:
         if not isinstance(value, _SCALARS):

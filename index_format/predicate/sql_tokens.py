@@ -45,7 +45,7 @@ def number_value(text: str) -> object:
 def negated_value(value: object) -> object:
     if isinstance(value, decimal.Decimal):
         return value.copy_negate()  # keeps -0.0 (a distinct double key, spec §3)
-    return -value  # type: ignore[operator]
+    return -value  # type: ignore[operator]  # a number's value: int or Decimal
 
 
 # Inside an IN list of literals these tokens are not counted against PredicateLimits.max_tokens: the token scan

@@ -174,7 +174,7 @@ class _Binary(Node):
     _absorbing: ClassVar[Node]
     _neutral: ClassVar[Node]
 
-    def __new__(cls, *children: Node) -> Node:  # type: ignore[misc]
+    def __new__(cls, *children: Node) -> Node:  # type: ignore[misc]  # returns the folded node, of any class
         flat: list[Node] = []
         for child in children:
             if not isinstance(child, Node):
@@ -250,8 +250,8 @@ def flatten(node: Node, kind: type[And] | type[Or]) -> list[Node]:
     while stack:
         n = stack.pop()
         if type(n) is kind:
-            stack.append(n.right)   # type: ignore[attr-defined]
-            stack.append(n.left)    # type: ignore[attr-defined]
+            stack.append(n.right)   # type: ignore[attr-defined]  # a `kind` is a _Binary
+            stack.append(n.left)    # type: ignore[attr-defined]  # a `kind` is a _Binary
         else:
             out.append(n)
     return out
@@ -263,7 +263,7 @@ class Not(Node):
     __slots__ = ("child",)
     child: Node
 
-    def __new__(cls, child: Node) -> Node:  # type: ignore[misc]
+    def __new__(cls, child: Node) -> Node:  # type: ignore[misc]  # returns the folded node, of any class
         if not isinstance(child, Node):
             raise TypeError(f"Not takes a predicate node, got {child!r}")
         if isinstance(child, _Constant):
@@ -300,4 +300,4 @@ def _frozen_setattr(self: _Binary, name: str, value: object) -> None:
     raise AttributeError("predicate nodes are immutable")
 
 
-_Binary.__setattr__ = _frozen_setattr  # type: ignore[method-assign,assignment]
+_Binary.__setattr__ = _frozen_setattr  # type: ignore[method-assign,assignment]  # frozen nodes: writes raise

@@ -176,7 +176,7 @@ class BitSliceIndex:
         """Cached slices begin..end-1, loading the missing ones with one contiguous read."""
         out = self._slices[begin:end]
         if all(x is not None for x in out):
-            return out  # type: ignore[return-value]
+            return out  # type: ignore[return-value]  # no None: checked
         ebm = self.ebm()
         with self._lock:
             missing = [i for i in range(begin, end) if self._slices[i] is None]
@@ -192,7 +192,7 @@ class BitSliceIndex:
                     self._inside[i] = self._ebm_dense and (not sl or sl.max() < n)
                     self._slices[i] = sl
                     self.nbytes_cached += self._lengths[i]
-            return self._slices[begin:end]  # type: ignore[return-value]
+            return self._slices[begin:end]  # type: ignore[return-value]  # no None: all read above
 
     def _within_ebm(self, begin: int) -> bool:
         """Slices begin..s-1 are known to hold only non-null rows (False when one is not loaded yet)."""
@@ -283,7 +283,7 @@ class BitSliceIndex:
         """Rows with code > `code` (code < 0: every non-null row)."""
         if code < 0:
             return self.ebm_copy()
-        return self._answer(_gt_sweep, code, self._start(code), count=False)  # type: ignore[return-value]
+        return self._answer(_gt_sweep, code, self._start(code), count=False)  # type: ignore[return-value]  # count=False: a bitmap
 
     def gt_count(self, code: int) -> int:
         """len(gt(code)), without building a bitmap where the planes answer."""
@@ -292,13 +292,13 @@ class BitSliceIndex:
         cum = self.code_counts()
         if cum is not None:
             return int(cum[-1] - cum[min(code + 1, len(cum) - 1)])
-        return self._answer(_gt_sweep, code, self._start(code), count=True)  # type: ignore[return-value]
+        return self._answer(_gt_sweep, code, self._start(code), count=True)  # type: ignore[return-value]  # count=True: an int
 
     def between(self, first: int, last: int) -> BitMap64:
         """Rows with first <= code <= last (0 <= first <= last)."""
         if first == 0:
-            return self._answer(_le_sweep, last, None, count=False)  # type: ignore[return-value]
-        return self._answer(_between_sweep, (first - 1, last), 0, count=False)  # type: ignore[return-value]
+            return self._answer(_le_sweep, last, None, count=False)  # type: ignore[return-value]  # count=False: a bitmap
+        return self._answer(_between_sweep, (first - 1, last), 0, count=False)  # type: ignore[return-value]  # count=False: a bitmap
 
     def between_count(self, first: int, last: int) -> int:
         """len(between(first, last)), without building a bitmap where the planes answer."""
@@ -307,8 +307,8 @@ class BitSliceIndex:
             top = len(cum) - 1
             return int(cum[min(last + 1, top)] - cum[min(first, top)])
         if first == 0:
-            return self._answer(_le_sweep, last, None, count=True)  # type: ignore[return-value]
-        return self._answer(_between_sweep, (first - 1, last), 0, count=True)  # type: ignore[return-value]
+            return self._answer(_le_sweep, last, None, count=True)  # type: ignore[return-value]  # count=True: an int
+        return self._answer(_between_sweep, (first - 1, last), 0, count=True)  # type: ignore[return-value]  # count=True: an int
 
     def _answer(self, sweep: Sweep, arg: object, begin: int | None, *, count: bool) -> BitMap64 | int:
         """Run a sweep over the planes (a count is their popcount; a dense result converts at copy speed)

@@ -268,7 +268,7 @@ class ChunkedDictionary:
             for a, b in zip(blk, blk[1:]):
                 if not a < b:
                     self._corrupt(name, "keys are not strictly increasing")
-            if blk and not self._heads[i] < blk[0]:  # type: ignore[index]
+            if blk and not self._heads[i] < blk[0]:  # type: ignore[index]  # headers loaded above
                 self._corrupt(name, "first key is not above the head key")
             self._blocks[i] = blk
             self.nbytes_cached += olen + klen + 8 * size
@@ -318,7 +318,7 @@ class ChunkedDictionary:
             self._corrupt("range-bitmap dictionary", f"no chunk holds code {code}")
         base = self._codes[i]
         if base == code:
-            return self._heads[i]  # type: ignore[index]
+            return self._heads[i]  # type: ignore[index]  # headers loaded above
         blk = self._block(i)
         j = code - base - 1
         if j >= len(blk):

@@ -82,7 +82,7 @@ class RangeBitmapReader:
         if card > 0:
             self._min_rep = rep_of_bytes(kt, self._min_bytes)
             self._max_rep = rep_of_bytes(kt, self._max_bytes)
-            if self._max_rep < self._min_rep:  # type: ignore[operator]
+            if self._max_rep < self._min_rep:  # type: ignore[operator]  # reps of one key type compare
                 raise CorruptFileError("max key is below min key", path=name, block=block)
         self._dictionary: ChunkedDictionary | None = None
         self._bsi: BitSliceIndex | None = None
@@ -181,7 +181,7 @@ class RangeBitmapReader:
 
     def _cmp(self, rep: object) -> tuple[int, int]:
         lo, hi = self._min_rep, self._max_rep
-        return (rep > lo) - (rep < lo), (rep > hi) - (rep < hi)  # type: ignore[operator]
+        return (rep > lo) - (rep < lo), (rep > hi) - (rep < hi)  # type: ignore[operator]  # reps of one key type compare
 
     def eq(self, value: object) -> BitMap64:
         if self.cardinality <= 0:
@@ -334,16 +334,16 @@ class RangeBitmapReader:
         first, last = 0, card - 1
         if low is not None:
             rep = exact_rep(self._kt, low)
-            if rep > self._max_rep or (rep == self._max_rep and not low_inclusive):  # type: ignore[operator]
+            if rep > self._max_rep or (rep == self._max_rep and not low_inclusive):  # type: ignore[operator]  # reps of one type compare
                 return None
-            if rep > self._min_rep or (rep == self._min_rep and not low_inclusive):  # type: ignore[operator]
+            if rep > self._min_rep or (rep == self._min_rep and not low_inclusive):  # type: ignore[operator]  # reps of one type compare
                 code, exact = self._dict().locate(rep)
                 first = code + 1 if exact and not low_inclusive else code
         if high is not None:
             rep = exact_rep(self._kt, high)
-            if rep < self._min_rep or (rep == self._min_rep and not high_inclusive):  # type: ignore[operator]
+            if rep < self._min_rep or (rep == self._min_rep and not high_inclusive):  # type: ignore[operator]  # reps of one type compare
                 return None
-            if rep < self._max_rep or (rep == self._max_rep and not high_inclusive):  # type: ignore[operator]
+            if rep < self._max_rep or (rep == self._max_rep and not high_inclusive):  # type: ignore[operator]  # reps of one type compare
                 code, exact = self._dict().locate(rep)
                 last = code if exact and high_inclusive else code - 1
         if first > last:

@@ -124,11 +124,11 @@ def key_int(kt: KeyType, value: object) -> int:
     """The integer Java writes for a fixed-width key (float keys: the IEEE bits)."""
     name = kt.name
     if _is_float(kt):
-        return _float_bits(kt, value)  # type: ignore[arg-type]
+        return _float_bits(kt, value)  # type: ignore[arg-type]  # a float key's canonical value
     if name in ("timestamp", "timestamp_ltz"):
         return _timestamp_key(kt, value)
     if name == "decimal":
-        return decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]
+        return decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]  # a decimal key's canonical value
     if name == "boolean":
         return 1 if value else 0
     if name in ("date", "time") and isinstance(value, (dt.date, dt.time)):
@@ -238,7 +238,7 @@ def java_rep(kt: KeyType, value: object) -> object:
     if kt.name == "string":
         return value if isinstance(value, bytes) else str(value).encode("utf-8")
     if _is_float(kt):
-        return _order_of_bits(kt, _float_bits(kt, value))  # type: ignore[arg-type]
+        return _order_of_bits(kt, _float_bits(kt, value))  # type: ignore[arg-type]  # a float key's canonical value
     return key_int(kt, value)
 
 
@@ -250,7 +250,7 @@ def exact_rep(kt: KeyType, value: object) -> object:
     if name == "string" or name == "boolean":
         return java_rep(kt, value)
     if name == "float":
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a float key's canonical value
         r = _order_of_bits(kt, _float_bits(kt, v))
         if v != v or math.isinf(v):
             return r
@@ -265,7 +265,7 @@ def exact_rep(kt: KeyType, value: object) -> object:
         unit = 1_000_000 if kt.time_precision <= 3 else 1_000
         return Fraction(nanos, unit) if nanos % unit else nanos // unit
     if name == "decimal":
-        scaled = Fraction(decimal.Decimal(value)) * 10 ** kt.decimal_scale  # type: ignore[arg-type]
+        scaled = Fraction(decimal.Decimal(value)) * 10 ** kt.decimal_scale  # type: ignore[arg-type]  # a decimal key's value
         return int(scaled) if scaled.denominator == 1 else scaled
     if isinstance(value, numbers.Real) and not isinstance(value, (numbers.Integral, Fraction, decimal.Decimal)):
         value = float(value)

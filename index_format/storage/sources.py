@@ -129,7 +129,7 @@ class LocalSource:
         return {"name": self.name, "size": self.size}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["name"], state["size"])  # type: ignore[misc]
+        self.__init__(state["name"], state["size"])  # type: ignore[misc]  # unpickling reruns __init__
 
 
 class FsspecSource:
