@@ -103,16 +103,18 @@ def serialize_key(kt: KeyType, value: object) -> bytes:
         v = float(value)  # type: ignore[arg-type]  # a float key's canonical value
         return _NAN32 if v != v else LE_F32.pack(v)
     if name == "decimal":
-        unscaled = decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]  # a decimal key's canonical value
+        unscaled = decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]  # a canonical decimal
         if kt.decimal_precision <= 18:
             return LE_I64.pack(unscaled)
         # spec §3: Java BigInteger.toByteArray, minimal big-endian two's complement
         m = unscaled if unscaled >= 0 else ~unscaled
         return unscaled.to_bytes(m.bit_length() // 8 + 1, "big", signed=True)
     if name == "date":
-        return LE_I32.pack(value if isinstance(value, int) else _date_days(value))  # type: ignore[arg-type]  # else a date
+        days = value if isinstance(value, int) else _date_days(value)  # type: ignore[arg-type]  # else a date
+        return LE_I32.pack(days)
     if name == "time":
-        return LE_I32.pack(value if isinstance(value, int) else _time_millis(value))  # type: ignore[arg-type]  # else a time
+        millis = value if isinstance(value, int) else _time_millis(value)  # type: ignore[arg-type]  # else a time
+        return LE_I32.pack(millis)
     if name in ("timestamp", "timestamp_ltz"):
         millis, nanos = _timestamp_parts(kt, value)
         if kt.time_precision <= 3:

@@ -328,7 +328,8 @@ def _literal_key(kt: KeyType, value: object) -> object:
     if value is None:
         return None
     if kt.name in ("float", "double"):
-        return int(_float_bits(kt, np.array([float(value)], dtype=np.float64))[0])  # type: ignore[arg-type]  # a float key's canonical value
+        v = float(value)  # type: ignore[arg-type]  # a float key's canonical value
+        return int(_float_bits(kt, np.array([v], dtype=np.float64))[0])
     key = java_value(kt, value)
     if kt.name == "boolean":
         return bool(key)

@@ -368,12 +368,12 @@ class KeyColumn:
         self.strings = strings
 
     def __len__(self) -> int:
-        return len(self.ints) if self.ints is not None else len(self.strings)  # type: ignore[arg-type]  # strings when not ints
+        return len(self.ints) if self.ints is not None else len(self.strings)  # type: ignore[arg-type]  # else strings
 
     def take(self, idx: np.ndarray) -> KeyColumn:
         if self.ints is not None:
             return KeyColumn(self.kt, ints=self.ints[idx])
-        return KeyColumn(self.kt, strings=self.strings.take(arrow_of(idx)))  # type: ignore[union-attr]  # strings when not ints
+        return KeyColumn(self.kt, strings=self.strings.take(arrow_of(idx)))  # type: ignore[union-attr]  # else strings
 
     def java_sort(self) -> np.ndarray:
         """Indices in Java compareTo order (V2 entries): unsigned bytes then length; Float/Double.compare."""
@@ -393,8 +393,10 @@ class KeyColumn:
         return 4 + np.diff(offs)
 
     def label(self, i: int) -> str:
-        key = bool(self.ints[i]) if self.kt.name == "boolean" and self.ints is not None else (
-            int(self.ints[i]) if self.ints is not None else self.strings[i].as_py())  # type: ignore[index]  # strings when not ints
+        if self.ints is not None:
+            key: object = bool(self.ints[i]) if self.kt.name == "boolean" else int(self.ints[i])
+        else:
+            key = self.strings[i].as_py()  # type: ignore[index]  # strings when not ints
         return shown(key_json(self.kt, key), 60)
 
     def pack(self, tails: list[np.ndarray]) -> bytes:

@@ -110,7 +110,7 @@ def _python_keys(kt: KeyType, values: Sequence[object]) -> tuple[np.ndarray, np.
     try:
         return np.array(ints, dtype=np.int64).reshape(len(ints)), valid
     except OverflowError:
-        bad = next(k for k in ints if not LONG_MIN <= k <= LONG_MAX)  # type: ignore[operator]  # the keys' java_values are ints
+        bad = next(k for k in ints if not LONG_MIN <= k <= LONG_MAX)  # type: ignore[operator]  # java_values: ints
         why = " (its unscaled value; Paimon's toUnscaledLong would silently wrap it)" if name == "decimal" else ""
         raise UnsupportedTypeError(
             f"value {bad} of a {kt.spelling.upper()} column does not fit a Java long{why}") from None

@@ -65,7 +65,8 @@ def key_hashes(kt: KeyType, keys: np.ndarray | Sequence[object]) -> np.ndarray:
     """`key_hash` of many keys at once → int32 array (numpy-vectorized)."""
     name = kt.name
     if name == "string":
-        return binary_string_hashes(list(keys) if isinstance(keys, np.ndarray) else keys)  # type: ignore[arg-type]  # string keys: bytes
+        strings = list(keys) if isinstance(keys, np.ndarray) else keys
+        return binary_string_hashes(strings)  # type: ignore[arg-type]  # string keys: bytes
     if len(keys) == 0:
         return np.zeros(0, dtype=np.int32)
     if name == "boolean":

@@ -114,7 +114,7 @@ def _decode_and_keep(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small
     for p, n, o in zip(rel.tolist(), s_lens.tolist(), s_offs.tolist()):
         bm = decode_piece(reads, mv[p:p + n], o)
         reads.keep(o, bm, n)
-        (large if isinstance(bm, FrozenBitMap64) else small).append(bm)  # type: ignore[arg-type]  # frozen: the same read API
+        (large if isinstance(bm, FrozenBitMap64) else small).append(bm)  # type: ignore[arg-type]  # frozen: same API
 
 
 def _union_chunk(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: list[BitMap],

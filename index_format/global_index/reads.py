@@ -101,4 +101,5 @@ def as_bitmap64(bm: Decoded) -> BitMap64:
     """A cached bitmap as a (frozen) 64-bit one; 32-bit ones go through their portable bytes (fast)."""
     if isinstance(bm, FrozenBitMap64):
         return bm  # type: ignore[return-value]  # frozen: same read API, safe to share
-    return FrozenBitMap64.deserialize(BITMAP64_ONE_BUCKET_HIGH0 + bm.serialize())  # type: ignore[return-value]  # frozen: same read API
+    portable = BITMAP64_ONE_BUCKET_HIGH0 + bm.serialize()
+    return FrozenBitMap64.deserialize(portable)  # type: ignore[return-value]  # frozen: same read API

@@ -16,7 +16,7 @@ import threading
 from array import array
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 from pyroaring import BitMap, BitMap64, FrozenBitMap64
@@ -283,7 +283,7 @@ class BitSliceIndex:
         """Rows with code > `code` (code < 0: every non-null row)."""
         if code < 0:
             return self.ebm_copy()
-        return self._answer(_gt_sweep, code, self._start(code), count=False)  # type: ignore[return-value]  # count=False: a bitmap
+        return self._answer(_gt_sweep, code, self._start(code), count=False)
 
     def gt_count(self, code: int) -> int:
         """len(gt(code)), without building a bitmap where the planes answer."""
@@ -292,13 +292,13 @@ class BitSliceIndex:
         cum = self.code_counts()
         if cum is not None:
             return int(cum[-1] - cum[min(code + 1, len(cum) - 1)])
-        return self._answer(_gt_sweep, code, self._start(code), count=True)  # type: ignore[return-value]  # count=True: an int
+        return self._answer(_gt_sweep, code, self._start(code), count=True)
 
     def between(self, first: int, last: int) -> BitMap64:
         """Rows with first <= code <= last (0 <= first <= last)."""
         if first == 0:
-            return self._answer(_le_sweep, last, None, count=False)  # type: ignore[return-value]  # count=False: a bitmap
-        return self._answer(_between_sweep, (first - 1, last), 0, count=False)  # type: ignore[return-value]  # count=False: a bitmap
+            return self._answer(_le_sweep, last, None, count=False)
+        return self._answer(_between_sweep, (first - 1, last), 0, count=False)
 
     def between_count(self, first: int, last: int) -> int:
         """len(between(first, last)), without building a bitmap where the planes answer."""
@@ -307,8 +307,13 @@ class BitSliceIndex:
             top = len(cum) - 1
             return int(cum[min(last + 1, top)] - cum[min(first, top)])
         if first == 0:
-            return self._answer(_le_sweep, last, None, count=True)  # type: ignore[return-value]  # count=True: an int
-        return self._answer(_between_sweep, (first - 1, last), 0, count=True)  # type: ignore[return-value]  # count=True: an int
+            return self._answer(_le_sweep, last, None, count=True)
+        return self._answer(_between_sweep, (first - 1, last), 0, count=True)
+
+    @overload
+    def _answer(self, sweep: Sweep, arg: object, begin: int | None, *, count: Literal[False]) -> BitMap64: ...
+    @overload
+    def _answer(self, sweep: Sweep, arg: object, begin: int | None, *, count: Literal[True]) -> int: ...
 
     def _answer(self, sweep: Sweep, arg: object, begin: int | None, *, count: bool) -> BitMap64 | int:
         """Run a sweep over the planes (a count is their popcount; a dense result converts at copy speed)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import struct
 import threading
-from typing import Any
 from bisect import bisect_left, bisect_right
 
 import numpy as np
@@ -17,7 +16,7 @@ import pyarrow as pa
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
 from index_format.layout import BE_I32, RANGE_DICT_CHUNK_TAIL, RANGE_DICT_HEADER, be_i32s
 from index_format.range_bitmap.range_keys import (
-    BE_DTYPE, WIDTH, fixed_key_bytes, rep_of_bytes, reps_of_fixed_block,
+    BE_DTYPE, WIDTH, Rep, fixed_key_bytes, rep_of_bytes, reps_of_fixed_block,
 )
 from index_format.storage import RangeSource
 from index_format.types import KeyType
@@ -138,11 +137,10 @@ class ChunkedDictionary:
         self._keys_base = self._body + offs_len + chunks_len
         if self._keys_base > offset + length:
             self._corrupt("range-bitmap dictionary header", "chunk headers run past the dictionary")
-        # reps: ints or bytes, one kind per dictionary (Any: mypy cannot compare a union of the two)
-        self._heads: list[Any] | None = None
+        self._heads: list[Rep] | None = None
         self._codes: list[int] = []
         self._meta: list[tuple[int, int, int, int]] = []   # keysOffset, size, offsetsLength, keysLength
-        self._blocks: dict[int, list[Any]] = {}
+        self._blocks: dict[int, list[Rep]] = {}
         self.nbytes_cached = 0
 
     # -- errors and reads
@@ -173,7 +171,7 @@ class ChunkedDictionary:
             self.nbytes_cached += len(region)
             self._heads = heads
 
-    def _parse_fixed(self, region: bytes) -> tuple[list[Any], list[int], list[tuple[int, int, int, int]]]:
+    def _parse_fixed(self, region: bytes) -> tuple[list[Rep], list[int], list[tuple[int, int, int, int]]]:
         count = self.chunk_count
         width = self._width
         assert width is not None
@@ -202,11 +200,11 @@ class ChunkedDictionary:
         meta = list(zip(koff.tolist(), sizes.tolist(), [0] * count, klen.tolist()))
         return heads, codes, meta
 
-    def _parse_each(self, region: bytes) -> tuple[list[Any], list[int], list[tuple[int, int, int, int]]]:
+    def _parse_each(self, region: bytes) -> tuple[list[Rep], list[int], list[tuple[int, int, int, int]]]:
         count = self.chunk_count
         offs = be_i32s(count).unpack_from(region, 0) if count else ()
         base = 4 * count
-        heads: list[Any] = []
+        heads: list[Rep] = []
         codes: list[int] = []
         meta: list[tuple[int, int, int, int]] = []
         for i in range(count):
@@ -247,7 +245,7 @@ class ChunkedDictionary:
         return heads, codes, meta
 
     # -- key blocks
-    def _block(self, i: int) -> list[Any]:
+    def _block(self, i: int) -> list[Rep]:
         blk = self._blocks.get(i)
         if blk is not None:
             return blk
@@ -274,7 +272,7 @@ class ChunkedDictionary:
             self.nbytes_cached += olen + klen + 8 * size
             return blk
 
-    def _parse_var_block(self, data: bytes, size: int, olen: int, klen: int, name: str) -> list[Any]:
+    def _parse_var_block(self, data: bytes, size: int, olen: int, klen: int, name: str) -> list[Rep]:
         rel = be_i32s(size).unpack_from(data, 0) if size else ()
         out = []
         for r in rel:
@@ -288,12 +286,12 @@ class ChunkedDictionary:
         return out
 
     # -- lookups
-    def find(self, rep: object) -> int:
+    def find(self, rep: Rep) -> int:
         """Code of the key equal to `rep`, else -(insertion code + 1) (spec 2.3, Paimon's `find`)."""
         code, exact = self.locate(rep)
         return code if exact else -(code + 1)
 
-    def locate(self, rep: object) -> tuple[int, bool]:
+    def locate(self, rep: Rep) -> tuple[int, bool]:
         """(code, True) for an exact hit, else (code of the first key above `rep`, False)."""
         self._load_headers()
         heads = self._heads
@@ -310,7 +308,7 @@ class ChunkedDictionary:
             return base + 1 + j, True
         return base + 1 + j, False
 
-    def rep_of_code(self, code: int) -> object:
+    def rep_of_code(self, code: int) -> Rep:
         """Order representation of the key with `code`."""
         self._load_headers()
         i = bisect_right(self._codes, code) - 1

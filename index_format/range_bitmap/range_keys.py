@@ -13,7 +13,7 @@ import decimal
 import math
 import numbers
 from fractions import Fraction
-from typing import NamedTuple, cast
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
@@ -27,9 +27,13 @@ from index_format.layout import BE_F32, BE_F64, BE_I32, BE_I64
 from index_format.types import KeyType
 
 __all__ = [
-    "KeyColumn", "decode_key", "default_chunk_size", "encode_column", "encode_key", "exact_rep", "java_rep",
+    "KeyColumn", "Rep", "decode_key", "default_chunk_size", "encode_column", "encode_key", "exact_rep", "java_rep",
     "key_width", "rep_of_bytes", "reps_of_fixed_block", "supports",
 ]
+
+# A key's order representation (rep_of_bytes, java_rep, exact_rep): an int, a string's bytes, or a Fraction
+# for a bound between two ints. Any: one dictionary's reps compare with <, which mypy cannot see of a union.
+Rep = Any
 
 # Width in bytes of each fixed-width key; strings are variable (None).
 WIDTH = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "date": 4, "time": 4, "bigint": 8,
@@ -197,7 +201,7 @@ def decode_key(kt: KeyType, data: bytes | memoryview) -> object:
     return n
 
 
-def rep_of_bytes(kt: KeyType, data: bytes) -> object:
+def rep_of_bytes(kt: KeyType, data: bytes) -> Rep:
     """Order representation of encoded key bytes: UTF-8 bytes for strings, an int otherwise."""
     if kt.name == "string":
         return data[4:]
@@ -232,7 +236,7 @@ def _order_of_bits_array(kt: KeyType, bits: npt.NDArray[np.int64]) -> npt.NDArra
     return bits ^ ((bits >> shift) & mask)
 
 
-def java_rep(kt: KeyType, value: object) -> object:
+def java_rep(kt: KeyType, value: object) -> Rep:
     """Order representation of a literal as Paimon's converter sees it (timestamps/decimals truncated)."""
     check_supported(kt)
     if kt.name == "string":
@@ -242,7 +246,7 @@ def java_rep(kt: KeyType, value: object) -> object:
     return key_int(kt, value)
 
 
-def exact_rep(kt: KeyType, value: object) -> object:
+def exact_rep(kt: KeyType, value: object) -> Rep:
     """Order representation of a literal for exact range bounds: a Fraction where the literal lies between
     two representable keys (sub-unit timestamps, decimals beyond the scale, doubles on a float column)."""
     check_supported(kt)
@@ -265,7 +269,7 @@ def exact_rep(kt: KeyType, value: object) -> object:
         unit = 1_000_000 if kt.time_precision <= 3 else 1_000
         return Fraction(nanos, unit) if nanos % unit else nanos // unit
     if name == "decimal":
-        scaled = Fraction(decimal.Decimal(value)) * 10 ** kt.decimal_scale  # type: ignore[arg-type]  # a decimal key's value
+        scaled = Fraction(decimal.Decimal(value)) * 10 ** kt.decimal_scale  # type: ignore[arg-type]  # a decimal
         return int(scaled) if scaled.denominator == 1 else scaled
     if isinstance(value, numbers.Real) and not isinstance(value, (numbers.Integral, Fraction, decimal.Decimal)):
         value = float(value)
