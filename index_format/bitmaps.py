@@ -7,8 +7,10 @@ from __future__ import annotations
 from array import array
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 from pyroaring import BitMap, BitMap64
 
 from index_format.errors import CorruptFileError
@@ -16,7 +18,7 @@ from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
 from index_format.parallel import map_parts
 
 
-def ids_array(sorted_ids: np.ndarray) -> array:
+def ids_array(sorted_ids: np.ndarray) -> array[int]:
     """array('Q') of ids without a Python loop (BitMap64's fast construction path)."""
     return array("Q", sorted_ids.astype("<u8", copy=False).tobytes())
 
@@ -46,7 +48,7 @@ def _consecutive(ids: np.ndarray) -> bool:
     return True
 
 
-def serialize_ids(ids: Sequence[int] | array) -> bytes:
+def serialize_ids(ids: Sequence[int] | array[int]) -> bytes:
     """Portable 64-bit bytes of a sorted id run, run-optimized like Java (spec §1).
 
     Always through BitMap64: its run_optimize matches Java's, the 32-bit BitMap's does not
@@ -146,7 +148,7 @@ def _containers(part: tuple[np.ndarray, np.ndarray]) -> _Containers:
 
 
 def _fill_part(w: np.ndarray, part: tuple[np.ndarray, np.ndarray], cont: _Containers, b: np.ndarray,
-               ncont: np.ndarray, cprev: np.ndarray, vprev: np.ndarray, it: type) -> None:
+               ncont: np.ndarray, cprev: np.ndarray, vprev: np.ndarray, it: type[np.signedinteger[Any]]) -> None:
     """Write one part's container headers, offsets and low 16 bits into every key's words (see
     _array_only_bytes); cprev / vprev: the key's containers / ids in earlier parts."""
     rid, bounds = part
@@ -256,7 +258,7 @@ def splice_keys(fast: np.ndarray, fast_sizes: np.ndarray, slow: np.ndarray,
     fast_sizes[g] each; key slow[j] (ascending) gets slow_bytes[j] instead. Returns (bytes, sizes)."""
     nk = len(fast_sizes)
     # runs of consecutive kept keys are contiguous in fast
-    fmv = memoryview(fast)  # type: ignore[arg-type]
+    fmv = memoryview(fast)  # type: ignore[arg-type]  # numpy's stub has ndarray.__buffer__ on Python 3.12+ only
     vpos = np.zeros(nk + 1, dtype=np.int64)
     np.cumsum(fast_sizes, out=vpos[1:])
     vpos_l = vpos.tolist()
@@ -279,7 +281,7 @@ def _slow_bytes(parts: Sequence[tuple[np.ndarray, np.ndarray]], slow: np.ndarray
     """Bytes of the keys off the vectorized encoder, one pyroaring bitmap each (ids of all parts)."""
     use32 = not bool(need64[slow].all())
     use64 = bool(need64[slow].any())
-    held = []
+    held: list[tuple[list[int], array[int] | None, array[int] | None]] = []
     for rid, bounds in parts:
         # only the slow keys' ids are converted for pyroaring
         lens = np.diff(bounds)[slow]
@@ -293,16 +295,21 @@ def _slow_bytes(parts: Sequence[tuple[np.ndarray, np.ndarray]], slow: np.ndarray
     out: list[bytes] = []
     for j, g in enumerate(slow.tolist()):
         wide = bool(need64[g])
-        pieces = [(ids64 if wide else ids32)[sl[j]:sl[j + 1]] for sl, ids32, ids64 in held if sl[j + 1] > sl[j]]
-        ids = pieces[0] if len(pieces) == 1 else array("Q" if wide else "I", b"".join(p.tobytes() for p in pieces))
+        pieces: list[array[int]] = []
+        for sl, ids32, ids64 in held:
+            if sl[j + 1] > sl[j]:
+                held_ids = ids64 if wide else ids32
+                assert held_ids is not None   # use64 when any slow key is wide, use32 when any is not
+                pieces.append(held_ids[sl[j]:sl[j + 1]])
+        key_ids = pieces[0] if len(pieces) == 1 else array("Q" if wide else "I", b"".join(p.tobytes() for p in pieces))
         # pyroaring's constructors run-optimize unless told not to (optimize=False)
         if wide:
-            bm64 = BitMap64(ids, optimize=run_optimize)
+            bm64 = BitMap64(key_ids, optimize=run_optimize)
             if run_optimize:
                 bm64.run_optimize()
             out.append(bm64.serialize())
         else:
-            bm = BitMap(ids, optimize=run_optimize)
+            bm = BitMap(key_ids, optimize=run_optimize)
             if run_optimize:
                 bm.run_optimize()
             out.append(prefix + bm.serialize())
@@ -326,7 +333,7 @@ def deserialize(data: bytes | memoryview, *, path: str | None = None, block: str
         raise CorruptFileError(f"bitmap of {len(data)} bytes is shorter than its 8-byte header",
                                path=path, block=block, offset=offset)
     try:
-        return BitMap64.deserialize(data)
+        return BitMap64.deserialize(data)  # type: ignore[arg-type]  # pyroaring's stub says bytes; any buffer does
     except Exception as exc:  # pyroaring raises ValueError (or others) on malformed input
         raise CorruptFileError(f"malformed roaring bitmap: {exc}", path=path, block=block,
                                offset=offset) from None
@@ -362,7 +369,7 @@ class _Words:
     def u16(self, pos: np.ndarray) -> np.ndarray:
         return self.words[(pos >> 1) + (pos & 1) * self.half]
 
-    def u16i(self, pos: np.ndarray) -> np.ndarray:
+    def u16i(self, pos: np.ndarray) -> npt.NDArray[np.int64]:
         return self.u16(pos).astype(np.int64)
 
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import sys
 from bisect import bisect_right
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -197,7 +198,7 @@ def _chunks(rel: list[int]) -> list[tuple[int, int]]:
 
 
 def _fill_part(w: np.ndarray, p: _Part, head: np.ndarray, ncont: np.ndarray, cprev: np.ndarray,
-               vprev: np.ndarray, it: type) -> None:
+               vprev: np.ndarray, it: type[np.signedinteger[Any]]) -> None:
     """Write one part's container headers, offsets and low 16 bits into every key's words; cprev / vprev:
     per code, its containers / ids in the parts before."""
     o, sc = p.order, p.sorted_code

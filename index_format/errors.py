@@ -4,6 +4,8 @@ Imports nothing from the rest of the package so any module can raise these.
 """
 from __future__ import annotations
 
+from typing import TypedDict
+
 
 class BgixError(Exception):
     """Root of every error raised by bgix code (library, catalog, build job, service)."""
@@ -36,6 +38,14 @@ class IndexFormatError(BgixError):
         if offset is not None:
             where.append(f"offset {offset}")
         super().__init__(f"{', '.join(where)}: {reason}" if where else reason)
+
+
+class ErrorPlace(TypedDict, total=False):
+    """Where in a file an IndexFormatError happened: its keyword arguments, passed as `**where`."""
+
+    path: str | None
+    block: str | None
+    offset: int | None
 
 
 # Short alias used by the architecture guide.

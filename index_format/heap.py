@@ -31,6 +31,7 @@ _LIBC: object = _UNLOADED
 def _load_libc() -> ctypes.CDLL | None:
     # glibc's soname first: ctypes.util.find_library would import subprocess and run ldconfig (a few ms of
     # every command-line build)
+    libc: ctypes.CDLL | None
     try:
         libc = ctypes.CDLL("libc.so.6")
     except OSError:
@@ -50,7 +51,7 @@ def _libc() -> ctypes.CDLL | None:
     global _LIBC
     if _LIBC is _UNLOADED:
         _LIBC = _load_libc()
-    return _LIBC  # type: ignore[return-value]
+    return _LIBC  # type: ignore[return-value]  # loaded above
 
 
 @contextmanager

@@ -6,9 +6,10 @@ from __future__ import annotations
 
 import decimal
 from collections.abc import Callable
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 
 from index_format.errors import UnsupportedTypeError
@@ -34,7 +35,7 @@ def numpy_of(arr: pa.Array | pa.ChunkedArray) -> np.ndarray:
         kind = "f" if pa.types.is_floating(t) else ("i" if pa.types.is_signed_integer(t) else "u")
         dtype = np.dtype(f"<{kind}{t.bit_width // 8}")
         return np.frombuffer(arr.buffers()[1], dtype=dtype, count=len(arr), offset=arr.offset * dtype.itemsize)
-    return arr.to_numpy(zero_copy_only=False)
+    return cast(np.ndarray, arr.to_numpy(zero_copy_only=False))
 
 
 def arrow_of(values: np.ndarray) -> pa.Array:
@@ -94,7 +95,7 @@ def to_arrow_array(kt: KeyType, keys: object) -> pa.Array:
     if isinstance(keys, np.ndarray) and keys.dtype.kind in "iufb" and kt.name not in ("string",):
         return pa.array(keys)
     target = arrow_type(kt)
-    seq = list(keys)  # type: ignore[call-overload]
+    seq = list(keys)  # type: ignore[call-overload]  # any iterable of keys
     if kt.name in ("float", "double"):
         return pa.array(seq, type=target, from_pandas=False)
     return pa.array(seq, type=target)
@@ -338,6 +339,7 @@ def _fixed_width_keys(kt: KeyType, rep: np.ndarray, valid: np.ndarray | None, st
 def _encode_floats(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedKeys:
     if not pa.types.is_floating(a.type) and not pa.types.is_integer(a.type):
         raise UnsupportedTypeError(f"expected floating point for {kt.spelling}, got {a.type}")
+    bits: npt.NDArray[np.signedinteger[Any]]
     if kt.name == "double":
         vals = numpy_of(a.cast(pa.float64()).fill_null(0.0))
         bits = vals.view(np.int64).copy()
@@ -392,7 +394,8 @@ def rescale_epoch(raw: np.ndarray, unit: str, target_nanos: int, *, checked: boo
                                                      or int(raw.min()) < _LONG_MIN // factor):
             raise OverflowError("a time value is out of the range of a Java long in the index's unit")
         return raw * factor
-    return np.floor_divide(raw, target_nanos // unit_nanos)
+    floored: np.ndarray = np.floor_divide(raw, target_nanos // unit_nanos)
+    return floored
 
 
 def _encode_timestamps(kt: KeyType, a: pa.Array, valid: np.ndarray | None) -> EncodedKeys:

@@ -70,6 +70,8 @@ def _date_days(value: dt.date) -> int:
 
 
 MILLIS_PER_DAY = 86_400_000
+# What sort_key gives: UTF-8 bytes for strings, an int for every other type (one key type never mixes them).
+SortKey = bytes | int
 
 
 def time_of_millis(ms: int) -> dt.time:
@@ -95,22 +97,24 @@ def serialize_key(kt: KeyType, value: object) -> bytes:
     if s is not None:
         return s.pack(value)
     if name == "double":
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a double key's canonical value
         return _NAN64 if v != v else LE_F64.pack(v)
     if name == "float":
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a float key's canonical value
         return _NAN32 if v != v else LE_F32.pack(v)
     if name == "decimal":
-        unscaled = decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]
+        unscaled = decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]  # a canonical decimal
         if kt.decimal_precision <= 18:
             return LE_I64.pack(unscaled)
         # spec §3: Java BigInteger.toByteArray, minimal big-endian two's complement
         m = unscaled if unscaled >= 0 else ~unscaled
         return unscaled.to_bytes(m.bit_length() // 8 + 1, "big", signed=True)
     if name == "date":
-        return LE_I32.pack(value if isinstance(value, int) else _date_days(value))  # type: ignore[arg-type]
+        days = value if isinstance(value, int) else _date_days(value)  # type: ignore[arg-type]  # else a date
+        return LE_I32.pack(days)
     if name == "time":
-        return LE_I32.pack(value if isinstance(value, int) else _time_millis(value))  # type: ignore[arg-type]
+        millis = value if isinstance(value, int) else _time_millis(value)  # type: ignore[arg-type]  # else a time
+        return LE_I32.pack(millis)
     if name in ("timestamp", "timestamp_ltz"):
         millis, nanos = _timestamp_parts(kt, value)
         if kt.time_precision <= 3:
@@ -186,7 +190,7 @@ def _timestamp_key_parts(kt: KeyType, data: bytes | memoryview) -> tuple[int, in
     return LE_I64.unpack(data[:8])[0], nanos
 
 
-def sort_key(kt: KeyType, value: object) -> object:
+def sort_key(kt: KeyType, value: object) -> SortKey:
     """A Python-comparable stand-in for a canonical value in Java logical order (spec §3).
 
     Strings → UTF-8 bytes; everything else → int (floats via Double.compare bit mapping,
@@ -198,24 +202,25 @@ def sort_key(kt: KeyType, value: object) -> object:
     if name == "boolean":
         return 1 if value else 0
     if name in INT_STRUCTS:
-        return int(value)  # type: ignore[call-overload]
+        as_int: int = int(value)  # type: ignore[call-overload]  # an integer key's canonical value
+        return as_int
     if name == "double":
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a double key's canonical value
         return _float_order(NAN64_BITS if v != v else LE_U64.unpack(LE_F64.pack(v))[0], 64)
     if name == "float":
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a float key's canonical value
         return _float_order(NAN32_BITS if v != v else LE_U32.unpack(LE_F32.pack(v))[0], 32)
     if name == "decimal":
-        return decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]
+        return decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]  # a decimal key's canonical value
     if name == "date":
-        return value if isinstance(value, int) else _date_days(value)  # type: ignore[arg-type]
+        return value if isinstance(value, int) else _date_days(value)  # type: ignore[arg-type]  # else a date
     if name == "time":
-        return value if isinstance(value, int) else _time_millis(value)  # type: ignore[arg-type]
+        return value if isinstance(value, int) else _time_millis(value)  # type: ignore[arg-type]  # else a time
     millis, nanos = _timestamp_parts(kt, value)
     return millis * 1_000_000 + nanos
 
 
-def sort_key_of_bytes(kt: KeyType, data: bytes) -> object:
+def sort_key_of_bytes(kt: KeyType, data: bytes) -> SortKey:
     """sort_key(kt, deserialize_key(kt, data)) without building the value (hot in the reader)."""
     name = kt.name
     if name == "string":
@@ -245,14 +250,15 @@ def sort_key_of_bytes(kt: KeyType, data: bytes) -> object:
     return sort_key(kt, deserialize_key(kt, data))
 
 
-def sort_keys_of_bytes(kt: KeyType, keys: Sequence[bytes]) -> list:
+def sort_keys_of_bytes(kt: KeyType, keys: Sequence[bytes]) -> list[SortKey]:
     """sort_key_of_bytes over many keys; vectorized for fixed-width integer types."""
     dtype = NUMPY_DTYPE.get(kt.name)
     if dtype is not None and keys:
         width = FIXED_WIDTH[kt.name]
         joined = b"".join(keys)
         if len(joined) == width * len(keys):
-            return np.frombuffer(joined, dtype=dtype).tolist()
+            ints: list[SortKey] = np.frombuffer(joined, dtype=dtype).tolist()
+            return ints
     return [sort_key_of_bytes(kt, k) for k in keys]
 
 

@@ -275,7 +275,7 @@ def to_json(kt: KeyType, value: object) -> object:
         return None
     name = kt.name
     if name in ("float", "double"):
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a float key's canonical value
         if v != v:
             return "NaN"
         if v == math.inf:
@@ -286,7 +286,7 @@ def to_json(kt: KeyType, value: object) -> object:
     if name == "decimal":
         return str(value)
     if name in ("date", "time"):
-        return value.isoformat()  # type: ignore[attr-defined]
+        return value.isoformat()  # type: ignore[attr-defined]  # a date or time
     if name in ("timestamp", "timestamp_ltz"):
         if isinstance(value, int):
             secs, nanos = divmod(value, 1_000_000_000)
@@ -296,5 +296,5 @@ def to_json(kt: KeyType, value: object) -> object:
             if name == "timestamp_ltz":
                 text, tz = text[:-6], text[-6:]
             return f"{text}.{nanos:09d}{tz}"
-        return value.isoformat()  # type: ignore[attr-defined]
+        return value.isoformat()  # type: ignore[attr-defined]  # a datetime
     return value

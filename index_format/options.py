@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields, replace
+from typing import TypedDict, cast
 
 from index_format.errors import InvalidOptionError
 
@@ -120,7 +121,7 @@ def _size(value: object) -> int:
 
 
 def _render_size(value: object) -> str:
-    return format_size(int(value))  # type: ignore[call-overload]
+    return format_size(int(value))  # type: ignore[call-overload]  # a size option's value: an int
 
 
 _SIZE = _Kind("size", _size, _render_size)
@@ -186,7 +187,7 @@ class OptionSpec:
 def option_error(key: str, message: str) -> InvalidOptionError:
     """An InvalidOptionError whose `option` attribute names the key (the API puts it in error details)."""
     err = InvalidOptionError(message)
-    err.option = key  # type: ignore[attr-defined]
+    err.option = key  # type: ignore[attr-defined]  # set only on errors about one key
     return err
 
 
@@ -262,6 +263,28 @@ _PAIMON_ONLY_KEYS = frozenset({
 
 # Level field → its codec field: a level only shapes files under zstd.
 _LEVEL_CODEC = {"compression_level": "compression", "multivalue_compression_level": "multivalue_compression"}
+
+
+class OptionFields(TypedDict, total=False):
+    """IndexOptions field name → parsed value: the options one input sets (keep in step with IndexOptions)."""
+
+    records_per_range: int
+    max_parallelism: int
+    dictionary_block_size: int
+    compression: str
+    compression_level: int
+    multivalue_dictionary_block_size: int
+    multivalue_compression: str
+    multivalue_compression_level: int
+    fallback_scan_max_size: int
+    btree_block_size: int
+    btree_compression: str
+    btree_compression_level: int
+    btree_bloom_filter: bool
+    key_order: str
+    rebuild: bool
+    range_sidecar: bool
+    range_sidecar_chunk_size: int
 
 
 @dataclass(frozen=True)
@@ -354,14 +377,18 @@ def given_options(raw: Mapping[str, object] | str | None) -> dict[str, object]:
     Raises:
         InvalidOptionError: as parse_options.
     """
-    return _parse_fields(raw)
+    return dict(_parse_fields(raw))
 
 
-def _parse_fields(raw: Mapping[str, object] | str | None) -> dict[str, object]:
+def _parse_fields(raw: Mapping[str, object] | str | None) -> OptionFields:
     if raw is not None and not isinstance(raw, (str, Mapping)):
         raise InvalidOptionError(f"options must be an object or a 'k1=v1,k2=v2' string, "
                                  f"not {type(raw).__name__}")
-    items = _split_string(raw) if isinstance(raw, str) else dict(raw or {})
+    items: Mapping[str, object]
+    if isinstance(raw, str):
+        items = _split_string(raw)
+    else:
+        items = dict(raw or {})
     chosen: dict[str, tuple[int, str, object]] = {}  # field → (rank, key, value); rank 0 = primary
     for key, value in items.items():
         if not isinstance(key, str):
@@ -376,7 +403,8 @@ def _parse_fields(raw: Mapping[str, object] | str | None) -> dict[str, object]:
     out: dict[str, object] = {}
     for field_name, (_rank, key, value) in chosen.items():
         out[field_name] = _BY_KEY[key].parse(value, key)
-    return out
+    # Each key is an IndexOptions field (OPTION_TABLE's `field`) and each value passed that field's parser.
+    return cast(OptionFields, out)
 
 
 # ';' always separates two options; ',' only when a `key=` follows, so a value may hold commas (a column list
@@ -407,5 +435,5 @@ def _unknown_message(key: str) -> str:
     return f"unknown option {shown(key)}; known options: {known}"
 
 
-# The dataclass fields and the table must describe the same options.
-assert {f.name for f in fields(IndexOptions)} == {s.field for s in OPTION_TABLE}
+# The dataclass fields, the table and OptionFields must describe the same options.
+assert {f.name for f in fields(IndexOptions)} == {s.field for s in OPTION_TABLE} == set(OptionFields.__annotations__)

@@ -76,7 +76,7 @@ def map_parts(fn: Callable[[T], R], parts: Sequence[T]) -> list[R]:
             if ok:
                 out[i] = value
             else:
-                failed[i] = value  # type: ignore[assignment]
+                failed[i] = value  # type: ignore[assignment]  # a failed part's value: its exception
     if failed:
         raise failed[min(failed)]
-    return out  # type: ignore[return-value]
+    return out  # type: ignore[return-value]  # every part filled (a failure raised above)

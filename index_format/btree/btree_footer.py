@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
+from index_format.errors import CorruptFileError, ErrorPlace, TruncatedFileError, UnsupportedVersionError
 from index_format.layout import BTREE_FOOTER, BTREE_FOOTER_SIZE, BTREE_MAGIC, TRAILER_SIZE
 
 __all__ = ["BTreeFooter", "KNOWN_VERSIONS", "is_btree_tail", "parse_btree_footer"]
@@ -74,7 +74,7 @@ def parse_btree_footer(data: bytes, file_size: int, *, path: str | None = None) 
         raise TruncatedFileError(f"file of {file_size} bytes is shorter than the {BTREE_FOOTER_SIZE}-byte footer",
                                  path=path, block="footer")
     f = BTreeFooter(*BTREE_FOOTER.unpack(data))
-    where = {"path": path, "block": "footer", "offset": file_size - BTREE_FOOTER_SIZE}
+    where: ErrorPlace = {"path": path, "block": "footer", "offset": file_size - BTREE_FOOTER_SIZE}
     if f.magic != BTREE_MAGIC:
         raise CorruptFileError(f"not a btree index file: bad magic {f.magic & 0xFFFFFFFF:08x} "
                                f"(expected {BTREE_MAGIC:08x})", **where)

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 
 from index_format.errors import CorruptFileError
 from index_format.keys import NAN32_BITS, NAN64_BITS, sort_key_of_bytes
@@ -19,7 +21,9 @@ from index_format.types import KeyType
 
 __all__ = ["Reps", "increasing", "lower_bound", "lower_bounds", "rep_of", "reps_of", "upper_bound"]
 
-Reps = np.ndarray | list
+# int64 search keys of fixed-width numbers, else sort keys (keys.SortKey) of one kind: Any, as mypy cannot
+# compare a bytes | int union though one file never mixes the two
+Reps = np.ndarray | list[Any]
 _INT_WIDTH = {"tinyint": 1, "smallint": 2, "int": 4, "bigint": 8, "date": 4, "time": 4}
 
 
@@ -41,7 +45,8 @@ def _numeric(kt: KeyType) -> tuple[int, str] | None:
     return None
 
 
-def reps_of(kt: KeyType, data: np.ndarray, starts: np.ndarray, lens: np.ndarray, keys: Sequence[bytes] | None,
+def reps_of(kt: KeyType, data: npt.NDArray[np.uint8], starts: npt.NDArray[np.int64], lens: npt.NDArray[np.int64],
+            keys: Sequence[bytes] | None,
             *, path: str | None, block: str) -> Reps:
     """The search representation of keys data[starts[i]:starts[i] + lens[i]] (`keys`: the same as bytes, when
     at hand; needed for non-numeric types).
@@ -69,7 +74,8 @@ def reps_of(kt: KeyType, data: np.ndarray, starts: np.ndarray, lens: np.ndarray,
     else:
         col = np.ascontiguousarray(data[starts[:, None] + np.arange(width)]).reshape(n * width)
     if kind == "b":
-        return (col == 1).astype(np.int64)
+        true: npt.NDArray[np.bool_] = col == 1
+        return true.astype(np.int64)
     if kind == "i":
         return col.view(f"<i{width}").astype(np.int64)
     bits = col.view(f"<i{width}").astype(np.int64)
@@ -103,14 +109,14 @@ def increasing(reps: Reps) -> bool:
 def lower_bound(reps: Reps, target: object) -> int:
     """First position whose key is ≥ target."""
     if isinstance(reps, np.ndarray):
-        return int(np.searchsorted(reps, target, side="left"))
+        return int(np.searchsorted(reps, target, side="left"))  # type: ignore[call-overload]  # an int: numeric reps
     return bisect.bisect_left(reps, target)
 
 
 def upper_bound(reps: Reps, target: object) -> int:
     """First position whose key is > target."""
     if isinstance(reps, np.ndarray):
-        return int(np.searchsorted(reps, target, side="right"))
+        return int(np.searchsorted(reps, target, side="right"))  # type: ignore[call-overload]  # an int: numeric reps
     return bisect.bisect_right(reps, target)
 
 

@@ -6,6 +6,7 @@ a Python loop per value. Imports numpy and index_format.errors only.
 from __future__ import annotations
 
 import numpy as np
+import numpy.typing as npt
 
 from index_format.errors import CorruptFileError
 
@@ -22,7 +23,7 @@ _CONTINUATION = np.array([sum(0x80 << (8 * j) for j in range(n - 1)) for n in ra
 
 def varint_sizes(v: np.ndarray, dtype: type = np.int64) -> np.ndarray:
     """Encoded size of each non-negative value (int64, or `dtype`)."""
-    out = np.ones(len(v), dtype=dtype)
+    out: np.ndarray = np.ones(len(v), dtype=dtype)
     if not len(v):
         return out
     u = v.astype(np.uint64, copy=False)
@@ -34,15 +35,16 @@ def varint_sizes(v: np.ndarray, dtype: type = np.int64) -> np.ndarray:
     return out
 
 
-def varint_words(v: np.ndarray, sizes: np.ndarray | int) -> np.ndarray:
+def varint_words(v: np.ndarray, sizes: np.ndarray | int) -> npt.NDArray[np.uint64]:
     """Each value's varint bytes (sizes ≤ 8; one int: all the same) packed little-endian into a uint64; bytes
     past its size are 0."""
     u = v.astype(np.uint64, copy=False)
-    word = u & np.uint64(0x7F)
+    word: npt.NDArray[np.uint64] = u & np.uint64(0x7F)
     top = sizes if isinstance(sizes, int) else (int(sizes.max()) if len(sizes) else 0)
     for j in range(1, top):   # a value's 7-bit groups past its size are 0 already
         word |= ((u >> np.uint64(7 * j)) & np.uint64(0x7F)) << np.uint64(8 * j)
-    return word | _CONTINUATION[sizes]
+    continuation: npt.NDArray[np.uint64] | np.uint64 = _CONTINUATION[sizes]
+    return word | continuation
 
 
 def put_varints(out: np.ndarray, pos: np.ndarray, v: np.ndarray, sizes: np.ndarray) -> None:

@@ -183,7 +183,7 @@ def _layout(kdata: np.ndarray, koffs: np.ndarray, starts: np.ndarray | None, rid
     n = len(rid)
     counts = None if starts is None else np.diff(np.append(starts, n))
     rvl = varint_sizes(rid, np.uint8)
-    rsum = rvl.astype(np.int32) if counts is None else np.add.reduceat(rvl, starts, dtype=np.int64)
+    rsum = rvl.astype(np.int32) if starts is None else np.add.reduceat(rvl, starts, dtype=np.int64)
     cvl = 1 if counts is None else _one(varint_sizes(counts, np.uint8))
     klen = _one(np.diff(koffs))
     width = klen if isinstance(klen, int) else 0
@@ -299,10 +299,10 @@ def _records(lay: _Layout, k0: int, k1: int) -> np.ndarray:
         (width, 1, 1),                                              # key length (< 128: one byte)
         (kwords.view("<u8").ravel(), width, width),                 # key
         (varint_words(lay.vlen[k0:k1], vvl), vvl, vvl_top),
-        (1, 1, 1) if lay.counts is None else (varint_words(counts, cvl), cvl, cvl_top),   # type: ignore[arg-type]
+        (1, 1, 1) if lay.counts is None else (varint_words(lay.counts[k0:k1], cvl), cvl, cvl_top),
     ]
     del kwords
-    if lay.counts is not None:   # header fields live on each key's first row only
+    if lay.starts is not None:   # header fields live on each key's first row only (counts too, then)
         first = lay.starts[k0:k1] - r0
 
         def per_row(v: np.ndarray | int) -> np.ndarray:
@@ -346,8 +346,8 @@ def _stored_blocks(lay: _Layout, part: np.ndarray, k0: int, cuts: list[tuple[int
     e = lay.e[k0:cuts[-1][0]]
     at = np.zeros(len(e) + 1, dtype=np.int64)
     np.cumsum(e, out=at[1:])
-    view = memoryview(part)
-    out = []
+    view = memoryview(part)  # type: ignore[arg-type]  # numpy's stub has ndarray.__buffer__ on Python 3.12+ only
+    out: list[tuple[list[bytes | memoryview], int]] = []
     s = k0
     for end, aligned in cuts:
         a, b = int(at[s - k0]), int(at[end - k0])

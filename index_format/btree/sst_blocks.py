@@ -10,6 +10,7 @@ Data blocks map key → row-id list; the index block maps each data block's LAST
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -17,11 +18,22 @@ from index_format.btree.btree_varints import INT_BYTES, LONG_BYTES, read_varints
 from index_format.errors import CorruptFileError
 from index_format.layout import BTREE_BLOCK_TAIL, varint
 
+if TYPE_CHECKING:
+    from index_format.btree.btree_search import Reps
+
 __all__ = ["ALIGNED", "UNALIGNED", "SstBlock", "block_tail", "decode_block_body", "decode_handles",
            "encode_handle"]
 
 ALIGNED = 0
 UNALIGNED = 1
+
+
+class SstExtra(TypedDict, total=False):
+    """What the reader caches with a block."""
+
+    keys: list[bytes]   # every key as bytes
+    reps: Reps          # the search column
+    cost: int           # bytes the search column holds
 
 
 @dataclass(slots=True)
@@ -36,7 +48,7 @@ class SstBlock:
     val_len: np.ndarray
     aligned: bool
     # filled lazily by the reader: keys as bytes, search column, block-level caches
-    extra: dict = field(default_factory=dict)
+    extra: SstExtra = field(default_factory=lambda: SstExtra())
 
     def __len__(self) -> int:
         return len(self.key_start)

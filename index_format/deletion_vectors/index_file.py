@@ -113,9 +113,9 @@ def _read_one(view: memoryview, offset: int, manifest_length: int | None, path: 
     payload = body[4:]
     try:
         if magic == _MAGIC_32_BYTES:
-            bitmap = _widen(BitMap.deserialize(payload))
+            bitmap = _widen(BitMap.deserialize(payload))  # type: ignore[arg-type]  # pyroaring reads any buffer
         else:
-            bitmap = BitMap64.deserialize(payload)
+            bitmap = BitMap64.deserialize(payload)  # type: ignore[arg-type]  # pyroaring reads any buffer
     except ValueError as exc:
         raise CorruptFileError(f"roaring bitmap does not decode: {exc}", path=path, block=block,
                                offset=offset + 8) from exc

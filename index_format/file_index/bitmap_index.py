@@ -57,7 +57,7 @@ def parse_bitmap_options(options: Mapping[str, str]) -> tuple[int, int]:
         raise InvalidOptionError(f"bitmap option 'version' must be 1 or 2, got {shown(raw_version)}")
     raw_size = options.get("index-block-size", DEFAULT_BLOCK_SIZE)
     try:
-        block_size = parse_size(raw_size)  # type: ignore[arg-type]
+        block_size = parse_size(raw_size)
     except ValueError as exc:
         raise InvalidOptionError(f"bitmap option 'index-block-size': {exc}") from None
     return version, block_size
@@ -115,7 +115,7 @@ def _python_keys(kt: KeyType, values: object) -> _Column:
         raise
     except (TypeError, ValueError, AttributeError, OverflowError) as exc:
         raise UnsupportedTypeError(f"a value does not fit {kt.spelling.upper()}: {exc}") from None
-    ints = [int(v) for v in jv]  # type: ignore[call-overload]
+    ints = [int(v) for v in jv]  # type: ignore[call-overload]  # the keys' java_values are ints
     _check_range(kt, min(ints, default=0), max(ints, default=0))
     return _Column(n, valid_rows, pa.array(ints, type=pa.int64()))
 
@@ -328,7 +328,8 @@ def _literal_key(kt: KeyType, value: object) -> object:
     if value is None:
         return None
     if kt.name in ("float", "double"):
-        return int(_float_bits(kt, np.array([float(value)], dtype=np.float64))[0])  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a float key's canonical value
+        return int(_float_bits(kt, np.array([v], dtype=np.float64))[0])
     key = java_value(kt, value)
     if kt.name == "boolean":
         return bool(key)
@@ -380,7 +381,7 @@ class BitmapReader(PayloadReader):
         else:
             piece = self._data[start:start + length]
         try:
-            return BitMap.deserialize(piece)
+            return BitMap.deserialize(piece)  # type: ignore[arg-type]  # pyroaring reads any buffer
         except Exception as exc:  # pyroaring raises ValueError (or others) on malformed input
             raise CorruptFileError(f"malformed roaring bitmap: {exc}", path=self.path, block=block,
                                    offset=start) from None

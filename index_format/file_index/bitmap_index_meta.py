@@ -46,13 +46,13 @@ def key_json(kt: KeyType, key: object) -> object:
     """JSON form of a key: strings as text (or {"hex": ...} if not UTF-8), floats as numbers or
     "NaN" / "Infinity" / "-Infinity", everything else as is (ints: days, millis, micros)."""
     if kt.name == "string":
-        raw = bytes(key)  # type: ignore[arg-type]
+        raw = bytes(key)  # type: ignore[call-overload]  # a string key: bytes
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             return {"hex": raw.hex()}
     if kt.name in ("float", "double"):
-        v = float_of_bits(kt, key)  # type: ignore[arg-type]
+        v = float_of_bits(kt, key)  # type: ignore[arg-type]  # a float key: its bits (int)
         if math.isnan(v):
             return "NaN"
         if math.isinf(v):
@@ -101,7 +101,8 @@ class _Cursor:
     def i32(self, what: str) -> int:
         self.need(4, what)
         self.pos += 4
-        return BE_I32.unpack_from(self.buf, self.pos - 4)[0]
+        value: int = BE_I32.unpack_from(self.buf, self.pos - 4)[0]
+        return value
 
     def count(self, what: str, min_size: int) -> int:
         """A non-negative int32 count whose items (at least `min_size` bytes each) fit in what is left."""
@@ -142,19 +143,24 @@ class _Cursor:
 def _fixed_keys(kt: KeyType, raw: np.ndarray) -> list[object]:
     """Keys as Java reads them: readBoolean is `byte != 0`; readFloat/readDouble then Float.equals /
     compare work on floatToIntBits, which makes every NaN the canonical one."""
+    keys: list[object]
     if kt.name == "boolean":
-        return (raw != 0).tolist()
+        keys = (raw != 0).tolist()
+        return keys
     if kt.name == "float":
         bits = raw.astype(np.int64)
         bits[((bits & 0x7F800000) == 0x7F800000) & ((bits & 0x007FFFFF) != 0)] = FLOAT_NAN_BITS
-        return bits.tolist()
+        keys = bits.tolist()
+        return keys
     if kt.name == "double":
         bits = raw.astype(np.int64)
         exp = np.int64(0x7FF0000000000000)
         nan = ((bits & exp) == exp) & ((bits & np.int64(0x000FFFFFFFFFFFFF)) != 0)
         bits[nan] = DOUBLE_NAN_BITS
-        return bits.tolist()
-    return raw.astype(np.int64).tolist()
+        keys = bits.tolist()
+        return keys
+    keys = raw.astype(np.int64).tolist()
+    return keys
 
 
 def _java_search(orders: list[object], probe: object) -> int:
@@ -163,9 +169,9 @@ def _java_search(orders: list[object], probe: object) -> int:
     while lo <= hi:
         mid = (lo + hi) >> 1
         v = orders[mid]
-        if v < probe:  # type: ignore[operator]
+        if v < probe:  # type: ignore[operator]  # orders of one key type compare
             lo = mid + 1
-        elif probe < v:  # type: ignore[operator]
+        elif probe < v:  # type: ignore[operator]  # orders of one key type compare
             hi = mid - 1
         else:
             return mid
@@ -362,12 +368,12 @@ class KeyColumn:
         self.strings = strings
 
     def __len__(self) -> int:
-        return len(self.ints) if self.ints is not None else len(self.strings)  # type: ignore[arg-type]
+        return len(self.ints) if self.ints is not None else len(self.strings)  # type: ignore[arg-type]  # else strings
 
     def take(self, idx: np.ndarray) -> KeyColumn:
         if self.ints is not None:
             return KeyColumn(self.kt, ints=self.ints[idx])
-        return KeyColumn(self.kt, strings=self.strings.take(arrow_of(idx)))  # type: ignore[union-attr]
+        return KeyColumn(self.kt, strings=self.strings.take(arrow_of(idx)))  # type: ignore[union-attr]  # else strings
 
     def java_sort(self) -> np.ndarray:
         """Indices in Java compareTo order (V2 entries): unsigned bytes then length; Float/Double.compare."""
@@ -383,12 +389,14 @@ class KeyColumn:
         """Encoded size of each key."""
         if self.ints is not None:
             return np.full(len(self.ints), WIDTH[self.kt.name], dtype=np.int64)
-        _, offs = string_buffers(self.strings)  # type: ignore[arg-type]
+        _, offs = string_buffers(self.strings)
         return 4 + np.diff(offs)
 
     def label(self, i: int) -> str:
-        key = bool(self.ints[i]) if self.kt.name == "boolean" and self.ints is not None else (
-            int(self.ints[i]) if self.ints is not None else self.strings[i].as_py())  # type: ignore[index]
+        if self.ints is not None:
+            key: object = bool(self.ints[i]) if self.kt.name == "boolean" else int(self.ints[i])
+        else:
+            key = self.strings[i].as_py()  # type: ignore[index]  # strings when not ints
         return shown(key_json(self.kt, key), 60)
 
     def pack(self, tails: list[np.ndarray]) -> bytes:
@@ -404,7 +412,7 @@ class KeyColumn:
                 rec[f"t{i}"] = t
             return rec.tobytes()
         arr = self.strings
-        data, offs = string_buffers(arr)  # type: ignore[arg-type]
+        data, offs = string_buffers(arr)
         lens = np.diff(offs)
         sizes = 4 + lens + 4 * len(tails)
         starts = np.zeros(n + 1, dtype=np.int64)

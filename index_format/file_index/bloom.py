@@ -155,8 +155,8 @@ def hash_value(kt: KeyType, value: object) -> int:
     """FastHash of one canonical (non-null) value, as a signed Java long."""
     jv = java_value(kt, value)
     if kt.name == "string":
-        return _xxh64(jv)  # type: ignore[arg-type]
-    return wang_hash(jv)  # type: ignore[arg-type]
+        return _xxh64(jv)  # type: ignore[arg-type]  # a string's java_value: bytes
+    return wang_hash(jv)  # type: ignore[arg-type]  # other java_values: ints
 
 
 def _arrow_longs(kt: KeyType, arr: pa.Array) -> tuple[np.ndarray, np.ndarray] | None:
@@ -165,7 +165,8 @@ def _arrow_longs(kt: KeyType, arr: pa.Array) -> tuple[np.ndarray, np.ndarray] | 
     valid = arr.is_valid().to_numpy(zero_copy_only=False)
 
     def raw(cast: pa.DataType) -> np.ndarray:
-        return pc.fill_null(arr.cast(cast), 0).to_numpy(zero_copy_only=False)
+        filled: np.ndarray = pc.fill_null(arr.cast(cast), 0).to_numpy(zero_copy_only=False)
+        return filled
 
     if pa.types.is_integer(t) and not pa.types.is_uint64(t) and name in ("tinyint", "smallint", "int", "bigint",
                                                                           "date", "time"):
@@ -217,20 +218,19 @@ def _hashes(kt: KeyType, values: object) -> np.ndarray:
                 longs, valid = fast
                 return _wang_hash_array(longs[valid])
         values = values.to_pylist()
-    if not isinstance(values, Sequence):
-        values = list(values)  # type: ignore[call-overload]
+    rows = values if isinstance(values, Sequence) else list(values)  # type: ignore[call-overload]  # an iterable
     if kt.name == "string":
-        return np.fromiter((_xxh64(v.encode("utf-8") if type(v) is str else java_value(kt, v))  # type: ignore[arg-type]
-                            for v in values if v is not None), dtype=np.int64)
-    if kt.name in ("tinyint", "smallint", "int", "bigint") and all(v is None or type(v) is int for v in values):
+        keys = (v.encode("utf-8") if type(v) is str else java_value(kt, v) for v in rows if v is not None)
+        return np.fromiter(map(_xxh64, keys), dtype=np.int64)  # type: ignore[arg-type]  # a string's java_value: bytes
+    if kt.name in ("tinyint", "smallint", "int", "bigint") and all(v is None or type(v) is int for v in rows):
         try:  # plain ints: one C conversion
-            arr = pa.array(values, type=pa.int64())
+            arr = pa.array(rows, type=pa.int64())
             longs = arr.drop_null().to_numpy(zero_copy_only=False)
             _check_width(kt, longs)
             return _wang_hash_array(longs)
         except (OverflowError, pa.ArrowException):
             pass
-    longs_list = [java_value(kt, v) for v in values if v is not None]
+    longs_list = [java_value(kt, v) for v in rows if v is not None]
     try:
         longs = np.array(longs_list, dtype=np.int64).reshape(len(longs_list))
     except OverflowError:
@@ -260,7 +260,8 @@ def _positions(h1: np.ndarray, h2: np.ndarray, i: np.ndarray, num_bits: int) -> 
     with np.errstate(over="ignore"):
         c = h1 + i.astype(np.int32) * h2
     c = np.where(c < 0, ~c, c)
-    return c.astype(np.int64) % num_bits
+    positions: np.ndarray = c.astype(np.int64) % num_bits
+    return positions
 
 
 def _split(hashes: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

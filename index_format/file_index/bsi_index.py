@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 from array import array
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -110,7 +110,7 @@ def _python_keys(kt: KeyType, values: Sequence[object]) -> tuple[np.ndarray, np.
     try:
         return np.array(ints, dtype=np.int64).reshape(len(ints)), valid
     except OverflowError:
-        bad = next(k for k in ints if not LONG_MIN <= k <= LONG_MAX)  # type: ignore[operator]
+        bad = next(k for k in ints if not LONG_MIN <= k <= LONG_MAX)  # type: ignore[operator]  # java_values: ints
         why = " (its unscaled value; Paimon's toUnscaledLong would silently wrap it)" if name == "decimal" else ""
         raise UnsupportedTypeError(
             f"value {bad} of a {kt.spelling.upper()} column does not fit a Java long{why}") from None
@@ -128,8 +128,8 @@ def column_keys(kt: KeyType, values: object) -> tuple[np.ndarray, np.ndarray]:
             values = values.to_pylist()
     if keys is None:
         if not isinstance(values, Sequence):
-            values = list(values)  # type: ignore[call-overload]
-        keys = _python_keys(kt, values)  # type: ignore[arg-type]
+            values = list(values)  # type: ignore[call-overload]  # any iterable of values
+        keys = _python_keys(kt, values)  # type: ignore[arg-type]  # listed above
     vals, valid = keys
     bits = SUPPORTED[kt.name]
     if bits < 64 and len(vals):
@@ -405,7 +405,7 @@ class BsiReader(PayloadReader):
             return None
         out = BitMap()
         for v in longs:
-            out |= self._eq_bitmap(v)  # type: ignore[arg-type]
+            out |= self._eq_bitmap(v)  # type: ignore[arg-type]  # no None: checked above
         return out
 
     # -- predicates (Java's visit* methods)
@@ -452,9 +452,9 @@ class BsiReader(PayloadReader):
             return self.positive.ebm | self.negative.compare("le", -v)
         return self.positive.compare("ge", v)
 
-    def _cmp(self, fn: object, value: object) -> FileIndexResult:
+    def _cmp(self, fn: Callable[[int], BitMap], value: object) -> FileIndexResult:
         v = self._long(value)
-        return REMAIN if v is None else Rows(fn(v))  # type: ignore[operator]
+        return REMAIN if v is None else Rows(fn(v))
 
     def lt(self, value: object) -> FileIndexResult:
         return self._cmp(self._lt, value)

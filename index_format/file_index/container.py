@@ -186,7 +186,7 @@ class _Head:
 
     def int32(self, block: str, what: str) -> int:
         self.need(4, block, what)
-        (value,) = BE_I32.unpack_from(self.view, self.pos)
+        value: int = BE_I32.unpack_from(self.view, self.pos)[0]
         self.pos += 4
         return value
 

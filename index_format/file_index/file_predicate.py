@@ -53,11 +53,12 @@ def _apply(reader: PayloadReader, op: str, leaf: Leaf | BoundLeaf) -> FileIndexR
         def lit(v: object) -> object:
             return _coerce(reader, v)
     if op in ("eq", "ne", "lt", "le", "gt", "ge"):
-        return getattr(reader, op)(lit(leaf.value))
-    if op == "in":
-        return reader.isin([lit(v) for v in leaf.values])
-    if op == "not_in":
-        return reader.not_in([lit(v) for v in leaf.values])
+        compare: Callable[[object], FileIndexResult] = getattr(reader, op)   # PayloadReader.eq … .ge
+        return compare(lit(leaf.value))
+    if op in ("in", "not_in"):
+        assert leaf.values is not None   # a leaf of a values operator has them (Leaf.__post_init__)
+        literals = [lit(v) for v in leaf.values]
+        return reader.isin(literals) if op == "in" else reader.not_in(literals)
     if op == "between":
         return reader.between(lit(leaf.low), lit(leaf.high))
     if op == "is_null":

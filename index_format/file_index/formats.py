@@ -38,12 +38,14 @@ def _entry(index_type: str) -> tuple[str, str, str]:
 
 def writer(index_type: str) -> Writer:
     module, fn, _ = _entry(index_type)
-    return getattr(import_module(module), fn)
+    write: Writer = getattr(import_module(module), fn)   # _FORMATS names a writer function
+    return write
 
 
 def open_payload(index_type: str, data: bytes | memoryview, kt: KeyType, *, path: str | None = None) -> PayloadReader:
     module, _, cls = _entry(index_type)
-    return getattr(import_module(module), cls)(data, kt, path=path)
+    reader_class: Callable[..., PayloadReader] = getattr(import_module(module), cls)   # _FORMATS names one
+    return reader_class(data, kt, path=path)
 
 
 def write_payload(index_type: str, kt: KeyType, values: object, options: Mapping[str, str] | None = None) -> bytes:

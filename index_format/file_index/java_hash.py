@@ -51,13 +51,13 @@ def key_hash(kt: KeyType, jv: object) -> int:
     """Java `hashCode()` of one key in its internal form (signed int32)."""
     name = kt.name
     if name == "string":
-        return binary_string_hash(bytes(jv))  # type: ignore[arg-type]
+        return binary_string_hash(bytes(jv))  # type: ignore[call-overload]  # a string's internal form: bytes
     if name == "boolean":
         return 1231 if jv else 1237
     if name in _INT_KINDS or name == "float":  # float: the key is already floatToIntBits
-        return java_int(int(jv))  # type: ignore[call-overload]
+        return java_int(int(jv))  # type: ignore[call-overload]  # an int key's internal form
     if name in _LONG_KINDS:
-        return long_hash(int(jv))  # type: ignore[call-overload]
+        return long_hash(int(jv))  # type: ignore[call-overload]  # a long key's internal form
     raise UnsupportedTypeError(f"no Java hash for {kt.spelling} bitmap keys")
 
 
@@ -65,7 +65,8 @@ def key_hashes(kt: KeyType, keys: np.ndarray | Sequence[object]) -> np.ndarray:
     """`key_hash` of many keys at once → int32 array (numpy-vectorized)."""
     name = kt.name
     if name == "string":
-        return binary_string_hashes(list(keys) if isinstance(keys, np.ndarray) else keys)  # type: ignore[arg-type]
+        strings = list(keys) if isinstance(keys, np.ndarray) else keys
+        return binary_string_hashes(strings)  # type: ignore[arg-type]  # string keys: bytes
     if len(keys) == 0:
         return np.zeros(0, dtype=np.int32)
     if name == "boolean":

@@ -25,13 +25,20 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
 from index_format.layout import java_int
 
-__all__ = ["computeifabsent_order", "put_order", "simulate_computeifabsent", "spread"]
+__all__ = ["SortKeys", "computeifabsent_order", "put_order", "simulate_computeifabsent", "spread"]
+
+
+class SortKeys(Protocol):
+    """Key index → its Java compareTo sort key: a list, or sort keys computed on demand."""
+
+    def __getitem__(self, i: int, /) -> Any: ...   # Any: keys of one kind, compared with <
+
 
 _M32 = 0xFFFFFFFF
 _INITIAL_CAPACITY = 16
@@ -159,7 +166,7 @@ class _Table:
     the full map's schedule). Bins are a dict so a sparse subset at a large capacity stays cheap.
     """
 
-    def __init__(self, hashes: Sequence[int] | Mapping[int, int], sort_keys: Sequence[Any] | None) -> None:
+    def __init__(self, hashes: Sequence[int] | Mapping[int, int], sort_keys: SortKeys | None) -> None:
         self.h = hashes  # spread hashes, signed int32
         self.sk = sort_keys
         self.cap = 0
@@ -198,7 +205,7 @@ class _Table:
                 if hi:
                     new[j + old] = hi
             else:
-                self._split(new, b, j, old)  # type: ignore[arg-type]
+                self._split(new, b, j, old)  # type: ignore[arg-type]  # a bin that is no list is a _Node
         self.bins = new
 
     def insert_head(self, k: int) -> bool:
@@ -213,7 +220,7 @@ class _Table:
             if len(b) - 1 >= _TREEIFY_THRESHOLD - 1:
                 return self._treeify_bin(i)
             return False
-        self._put_tree(i, b, k)  # type: ignore[arg-type]
+        self._put_tree(i, b, k)  # type: ignore[arg-type]  # a bin that is no list is a _Node
         return False
 
     def insert_tail(self, k: int) -> bool:
@@ -228,14 +235,14 @@ class _Table:
             if len(b) - 1 >= _TREEIFY_THRESHOLD:
                 return self._treeify_bin(i)
             return False
-        self._put_tree(i, b, k)  # type: ignore[arg-type]
+        self._put_tree(i, b, k)  # type: ignore[arg-type]  # a bin that is no list is a _Node
         return False
 
     def _treeify_bin(self, i: int) -> bool:
         if self.cap < _MIN_TREEIFY_CAPACITY:
             return True
         keys = self.bins[i]
-        head = self._link(keys)  # type: ignore[arg-type]
+        head = self._link(keys)  # type: ignore[arg-type]  # a bin being treeified is a list
         self.bins[i] = head
         self._treeify(head, i, self.bins)
         return False
@@ -268,7 +275,7 @@ class _Table:
                 while True:
                     d = self._dir(x.key, p)
                     xp = p
-                    p = p.left if d <= 0 else p.right  # type: ignore[assignment]
+                    p = p.left if d <= 0 else p.right  # type: ignore[assignment]  # None ends the loop
                     if p is None:
                         x.parent = xp
                         if d <= 0:
@@ -289,7 +296,7 @@ class _Table:
         while True:
             d = self._dir(k, p)
             xp = p
-            p = p.left if d <= 0 else p.right  # type: ignore[assignment]
+            p = p.left if d <= 0 else p.right  # type: ignore[assignment]  # None ends the loop
             if p is None:
                 xpn = xp.next
                 x = _Node(k, self.h[k])
@@ -336,7 +343,7 @@ class _Table:
             if type(b) is list:
                 out.extend(b)
             else:
-                x: _Node | None = b  # type: ignore[assignment]
+                x: _Node | None = b  # type: ignore[assignment]  # a bin that is no list is a _Node
                 while x is not None:
                     out.append(x.key)
                     x = x.next
@@ -352,8 +359,8 @@ def _move_root_to_front(bins: dict[int, list[int] | _Node], i: int, root: _Node)
             rn.prev = rp
         if rp is not None:
             rp.next = rn
-        first.prev = root  # type: ignore[union-attr]
-        root.next = first  # type: ignore[assignment]
+        first.prev = root  # type: ignore[union-attr]  # root's bin is a tree: its first is a _Node
+        root.next = first  # type: ignore[assignment]  # root's bin is a tree: its first is a _Node
         root.prev = None
 
 
@@ -362,7 +369,7 @@ def _spread_u32(hashes: Sequence[int] | np.ndarray) -> np.ndarray:
     return u ^ (u >> np.uint32(16))
 
 
-def simulate_computeifabsent(hashes: Sequence[int] | np.ndarray, sort_keys: Sequence[Any] | None = None, *,
+def simulate_computeifabsent(hashes: Sequence[int] | np.ndarray, sort_keys: SortKeys | None = None, *,
                              trailing_call: bool) -> list[int]:
     """Iteration order after one computeIfAbsent per new key (in order), by simulating every call."""
     h = _spread_u32(hashes).view(np.int32).tolist()
@@ -379,7 +386,7 @@ def simulate_computeifabsent(hashes: Sequence[int] | np.ndarray, sort_keys: Sequ
     return t.order()
 
 
-def put_order(hashes: Sequence[int] | np.ndarray, sort_keys: Sequence[Any] | None = None) -> list[int]:
+def put_order(hashes: Sequence[int] | np.ndarray, sort_keys: SortKeys | None = None) -> list[int]:
     """Iteration order after one `put` per new key (in order): tail insertion, resize after insertion."""
     h = _spread_u32(hashes).view(np.int32).tolist()
     t = _Table(h, sort_keys)
@@ -426,7 +433,7 @@ def _schedule(hu: np.ndarray, trailing_call: bool) -> tuple[list[int], list[int]
     return starts, caps, final
 
 
-def computeifabsent_order(hashes: Sequence[int] | np.ndarray, sort_keys: Sequence[Any] | None = None, *,
+def computeifabsent_order(hashes: Sequence[int] | np.ndarray, sort_keys: SortKeys | None = None, *,
                           trailing_call: bool) -> np.ndarray:
     """Iteration order (int64 array of key indices) after one computeIfAbsent per new key, in order.
 

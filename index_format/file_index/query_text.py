@@ -51,7 +51,7 @@ def parse_query(text: str) -> tuple[Node, TopN | None]:
         return parse_where(text), None
     at = hits[-1]
     head, tail = text[:at], text[at:]
-    m = _LIMIT.match(tail[_ORDER_BY.match(tail).end():])  # type: ignore[union-attr]
+    m = _LIMIT.match(tail[_ORDER_BY.match(tail).end():])  # type: ignore[union-attr]  # found by _outside_quotes
     if not m:
         raise ParseError("ORDER BY needs a LIMIT k at the end", position=at)
     keys = [k for k in m.group("keys").split(",")]

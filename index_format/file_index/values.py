@@ -48,20 +48,21 @@ def paimon_spelling(kt: KeyType) -> str:
 def _float_bits(value: float) -> int:
     if math.isnan(value):
         return FLOAT_NAN_BITS
-    return BE_I32.unpack(BE_F32.pack(value))[0]
+    bits: int = BE_I32.unpack(BE_F32.pack(value))[0]
+    return bits
 
 
 def _double_bits(value: float) -> int:
     if math.isnan(value):
         return DOUBLE_NAN_BITS
-    return BE_I64.unpack(BE_F64.pack(value))[0]
+    bits: int = BE_I64.unpack(BE_F64.pack(value))[0]
+    return bits
 
 
 def float_of_bits(kt: KeyType, bits: int) -> float:
     """The float a FLOAT/DOUBLE key's bits stand for (for printing)."""
-    if kt.name == "float":
-        return BE_F32.unpack(BE_I32.pack(bits))[0]
-    return BE_F64.unpack(BE_I64.pack(bits))[0]
+    value: float = (BE_F32.unpack(BE_I32.pack(bits)) if kt.name == "float" else BE_F64.unpack(BE_I64.pack(bits)))[0]
+    return value
 
 
 def java_value(kt: KeyType, value: object) -> object:
@@ -70,13 +71,15 @@ def java_value(kt: KeyType, value: object) -> object:
         return None
     name = kt.name
     if name == "string":
-        return value.encode("utf-8") if isinstance(value, str) else bytes(value)  # type: ignore[arg-type]
+        if isinstance(value, str):
+            return value.encode("utf-8")
+        return bytes(value)  # type: ignore[call-overload]  # a string key's other form: bytes-like
     if name == "boolean":
         return bool(value)
     if name == "float":
-        return _float_bits(float(value))  # type: ignore[arg-type]
+        return _float_bits(float(value))  # type: ignore[arg-type]  # a float key's canonical value
     if name == "double":
-        return _double_bits(float(value))  # type: ignore[arg-type]
+        return _double_bits(float(value))  # type: ignore[arg-type]  # a double key's canonical value
     return key_int(kt, value)
 
 
@@ -84,16 +87,15 @@ def java_column(kt: KeyType, values: object) -> list[object]:
     """Every row's Java internal form (None for NULL) from a pyarrow (chunked) array or a sequence."""
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         values = values.to_pylist()
-    if not isinstance(values, Sequence):
-        values = list(values)  # type: ignore[call-overload]
-    return [java_value(kt, v) for v in values]
+    rows = values if isinstance(values, Sequence) else list(values)  # type: ignore[call-overload]  # an iterable
+    return [java_value(kt, v) for v in rows]
 
 
 def java_order(kt: KeyType, jv: object) -> object:
     """Sort key giving Java's compareTo order on internal values: unsigned bytes then length for strings
     (Python bytes order), Float/Double.compare (total order on bits) for floats, false < true."""
     if kt.name in ("float", "double"):
-        bits = jv  # type: ignore[assignment]
+        bits = jv
         mask = 0x7FFFFFFF if kt.name == "float" else 0x7FFFFFFFFFFFFFFF
-        return bits ^ mask if bits < 0 else bits  # type: ignore[operator]
+        return bits ^ mask if bits < 0 else bits  # type: ignore[operator]  # a float's internal form: its bits (int)
     return jv

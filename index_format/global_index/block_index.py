@@ -202,7 +202,7 @@ class BlockIndex:
         if arrs is None:
             arrs = (np.array(blk.offsets, dtype=np.int64), np.array(blk.lengths, dtype=np.int64))
             blk.extra["np"] = arrs
-        return arrs  # type: ignore[no-any-return]
+        return arrs
 
     # ------------------------------------------------------------ point lookups
 
@@ -227,7 +227,7 @@ class BlockIndex:
             b = bisect_right(self.index_sort_keys, sort_key_of_bytes(self.kt, kb)) - 1
             if b >= 0:
                 blk = self.block(b)
-                j = blk.lookup.get(kb)  # type: ignore[union-attr]
+                j = blk.lookup.get(kb)  # type: ignore[union-attr]  # block() fills lookup
                 if j is not None:
                     return blk.offsets[j], blk.lengths[j]
                 tried = b
@@ -235,7 +235,7 @@ class BlockIndex:
             b = bisect_right(idx.keys, kb) - 1
             if b >= 0 and b != tried:
                 blk = self.block(b)
-                j = blk.lookup.get(kb)  # type: ignore[union-attr]
+                j = blk.lookup.get(kb)  # type: ignore[union-attr]  # block() fills lookup
                 if j is not None:
                     return blk.offsets[j], blk.lengths[j]
         if not self._search_logical and not self._search_bytes:

@@ -5,6 +5,7 @@ Imports numpy and index_format.{layout,errors,memory_cost}; knows nothing about 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 
@@ -12,8 +13,15 @@ from index_format.errors import CorruptFileError
 from index_format.layout import read_varint, varint
 from index_format.memory_cost import decoded_block_bytes
 
+if TYPE_CHECKING:  # only the type: this module knows nothing about key types
+    from index_format.keys import SortKey
+
 _INT_MAX = (1 << 31) - 1
 _LONG_MAX = (1 << 63) - 1
+
+
+# The reader's per-block cache: "np" holds the bitmap offsets and lengths as int64 arrays.
+BlockExtra = TypedDict("BlockExtra", {"np": tuple[np.ndarray, np.ndarray]}, total=False)
 
 
 @dataclass(slots=True)
@@ -24,9 +32,9 @@ class DecodedBlock:
     offsets: list[int]
     lengths: list[int]
     # filled lazily by the reader
-    sort_keys: list | None = None
+    sort_keys: list[SortKey] | None = None
     lookup: dict[bytes, int] | None = None
-    extra: dict = field(default_factory=dict)
+    extra: BlockExtra = field(default_factory=lambda: BlockExtra())
 
     def __len__(self) -> int:
         return len(self.keys)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
+from index_format.errors import CorruptFileError, ErrorPlace, TruncatedFileError, UnsupportedVersionError
 from index_format.layout import FOOTER_SIZE, FOOTER_STRUCT, MAGIC, TRAILER_SIZE, VERSION
 
 
@@ -41,7 +41,7 @@ def parse_footer(data: bytes, file_size: int, *, path: str | None = None) -> Foo
                                  path=path, block="footer")
     fields = FOOTER_STRUCT.unpack(data)
     f = Footer(*fields)
-    where = {"path": path, "block": "footer", "offset": file_size - FOOTER_SIZE}
+    where: ErrorPlace = {"path": path, "block": "footer", "offset": file_size - FOOTER_SIZE}
     if f.magic != MAGIC:
         raise CorruptFileError(f"bad magic {f.magic & 0xFFFFFFFF:08x} (expected {MAGIC:08x})", **where)
     if f.version != VERSION:

@@ -99,9 +99,9 @@ def _from_cache(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: lis
         if hit is None:
             missing.append(i)
         elif isinstance(hit, FrozenBitMap64):
-            large.append(hit)  # type: ignore[arg-type]
+            large.append(hit)  # type: ignore[arg-type]  # frozen: the same read API
         else:
-            small.append(hit)  # type: ignore[arg-type]
+            small.append(hit)  # type: ignore[arg-type]  # frozen: the same read API
     return offs[missing], lens[missing]
 
 
@@ -114,7 +114,7 @@ def _decode_and_keep(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small
     for p, n, o in zip(rel.tolist(), s_lens.tolist(), s_offs.tolist()):
         bm = decode_piece(reads, mv[p:p + n], o)
         reads.keep(o, bm, n)
-        (large if isinstance(bm, FrozenBitMap64) else small).append(bm)  # type: ignore[arg-type]
+        (large if isinstance(bm, FrozenBitMap64) else small).append(bm)  # type: ignore[arg-type]  # frozen: same API
 
 
 def _union_chunk(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: list[BitMap],
@@ -125,7 +125,7 @@ def _union_chunk(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: li
         ids, rejected = bitmaps.decode_array_bitmaps(np.frombuffer(raw, dtype=np.uint8), rel, lens)
         if len(ids):
             small.append(bitmaps.bitmap_of_ids(ids))
-        todo = np.flatnonzero(rejected).tolist()
+        todo: list[int] | range = np.flatnonzero(rejected).tolist()
     else:
         todo = range(len(offs))
     if not len(todo):
@@ -138,7 +138,7 @@ def _union_chunk(reads: FileReads, offs: np.ndarray, lens: np.ndarray, small: li
         if length > 12 and piece[:12] == _PREFIX:
             # ids < 2^32: the 32-bit map behind the 12-byte prefix unions faster (perf notes)
             try:
-                small.append(BitMap.deserialize(piece[12:]))
+                small.append(BitMap.deserialize(piece[12:]))  # type: ignore[arg-type]  # pyroaring reads any buffer
             except Exception:
                 raise CorruptFileError("malformed roaring bitmap", path=reads.path,
                                        block=f"bitmap at offset {off}", offset=off) from None

@@ -16,18 +16,19 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 import numpy as np
 import pyarrow as pa
 
 from index_format.global_index.writer import (
-    FileRows, SortedPart, WriterInputError, WrittenFile, check_row_ids, encode_file, key_starts, sort_rows,
-    writer_settings, written_file,
+    FileRows, SortedPart, WriterInputError, WrittenFile, encode_file, sort_rows, writer_settings, written_file,
 )
 from index_format.heap import reuse_freed_pages
 from index_format.key_arrays import arrow_type, encode_arrow_keys
+from index_format.row_order import key_starts
 from index_format.types import KeyType, parse_type
+from index_format.written_files import check_row_ids
 
 if TYPE_CHECKING:
     from index_format.options import IndexOptions
@@ -41,7 +42,15 @@ MULTIVALUE_PREFIX = "multivalue"
 _NO_IDS = np.zeros(0, dtype=np.int64)
 
 # flavor → encode_file's layout arguments (see the module docstring)
-_FLAVOR_ARGS: dict[str, dict[str, bool]] = {
+class _Layout(TypedDict):
+    """encode_file's layout arguments."""
+
+    nulls_first: bool
+    zstd_content_size: bool
+    run_optimize: bool
+
+
+_FLAVOR_ARGS: dict[str, _Layout] = {
     "pypaimon-rust": {"nulls_first": True, "zstd_content_size": True, "run_optimize": False},
     "java": {"nulls_first": False, "zstd_content_size": False, "run_optimize": True},
 }
@@ -94,17 +103,17 @@ def write_multivalue_files(lists: pa.Array | pa.ChunkedArray | Sequence[Sequence
 
 def _row_count(lists: object) -> int:
     try:
-        return len(lists)  # type: ignore[arg-type]
+        return len(lists)  # type: ignore[arg-type]  # no length: TypeError, caught
     except TypeError:
         raise WriterInputError(f"expected a list array or a sequence of lists, got {type(lists).__name__}") from None
 
 
-def _write(lists: object, row_ids: object, kt: KeyType, options: object, path: str, flavor: str,
-           keep_rows: bool = False) -> tuple[bytes, WrittenFile]:
+def _write(lists: object, row_ids: object, kt: KeyType, options: IndexOptions | Mapping[str, object] | str | None,
+           path: str, flavor: str, keep_rows: bool = False) -> tuple[bytes, WrittenFile]:
     layout = _FLAVOR_ARGS.get(flavor)
     if layout is None:
         raise WriterInputError(f"unknown multivalue file flavor {flavor!r}; expected one of {', '.join(FLAVORS)}")
-    block_size, codec, level, _ = writer_settings(options, multivalue=True)  # type: ignore[arg-type]
+    block_size, codec, level, _ = writer_settings(options, multivalue=True)
     arr = _list_array(lists, kt)
     n = len(arr)
     rid = check_row_ids(row_ids, n)
@@ -130,7 +139,7 @@ def _list_array(lists: object, kt: KeyType) -> pa.Array:
     if isinstance(lists, pa.ChunkedArray):
         lists = lists.combine_chunks() if lists.num_chunks != 1 else lists.chunk(0)
     if not isinstance(lists, pa.Array):
-        seq = list(lists)  # type: ignore[call-overload]
+        seq = list(lists)  # type: ignore[call-overload]  # any iterable of lists
         try:
             return pa.array(seq, type=pa.list_(arrow_type(kt)))
         except (pa.ArrowException, TypeError, ValueError) as exc:

@@ -90,7 +90,7 @@ def decode_piece(reads: FileReads, piece: memoryview, offset: int) -> Decoded:
     block = f"bitmap at offset {offset}"
     if len(piece) > 12 and piece[:12] == BITMAP64_ONE_BUCKET_HIGH0:
         try:
-            return FrozenBitMap.deserialize(piece[12:])
+            return FrozenBitMap.deserialize(piece[12:])  # type: ignore[arg-type]  # pyroaring reads any buffer
         except Exception:
             raise CorruptFileError("malformed roaring bitmap", path=reads.path, block=block, offset=offset) from None
     bm = bitmaps.deserialize(piece, path=reads.path, block=block, offset=offset)
@@ -101,4 +101,5 @@ def as_bitmap64(bm: Decoded) -> BitMap64:
     """A cached bitmap as a (frozen) 64-bit one; 32-bit ones go through their portable bytes (fast)."""
     if isinstance(bm, FrozenBitMap64):
         return bm  # type: ignore[return-value]  # frozen: same read API, safe to share
-    return FrozenBitMap64.deserialize(BITMAP64_ONE_BUCKET_HIGH0 + bm.serialize())  # type: ignore[return-value]
+    portable = BITMAP64_ONE_BUCKET_HIGH0 + bm.serialize()
+    return FrozenBitMap64.deserialize(portable)  # type: ignore[return-value]  # frozen: same read API

@@ -252,7 +252,7 @@ def assemble_file(kdata: np.ndarray, koffs: np.ndarray, allbm: bytes | np.ndarra
     null_bytes = serialize_sorted(null_rid)
     nn_bytes = serialize_sorted(nn_rid, distinct=nn_distinct)
     # spec §2.1: pypaimon (and pypaimon-rust) lead with the null-rows and non-null-rows bitmaps
-    chunks: list[bytes] = [null_bytes, nn_bytes] if nulls_first else []
+    chunks: list[bytes | np.ndarray] = [null_bytes, nn_bytes] if nulls_first else []   # slices of allbm
     index: list[bytes] = []
     pos = len(null_bytes) + len(nn_bytes) if nulls_first else 0
     pending = b""   # the previous dictionary block, written after the next key's bitmap (spec §2.1)
@@ -304,7 +304,7 @@ def assemble_file(kdata: np.ndarray, koffs: np.ndarray, allbm: bytes | np.ndarra
     chunks.append(stored)
     footer = Footer(null_off, len(null_bytes), non_null_off, len(nn_bytes), index_off, index_len, nk)
     chunks.append(footer.to_bytes())
-    return b"".join(chunks)
+    return b"".join(chunks)  # type: ignore[arg-type]  # numpy's stub: __buffer__ on 3.12+
 
 
 def written_file(kt: KeyType, path: str, data: bytes, row_count: int, first: bytes | None,

@@ -55,8 +55,10 @@ def _depth(root: object, limits: PredicateLimits) -> int:
     while stack:
         obj, path, depth, under_not = stack.pop()
         op = _op(obj)
-        if op in ("and", "or"):
-            args = obj.get("args")  # type: ignore[union-attr]
+        if not isinstance(obj, Mapping):   # _op gave None
+            pass
+        elif op in ("and", "or"):
+            args = obj.get("args")
             if isinstance(args, list):
                 depth += 1
                 stack.extend((a, f"{path}.args[{i}]", depth, False) for i, a in enumerate(args)
@@ -64,7 +66,7 @@ def _depth(root: object, limits: PredicateLimits) -> int:
         elif op == "not":
             if not under_not:
                 depth += 1
-            stack.append((obj.get("arg"), f"{path}.arg", depth, True))  # type: ignore[union-attr]
+            stack.append((obj.get("arg"), f"{path}.arg", depth, True))
         if depth > limits.max_depth:
             raise limits.depth_error(path)
         best = max(best, depth)
@@ -123,7 +125,7 @@ class _Decoder:
                 fields[name] = tuple(self.scalar(v, f"{path}.values[{i}]") for i, v in enumerate(raw))
             else:
                 fields[name] = self.scalar(raw, f"{path}.{name}")
-        return Leaf(op, column, **fields)  # type: ignore[arg-type]
+        return Leaf(op, column, **fields)  # type: ignore[arg-type]  # fields: checked by the decoder
 
     def scalar(self, value: object, path: str) -> object:
         if not isinstance(value, _SCALARS):

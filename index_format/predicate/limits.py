@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from types import FrameType
 from dataclasses import dataclass
 
 from index_format.errors import ParseError, PredicateLimitError
@@ -128,8 +129,8 @@ def ensure_recursion_headroom(frames: int) -> None:
 
 def _current_depth() -> int:
     depth = 0
-    frame = sys._getframe()
+    frame: FrameType | None = sys._getframe()
     while frame is not None:
         depth += 1
-        frame = frame.f_back  # type: ignore[assignment]
+        frame = frame.f_back
     return depth

@@ -74,26 +74,25 @@ def _fold(kind: type[And] | type[Or], children: list[Node]) -> Node:
     flat: list[Node] = []
     for child in children:
         flat.extend(flatten(child, kind))   # a merged child may itself be a chain of this kind
-    groups: dict[str, list[int]] = {}
+    groups: dict[str, list[tuple[int, BoundLeaf]]] = {}
     for i, child in enumerate(flat):
         if isinstance(child, BoundLeaf) and child.op in _MERGEABLE:
-            groups.setdefault(child.column, []).append(i)
+            groups.setdefault(child.column, []).append((i, child))
     out: list[Node | None] = list(flat)
     for members in groups.values():
-        sets = [(i, interval_set(flat[i])) for i in members]  # type: ignore[arg-type]
-        sets = [(i, s) for i, s in sets if s is not None]
+        sets = [(i, leaf, s) for i, leaf in members if (s := interval_set(leaf)) is not None]
         if len(sets) < 2:
             continue
-        kt = sets[0][1].kt
+        kt = sets[0][2].kt
         combine = IntervalSet.intersect_all if kind is And else IntervalSet.union_all
-        keys = combine(kt, [s for _, s in sets])
-        merged = leaf_of(flat[sets[0][0]], keys)  # type: ignore[arg-type]
-        lookups = all(flat[i].op in _LOOKUPS for i, _ in sets)  # type: ignore[union-attr]
+        keys = combine(kt, [s for _, _, s in sets])
+        merged = leaf_of(sets[0][1], keys)
+        lookups = all(leaf.op in _LOOKUPS for _, leaf, _ in sets)
         if merged.op == "range_set" and keys and lookups:
             # Look-ups that cover every key (`a = 1 OR a <> 1`) would become a budgeted scan; the look-ups
             # themselves answer without one, so they stay as they are.
             continue
         out[sets[0][0]] = merged
-        for i, _ in sets[1:]:
+        for i, _, _ in sets[1:]:
             out[i] = None
     return kind(*(c for c in out if c is not None))

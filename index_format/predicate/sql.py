@@ -13,12 +13,11 @@ import datetime as dt
 import decimal
 import re
 import traceback
-from typing import cast
 
 import sqlglot.errors
 import sqlglot.expressions as exp
 
-from index_format.errors import ParseError
+from index_format.errors import ParseError, PredicateError
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits, ensure_recursion_headroom
 from index_format.predicate.operators import FLIPPED
 from index_format.predicate.sql_fast import TEXT_CHAIN_MIN, chain_shaped, simple_chain, text_chain
@@ -26,10 +25,10 @@ from index_format.predicate.sql_scan import PRESCAN_MIN, TokenScan, prescan
 from index_format.predicate.sql_tokens import WhereDialect, number_value, tokenize
 from index_format.predicate.tree import FALSE, TRUE, UNKNOWN, And, Leaf, Node, Not, Or
 
-_COMPARISONS: dict[type[exp.Expression], str] = {
+_COMPARISONS: dict[type[exp.Expr], str] = {
     exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge",
 }
-_STRING_FUNCTIONS: dict[type[exp.Expression], str] = {
+_STRING_FUNCTIONS: dict[type[exp.Expr], str] = {
     exp.StartsWith: "starts_with", exp.EndsWith: "ends_with", exp.Contains: "contains",
 }
 _ANONYMOUS_FUNCTIONS = {
@@ -38,7 +37,7 @@ _ANONYMOUS_FUNCTIONS = {
 }
 # spec §8: array predicates, in Paimon's/Spark's and DataFusion's spellings (sqlglot already maps some
 # spellings to its own expressions: array_has → ArrayContains, array_has_all → ArrayContainsAll).
-_ARRAY_FUNCTIONS: dict[type[exp.Expression], str] = {
+_ARRAY_FUNCTIONS: dict[type[exp.Expr], str] = {
     exp.ArrayContains: "array_contains", exp.ArrayContainsAll: "array_contains_all",
     exp.ArrayOverlaps: "arrays_overlap",
 }
@@ -101,8 +100,8 @@ def parse_where(text: str, *, limits: PredicateLimits = DEFAULT_LIMITS, deadline
         return fast
     # The scan bounded nesting, so this much stack is enough for sqlglot (~20 frames per level) and us.
     ensure_recursion_headroom(40 * (scan.depth + 2))
-    parsed: list[exp.Expression | None] = []
-    failure: ParseError | None = None
+    parsed: list[exp.Expr | None] = []
+    failure: PredicateError | None = None
     try:
         parsed = WhereDialect().parser().parse(toks, body)
         if not parsed or parsed[0] is None:
@@ -119,8 +118,8 @@ def parse_where(text: str, *, limits: PredicateLimits = DEFAULT_LIMITS, deadline
         failure = limits.depth_error(offset)
         drop_traceback(e)
     finally:
-        for tree in parsed:
-            unlink(tree)
+        for parsed_tree in parsed:
+            unlink(parsed_tree)
     if failure is not None:
         try:
             raise failure   # raised outside the handler: it keeps no reference to sqlglot's error
@@ -130,7 +129,7 @@ def parse_where(text: str, *, limits: PredicateLimits = DEFAULT_LIMITS, deadline
     return node
 
 
-def unlink(tree: exp.Expression | None) -> None:
+def unlink(tree: exp.Expr | None) -> None:
     """Drop the parent links of a sqlglot tree once it has been read.
 
     Every node points at its parent and the parent at the node, so a dropped tree is cyclic garbage: with the
@@ -217,7 +216,7 @@ class _Converter:
         self.in_lists = in_lists or {}
 
     # ------------------------------------------------------------------ positions
-    def span(self, node: exp.Expression) -> tuple[int, int]:
+    def span(self, node: exp.Expr) -> tuple[int, int]:
         """0-based inclusive [start, end] of `node` in the text (best effort: sqlglot keeps token positions
         only on identifiers and literals)."""
         starts, ends = [], []
@@ -242,13 +241,13 @@ class _Converter:
             hi = nxt
         return lo, hi
 
-    def error(self, node: exp.Expression, what: str) -> ParseError:
+    def error(self, node: exp.Expr, what: str) -> ParseError:
         start, end = self.span(node)
         fragment = self.text[start:end + 1]
         return ParseError(f"{what}: {fragment!r}", position=self.offset + start)
 
     # ------------------------------------------------------------------ boolean structure
-    def node(self, e: exp.Expression) -> Node:
+    def node(self, e: exp.Expr) -> Node:
         if e.args.get("negate"):
             # sqlglot marks `a NOT LIKE p` (and, in some versions, NOT IN / NOT BETWEEN) with negate=True.
             positive = e.copy()
@@ -262,7 +261,7 @@ class _Converter:
         if isinstance(e, (exp.And, exp.Or)):
             # Flatten the chain so long AND/OR lists become balanced trees (tree._balanced), the same
             # shape json.from_json builds.
-            parts = [self.node(cast(exp.Expression, x)) for x in e.flatten()]
+            parts = [self.node(x) for x in e.flatten()]
             return And(*parts) if isinstance(e, exp.And) else Or(*parts)
         if isinstance(e, exp.Not):
             return self.negated(e.this)
@@ -299,7 +298,7 @@ class _Converter:
             return self.array_function(e, _ANONYMOUS_ARRAY_FUNCTIONS[e.name.lower()], list(e.expressions))
         raise self.error(e, f"unsupported {_describe(e)}")
 
-    def negated(self, e: exp.Expression) -> Node:
+    def negated(self, e: exp.Expr) -> Node:
         inner = e.this if isinstance(e, exp.Paren) else e
         # NOT IN / NOT BETWEEN / IS NOT NULL are operators of their own (spec §5.4/§5.5).
         if isinstance(inner, (exp.In, exp.Between)) or (
@@ -309,7 +308,7 @@ class _Converter:
         return Not(self.node(e))
 
     # ------------------------------------------------------------------ leaves
-    def comparison(self, e: exp.Expression, op: str) -> Node:
+    def comparison(self, e: exp.Expr, op: str) -> Node:
         left, right = e.this, e.expression
         if isinstance(left, exp.Column) and not isinstance(right, exp.Column):
             return Leaf(op, self.column(left), self.literal(right))
@@ -337,12 +336,12 @@ class _Converter:
             raise self.error(e.expression, "only ESCAPE '\\' is supported")
         return self.node(like)
 
-    def string_function(self, e: exp.Expression, op: str, args: list[exp.Expression]) -> Node:
+    def string_function(self, e: exp.Expr, op: str, args: list[exp.Expr]) -> Node:
         if len(args) != 2 or args[0] is None or args[1] is None:
             raise self.error(e, f"{op}() takes a column and a string literal")
         return Leaf(op, self.column(args[0]), self.literal(args[1]))
 
-    def array_function(self, e: exp.Expression, op: str, args: list[exp.Expression]) -> Node:
+    def array_function(self, e: exp.Expr, op: str, args: list[exp.Expr]) -> Node:
         """spec §8: `array_contains(col, v)`, `arrays_overlap(col, array(v, …))`, `array_contains_all(col,
         ARRAY[v, …])`: the ARRAY column first, then one literal or one array literal of literals."""
         name = e.name.lower() if isinstance(e, exp.Anonymous) else op
@@ -362,14 +361,14 @@ class _Converter:
             raise self.error(arg, f"{name}() takes {needs} as its second argument, found {_describe(arg)}")
         return Leaf(op, self.column(col), values=tuple(self.literal(v) for v in arg.expressions))
 
-    def column(self, e: exp.Expression) -> str:
+    def column(self, e: exp.Expr) -> str:
         if not isinstance(e, exp.Column):
             raise self.error(e, f"expected a column, found {_describe(e)}")
         if e.table:
             raise self.error(e, "qualified column names (table.column) are not supported")
         return str(e.name)
 
-    def literal(self, e: exp.Expression | None) -> object:
+    def literal(self, e: exp.Expr | None) -> object:
         if e is None:
             raise ParseError("missing literal", position=self.offset)
         if isinstance(e, exp.Paren):
@@ -393,14 +392,14 @@ class _Converter:
             raise self.error(e, "expected a literal, found a column")
         raise self.error(e, f"expected a literal, found {_describe(e)}")
 
-    def number(self, e: exp.Expression, text: str) -> object:
+    def number(self, e: exp.Expr, text: str) -> object:
         # Decimal keeps the exact digits for decimal columns; bind converts for float columns.
         value = number_value(text)
         if value is None:
             raise self.error(e, "not a number")
         return value
 
-    def cast(self, e: exp.Expression) -> object:
+    def cast(self, e: exp.Expr) -> object:
         value = self.literal(e.this)
         to = e.args.get("to")
         kind = to.this if isinstance(to, exp.DataType) else None
@@ -422,7 +421,7 @@ class _Converter:
         return value
 
 
-def _describe(e: exp.Expression) -> str:
+def _describe(e: exp.Expr) -> str:
     if isinstance(e, (exp.Select, exp.Subquery, exp.Query)):
         return "subquery"
     if isinstance(e, exp.Binary):

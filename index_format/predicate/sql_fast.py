@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import time
 
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from index_format.errors import QueryTimeoutError
 from index_format.predicate.limits import PredicateLimits

@@ -7,8 +7,9 @@ from __future__ import annotations
 import re
 import secrets
 import time
+from collections.abc import Callable
 
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from index_format.errors import ParseError, QueryTimeoutError
 from index_format.predicate.limits import PredicateLimits
@@ -86,7 +87,7 @@ class TokenScan:
         limits = self.limits
         out: list[Token] = []
         # One entry per open bracket: [is an IN list, values so far].
-        frames: list[list] = []
+        frames: list[list[int]] = []
         i, n = 0, len(toks)
         while i < n:
             if self.deadline is not None and not i % 4096 and time.monotonic() > self.deadline:
@@ -165,7 +166,7 @@ class TokenScan:
         check_number_text(text, self.pos(tok), self.limits)
 
     # ------------------------------------------------------------------ IN fast path
-    def fast_in_list(self, toks: list[Token], i: int):  # type: ignore[no-untyped-def]
+    def fast_in_list(self, toks: list[Token], i: int) -> Callable[[list[Token]], int] | None:
         """If toks[i] opens an IN list of plain literals, a function that appends a placeholder for it and
         returns the index after its `)`; else None (the general path handles it)."""
         values: list[object] = []

@@ -9,8 +9,7 @@ import time
 from sqlglot import tokens
 from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import TokenError
-from sqlglot.tokenizer_core import TokenizerCore
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenizerCore, TokenType
 
 from index_format.errors import ParseError, PredicateLimitError, QueryTimeoutError
 from index_format.predicate.limits import MAX_INTEGER_DIGITS, PredicateLimits
@@ -46,7 +45,7 @@ def number_value(text: str) -> object:
 def negated_value(value: object) -> object:
     if isinstance(value, decimal.Decimal):
         return value.copy_negate()  # keeps -0.0 (a distinct double key, spec §3)
-    return -value  # type: ignore[operator]
+    return -value  # type: ignore[operator]  # a number's value: int or Decimal
 
 
 # Inside an IN list of literals these tokens are not counted against PredicateLimits.max_tokens: the token scan
@@ -63,6 +62,12 @@ class _BudgetedCore(TokenizerCore):
     most that much tokenizing."""
 
     __slots__ = ("budget", "deadline", "limits", "offset", "counted", "in_list")
+    budget: int
+    deadline: float | None
+    limits: PredicateLimits
+    offset: int
+    counted: int
+    in_list: int   # values so far in the IN list being read, 0 outside one
 
     def _add(self, token_type: TokenType, text: str | None = None) -> None:
         TokenizerCore._add(self, token_type, text)

@@ -174,7 +174,7 @@ class _Binary(Node):
     _absorbing: ClassVar[Node]
     _neutral: ClassVar[Node]
 
-    def __new__(cls, *children: Node) -> Node:  # type: ignore[misc]
+    def __new__(cls, *children: Node) -> Node:  # type: ignore[misc]  # returns the folded node, of any class
         flat: list[Node] = []
         for child in children:
             if not isinstance(child, Node):
@@ -195,7 +195,8 @@ class _Binary(Node):
         return (self.left, self.right)
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.left == other.left and self.right == other.right
+        return type(other) is type(self) and isinstance(other, _Binary) and self.left == other.left \
+            and self.right == other.right
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.left, self.right))
@@ -249,8 +250,8 @@ def flatten(node: Node, kind: type[And] | type[Or]) -> list[Node]:
     while stack:
         n = stack.pop()
         if type(n) is kind:
-            stack.append(n.right)   # type: ignore[attr-defined]
-            stack.append(n.left)    # type: ignore[attr-defined]
+            stack.append(n.right)   # type: ignore[attr-defined]  # a `kind` is a _Binary
+            stack.append(n.left)    # type: ignore[attr-defined]  # a `kind` is a _Binary
         else:
             out.append(n)
     return out
@@ -262,7 +263,7 @@ class Not(Node):
     __slots__ = ("child",)
     child: Node
 
-    def __new__(cls, child: Node) -> Node:  # type: ignore[misc]
+    def __new__(cls, child: Node) -> Node:  # type: ignore[misc]  # returns the folded node, of any class
         if not isinstance(child, Node):
             raise TypeError(f"Not takes a predicate node, got {child!r}")
         if isinstance(child, _Constant):
@@ -299,4 +300,4 @@ def _frozen_setattr(self: _Binary, name: str, value: object) -> None:
     raise AttributeError("predicate nodes are immutable")
 
 
-_Binary.__setattr__ = _frozen_setattr  # type: ignore[method-assign,assignment]
+_Binary.__setattr__ = _frozen_setattr  # type: ignore[method-assign,assignment]  # frozen nodes: writes raise

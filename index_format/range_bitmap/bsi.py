@@ -16,7 +16,7 @@ import threading
 from array import array
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, Literal, overload
 
 import numpy as np
 from pyroaring import BitMap, BitMap64, FrozenBitMap64
@@ -40,7 +40,8 @@ def _bitmap_bytes(ids: np.ndarray) -> bytes:
     bm = BitMap()
     if len(ids):
         buf = array("I")
-        buf.frombytes(memoryview(np.ascontiguousarray(ids, dtype=np.uint32)).cast("B"))
+        contiguous = np.ascontiguousarray(ids, dtype=np.uint32)
+        buf.frombytes(memoryview(contiguous).cast("B"))  # type: ignore[arg-type]  # numpy's stub: __buffer__ on 3.12+
         bm = BitMap(buf)
     bm.run_optimize()
     return bm.serialize()
@@ -121,7 +122,7 @@ class BitSliceIndex:
             raise CorruptFileError(f"{s} slices, index {idx_len} bytes, header {hl} bytes, EBM {ebm_len} bytes",
                                    path=name, block=block)
         pairs = be_i32s(2 * s).unpack_from(head, 10) if s else ()
-        self.slice_count = s
+        self.slice_count: int = s
         self._ebm_at = offset + 4 + hl
         self._ebm_len = ebm_len
         self._slices_at = self._ebm_at + ebm_len
@@ -175,7 +176,7 @@ class BitSliceIndex:
         """Cached slices begin..end-1, loading the missing ones with one contiguous read."""
         out = self._slices[begin:end]
         if all(x is not None for x in out):
-            return out  # type: ignore[return-value]
+            return out  # type: ignore[return-value]  # no None: checked
         ebm = self.ebm()
         with self._lock:
             missing = [i for i in range(begin, end) if self._slices[i] is None]
@@ -191,7 +192,7 @@ class BitSliceIndex:
                     self._inside[i] = self._ebm_dense and (not sl or sl.max() < n)
                     self._slices[i] = sl
                     self.nbytes_cached += self._lengths[i]
-            return self._slices[begin:end]  # type: ignore[return-value]
+            return self._slices[begin:end]  # type: ignore[return-value]  # no None: all read above
 
     def _within_ebm(self, begin: int) -> bool:
         """Slices begin..s-1 are known to hold only non-null rows (False when one is not loaded yet)."""
@@ -282,7 +283,7 @@ class BitSliceIndex:
         """Rows with code > `code` (code < 0: every non-null row)."""
         if code < 0:
             return self.ebm_copy()
-        return self._answer(_gt_sweep, code, self._start(code), count=False)  # type: ignore[return-value]
+        return self._answer(_gt_sweep, code, self._start(code), count=False)
 
     def gt_count(self, code: int) -> int:
         """len(gt(code)), without building a bitmap where the planes answer."""
@@ -291,13 +292,13 @@ class BitSliceIndex:
         cum = self.code_counts()
         if cum is not None:
             return int(cum[-1] - cum[min(code + 1, len(cum) - 1)])
-        return self._answer(_gt_sweep, code, self._start(code), count=True)  # type: ignore[return-value]
+        return self._answer(_gt_sweep, code, self._start(code), count=True)
 
     def between(self, first: int, last: int) -> BitMap64:
         """Rows with first <= code <= last (0 <= first <= last)."""
         if first == 0:
-            return self._answer(_le_sweep, last, None, count=False)  # type: ignore[return-value]
-        return self._answer(_between_sweep, (first - 1, last), 0, count=False)  # type: ignore[return-value]
+            return self._answer(_le_sweep, last, None, count=False)
+        return self._answer(_between_sweep, (first - 1, last), 0, count=False)
 
     def between_count(self, first: int, last: int) -> int:
         """len(between(first, last)), without building a bitmap where the planes answer."""
@@ -306,8 +307,13 @@ class BitSliceIndex:
             top = len(cum) - 1
             return int(cum[min(last + 1, top)] - cum[min(first, top)])
         if first == 0:
-            return self._answer(_le_sweep, last, None, count=True)  # type: ignore[return-value]
-        return self._answer(_between_sweep, (first - 1, last), 0, count=True)  # type: ignore[return-value]
+            return self._answer(_le_sweep, last, None, count=True)
+        return self._answer(_between_sweep, (first - 1, last), 0, count=True)
+
+    @overload
+    def _answer(self, sweep: Sweep, arg: object, begin: int | None, *, count: Literal[False]) -> BitMap64: ...
+    @overload
+    def _answer(self, sweep: Sweep, arg: object, begin: int | None, *, count: Literal[True]) -> int: ...
 
     def _answer(self, sweep: Sweep, arg: object, begin: int | None, *, count: bool) -> BitMap64 | int:
         """Run a sweep over the planes (a count is their popcount; a dense result converts at copy speed)
@@ -332,6 +338,7 @@ class BitSliceIndex:
             if n * DENSE_RESULT >= len(pl.ebm) * 64:
                 words = states[0][0] if len(states) == 1 else np.concatenate(
                     [w if w is not None else np.zeros(b - a, np.uint64) for (w, _), (a, b) in zip(states, parts)])
+                assert words is not None   # n > 0: a single part has rows
                 return planes_mod.bitmap_from_words(words)
         state = sweep(self.slices(0, self.slice_count), ebm, arg, _ROARING_OPS)
         if state is None:

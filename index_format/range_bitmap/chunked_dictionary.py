@@ -16,7 +16,7 @@ import pyarrow as pa
 from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedVersionError
 from index_format.layout import BE_I32, RANGE_DICT_CHUNK_TAIL, RANGE_DICT_HEADER, be_i32s
 from index_format.range_bitmap.range_keys import (
-    BE_DTYPE, WIDTH, fixed_key_bytes, rep_of_bytes, reps_of_fixed_block,
+    BE_DTYPE, WIDTH, Rep, fixed_key_bytes, rep_of_bytes, reps_of_fixed_block,
 )
 from index_format.storage import RangeSource
 from index_format.types import KeyType
@@ -130,17 +130,17 @@ class ChunkedDictionary:
         if hlen != 13 or count < 0 or offs_len != 4 * count or chunks_len < 0:
             self._corrupt("range-bitmap dictionary header",
                           f"header length {hlen}, {count} chunks, offsets {offs_len} bytes, chunks {chunks_len} bytes")
-        self.chunk_count = count
+        self.chunk_count: int = count
         self._offs_len = offs_len
         self._chunks_len = chunks_len
         self._body = offset + 4 + hlen
         self._keys_base = self._body + offs_len + chunks_len
         if self._keys_base > offset + length:
             self._corrupt("range-bitmap dictionary header", "chunk headers run past the dictionary")
-        self._heads: list | None = None
+        self._heads: list[Rep] | None = None
         self._codes: list[int] = []
         self._meta: list[tuple[int, int, int, int]] = []   # keysOffset, size, offsetsLength, keysLength
-        self._blocks: dict[int, list] = {}
+        self._blocks: dict[int, list[Rep]] = {}
         self.nbytes_cached = 0
 
     # -- errors and reads
@@ -171,7 +171,7 @@ class ChunkedDictionary:
             self.nbytes_cached += len(region)
             self._heads = heads
 
-    def _parse_fixed(self, region: bytes) -> tuple[list, list[int], list[tuple[int, int, int, int]]]:
+    def _parse_fixed(self, region: bytes) -> tuple[list[Rep], list[int], list[tuple[int, int, int, int]]]:
         count = self.chunk_count
         width = self._width
         assert width is not None
@@ -200,11 +200,11 @@ class ChunkedDictionary:
         meta = list(zip(koff.tolist(), sizes.tolist(), [0] * count, klen.tolist()))
         return heads, codes, meta
 
-    def _parse_each(self, region: bytes) -> tuple[list, list[int], list[tuple[int, int, int, int]]]:
+    def _parse_each(self, region: bytes) -> tuple[list[Rep], list[int], list[tuple[int, int, int, int]]]:
         count = self.chunk_count
         offs = be_i32s(count).unpack_from(region, 0) if count else ()
         base = 4 * count
-        heads: list = []
+        heads: list[Rep] = []
         codes: list[int] = []
         meta: list[tuple[int, int, int, int]] = []
         for i in range(count):
@@ -245,7 +245,7 @@ class ChunkedDictionary:
         return heads, codes, meta
 
     # -- key blocks
-    def _block(self, i: int) -> list:
+    def _block(self, i: int) -> list[Rep]:
         blk = self._blocks.get(i)
         if blk is not None:
             return blk
@@ -266,13 +266,13 @@ class ChunkedDictionary:
             for a, b in zip(blk, blk[1:]):
                 if not a < b:
                     self._corrupt(name, "keys are not strictly increasing")
-            if blk and not self._heads[i] < blk[0]:  # type: ignore[index]
+            if blk and not self._heads[i] < blk[0]:  # type: ignore[index]  # headers loaded above
                 self._corrupt(name, "first key is not above the head key")
             self._blocks[i] = blk
             self.nbytes_cached += olen + klen + 8 * size
             return blk
 
-    def _parse_var_block(self, data: bytes, size: int, olen: int, klen: int, name: str) -> list:
+    def _parse_var_block(self, data: bytes, size: int, olen: int, klen: int, name: str) -> list[Rep]:
         rel = be_i32s(size).unpack_from(data, 0) if size else ()
         out = []
         for r in rel:
@@ -286,12 +286,12 @@ class ChunkedDictionary:
         return out
 
     # -- lookups
-    def find(self, rep: object) -> int:
+    def find(self, rep: Rep) -> int:
         """Code of the key equal to `rep`, else -(insertion code + 1) (spec 2.3, Paimon's `find`)."""
         code, exact = self.locate(rep)
         return code if exact else -(code + 1)
 
-    def locate(self, rep: object) -> tuple[int, bool]:
+    def locate(self, rep: Rep) -> tuple[int, bool]:
         """(code, True) for an exact hit, else (code of the first key above `rep`, False)."""
         self._load_headers()
         heads = self._heads
@@ -308,7 +308,7 @@ class ChunkedDictionary:
             return base + 1 + j, True
         return base + 1 + j, False
 
-    def rep_of_code(self, code: int) -> object:
+    def rep_of_code(self, code: int) -> Rep:
         """Order representation of the key with `code`."""
         self._load_headers()
         i = bisect_right(self._codes, code) - 1
@@ -316,7 +316,7 @@ class ChunkedDictionary:
             self._corrupt("range-bitmap dictionary", f"no chunk holds code {code}")
         base = self._codes[i]
         if base == code:
-            return self._heads[i]  # type: ignore[index]
+            return self._heads[i]  # type: ignore[index]  # headers loaded above
         blk = self._block(i)
         j = code - base - 1
         if j >= len(blk):

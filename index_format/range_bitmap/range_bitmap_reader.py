@@ -18,7 +18,7 @@ from index_format.layout import BE_I32, RANGE_BITMAP_TOP
 from index_format.range_bitmap.bsi import PLANES_MIN_FILL, BitSliceIndex, first_n
 from index_format.range_bitmap.chunked_dictionary import ChunkedDictionary
 from index_format.range_bitmap.range_keys import (
-    WIDTH, check_supported, decode_key, exact_rep, java_rep, rep_of_bytes,
+    WIDTH, Rep, check_supported, decode_key, exact_rep, java_rep, rep_of_bytes,
 )
 from index_format.storage import BytesSource, RangeSource
 from index_format.types import KeyType
@@ -82,7 +82,7 @@ class RangeBitmapReader:
         if card > 0:
             self._min_rep = rep_of_bytes(kt, self._min_bytes)
             self._max_rep = rep_of_bytes(kt, self._max_bytes)
-            if self._max_rep < self._min_rep:  # type: ignore[operator]
+            if self._max_rep < self._min_rep:
                 raise CorruptFileError("max key is below min key", path=name, block=block)
         self._dictionary: ChunkedDictionary | None = None
         self._bsi: BitSliceIndex | None = None
@@ -179,16 +179,16 @@ class RangeBitmapReader:
     non_null_rows = is_not_null
     null_rows = is_null
 
-    def _cmp(self, rep: object) -> tuple[int, int]:
+    def _cmp(self, rep: Rep) -> tuple[int, int]:
         lo, hi = self._min_rep, self._max_rep
-        return (rep > lo) - (rep < lo), (rep > hi) - (rep < hi)  # type: ignore[operator]
+        return (rep > lo) - (rep < lo), (rep > hi) - (rep < hi)
 
     def eq(self, value: object) -> BitMap64:
         if self.cardinality <= 0:
             return BitMap64()
         return self._eq_rep(java_rep(self._kt, value))
 
-    def _eq_rep(self, rep: object) -> BitMap64:
+    def _eq_rep(self, rep: Rep) -> BitMap64:
         cmin, cmax = self._cmp(rep)
         if cmin == 0 and cmax == 0:
             return self.is_not_null()
@@ -217,7 +217,7 @@ class RangeBitmapReader:
             return BitMap64()
         return self._not(self.isin(values))
 
-    def _gte_rep(self, rep: object) -> BitMap64:
+    def _gte_rep(self, rep: Rep) -> BitMap64:
         cmin, cmax = self._cmp(rep)
         if cmin <= 0:
             return self.is_not_null()
@@ -226,7 +226,7 @@ class RangeBitmapReader:
         code = self._dict().find(rep)
         return self._slices().gt((-code - 1 if code < 0 else code) - 1)
 
-    def _gt_rep(self, rep: object) -> BitMap64:
+    def _gt_rep(self, rep: Rep) -> BitMap64:
         cmin, cmax = self._cmp(rep)
         if cmin < 0:
             return self.is_not_null()
@@ -321,8 +321,8 @@ class RangeBitmapReader:
     def value_of_code(self, code: int) -> object:
         rep = self._dict().rep_of_code(code)
         if self._kt.name == "string":
-            return bytes(rep).decode("utf-8", "surrogateescape")  # type: ignore[arg-type]
-        return decode_key(self._kt, _bytes_of_rep(self._kt, rep))  # type: ignore[arg-type]
+            return bytes(rep).decode("utf-8", "surrogateescape")
+        return decode_key(self._kt, _bytes_of_rep(self._kt, rep))
 
     # ------------------------------------------------------------ exact ranges for the query engine
     def _code_bounds(self, low: object, high: object, low_inclusive: bool,
@@ -334,16 +334,16 @@ class RangeBitmapReader:
         first, last = 0, card - 1
         if low is not None:
             rep = exact_rep(self._kt, low)
-            if rep > self._max_rep or (rep == self._max_rep and not low_inclusive):  # type: ignore[operator]
+            if rep > self._max_rep or (rep == self._max_rep and not low_inclusive):
                 return None
-            if rep > self._min_rep or (rep == self._min_rep and not low_inclusive):  # type: ignore[operator]
+            if rep > self._min_rep or (rep == self._min_rep and not low_inclusive):
                 code, exact = self._dict().locate(rep)
                 first = code + 1 if exact and not low_inclusive else code
         if high is not None:
             rep = exact_rep(self._kt, high)
-            if rep < self._min_rep or (rep == self._min_rep and not high_inclusive):  # type: ignore[operator]
+            if rep < self._min_rep or (rep == self._min_rep and not high_inclusive):
                 return None
-            if rep < self._max_rep or (rep == self._max_rep and not high_inclusive):  # type: ignore[operator]
+            if rep < self._max_rep or (rep == self._max_rep and not high_inclusive):
                 code, exact = self._dict().locate(rep)
                 last = code if exact and high_inclusive else code - 1
         if first > last:

@@ -123,8 +123,8 @@ def _assemble(kt: KeyType, keys: KeyColumn, codes: np.ndarray, row_count: int, c
     bsi = build_bsi(codes, card)
     if card:
         if keys.strings is not None:
-            lo = keys.strings[0].as_py()
-            hi = keys.strings[card - 1].as_py()
+            lo: bytes = keys.strings[0].as_py()   # binary keys
+            hi: bytes = keys.strings[card - 1].as_py()
             minmax = BE_I32.pack(len(lo)) + lo + BE_I32.pack(len(hi)) + hi
         else:
             assert keys.ints is not None

@@ -13,9 +13,10 @@ import decimal
 import math
 import numbers
 from fractions import Fraction
-from typing import NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -26,9 +27,13 @@ from index_format.layout import BE_F32, BE_F64, BE_I32, BE_I64
 from index_format.types import KeyType
 
 __all__ = [
-    "KeyColumn", "decode_key", "default_chunk_size", "encode_column", "encode_key", "exact_rep", "java_rep",
+    "KeyColumn", "Rep", "decode_key", "default_chunk_size", "encode_column", "encode_key", "exact_rep", "java_rep",
     "key_width", "rep_of_bytes", "reps_of_fixed_block", "supports",
 ]
+
+# A key's order representation (rep_of_bytes, java_rep, exact_rep): an int, a string's bytes, or a Fraction
+# for a bound between two ints. Any: one dictionary's reps compare with <, which mypy cannot see of a union.
+Rep = Any
 
 # Width in bytes of each fixed-width key; strings are variable (None).
 WIDTH = {"boolean": 1, "tinyint": 1, "smallint": 2, "int": 4, "date": 4, "time": 4, "bigint": 8,
@@ -78,16 +83,19 @@ def _float_bits(kt: KeyType, value: float) -> int:
     if kt.name == "double":
         if v != v:
             return _NAN64
-        return BE_I64.unpack(BE_F64.pack(v))[0]
+        bits: int = BE_I64.unpack(BE_F64.pack(v))[0]
+        return bits
     if v != v:
         return _NAN32
-    return BE_I32.unpack(BE_F32.pack(_to_f32(v)))[0]
+    bits32: int = BE_I32.unpack(BE_F32.pack(_to_f32(v)))[0]
+    return bits32
 
 
 def _to_f32(v: float) -> float:
     """Java's (float) cast: nearest float32, overflowing to ±Infinity."""
     try:
-        return BE_F32.unpack(BE_F32.pack(v))[0]
+        f32: float = BE_F32.unpack(BE_F32.pack(v))[0]
+        return f32
     except OverflowError:
         return math.copysign(math.inf, v)
 
@@ -120,15 +128,15 @@ def key_int(kt: KeyType, value: object) -> int:
     """The integer Java writes for a fixed-width key (float keys: the IEEE bits)."""
     name = kt.name
     if _is_float(kt):
-        return _float_bits(kt, value)  # type: ignore[arg-type]
+        return _float_bits(kt, value)  # type: ignore[arg-type]  # a float key's canonical value
     if name in ("timestamp", "timestamp_ltz"):
         return _timestamp_key(kt, value)
     if name == "decimal":
-        return decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]
+        return decimal_unscaled(kt, decimal.Decimal(value))  # type: ignore[arg-type]  # a decimal key's canonical value
     if name == "boolean":
         return 1 if value else 0
     if name in ("date", "time") and isinstance(value, (dt.date, dt.time)):
-        return int(sort_key(kt, value))  # type: ignore[call-overload]
+        return int(sort_key(kt, value))
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral):
         raise UnsupportedTypeError(f"expected an integer for {kt.spelling}, got {type(value).__name__}")
     return int(value)
@@ -193,7 +201,7 @@ def decode_key(kt: KeyType, data: bytes | memoryview) -> object:
     return n
 
 
-def rep_of_bytes(kt: KeyType, data: bytes) -> object:
+def rep_of_bytes(kt: KeyType, data: bytes) -> Rep:
     """Order representation of encoded key bytes: UTF-8 bytes for strings, an int otherwise."""
     if kt.name == "string":
         return data[4:]
@@ -222,23 +230,23 @@ def _canonical_nan(kt: KeyType, bits: np.ndarray) -> np.ndarray:
     return np.where(nan, np.int64(_NAN32), bits)
 
 
-def _order_of_bits_array(kt: KeyType, bits: np.ndarray) -> np.ndarray:
+def _order_of_bits_array(kt: KeyType, bits: npt.NDArray[np.int64]) -> npt.NDArray[np.int64]:
     mask = np.int64(_MASK63 if kt.name == "double" else _MASK31)
     shift = 63 if kt.name == "double" else 31
     return bits ^ ((bits >> shift) & mask)
 
 
-def java_rep(kt: KeyType, value: object) -> object:
+def java_rep(kt: KeyType, value: object) -> Rep:
     """Order representation of a literal as Paimon's converter sees it (timestamps/decimals truncated)."""
     check_supported(kt)
     if kt.name == "string":
         return value if isinstance(value, bytes) else str(value).encode("utf-8")
     if _is_float(kt):
-        return _order_of_bits(kt, _float_bits(kt, value))  # type: ignore[arg-type]
+        return _order_of_bits(kt, _float_bits(kt, value))  # type: ignore[arg-type]  # a float key's canonical value
     return key_int(kt, value)
 
 
-def exact_rep(kt: KeyType, value: object) -> object:
+def exact_rep(kt: KeyType, value: object) -> Rep:
     """Order representation of a literal for exact range bounds: a Fraction where the literal lies between
     two representable keys (sub-unit timestamps, decimals beyond the scale, doubles on a float column)."""
     check_supported(kt)
@@ -246,7 +254,7 @@ def exact_rep(kt: KeyType, value: object) -> object:
     if name == "string" or name == "boolean":
         return java_rep(kt, value)
     if name == "float":
-        v = float(value)  # type: ignore[arg-type]
+        v = float(value)  # type: ignore[arg-type]  # a float key's canonical value
         r = _order_of_bits(kt, _float_bits(kt, v))
         if v != v or math.isinf(v):
             return r
@@ -261,7 +269,7 @@ def exact_rep(kt: KeyType, value: object) -> object:
         unit = 1_000_000 if kt.time_precision <= 3 else 1_000
         return Fraction(nanos, unit) if nanos % unit else nanos // unit
     if name == "decimal":
-        scaled = Fraction(decimal.Decimal(value)) * 10 ** kt.decimal_scale  # type: ignore[arg-type]
+        scaled = Fraction(decimal.Decimal(value)) * 10 ** kt.decimal_scale  # type: ignore[arg-type]  # a decimal
         return int(scaled) if scaled.denominator == 1 else scaled
     if isinstance(value, numbers.Real) and not isinstance(value, (numbers.Integral, Fraction, decimal.Decimal)):
         value = float(value)
@@ -321,7 +329,7 @@ def encode_column(kt: KeyType, values: object) -> KeyColumn:
     return KeyColumn(ints, valid, ints, None)
 
 
-def _timestamps_to_arrow(kt: KeyType, values: list | tuple) -> pa.Array:
+def _timestamps_to_arrow(kt: KeyType, values: list[object] | tuple[object, ...]) -> pa.Array:
     """Python timestamps (datetime or epoch-nanos ints) → an Arrow timestamp array in the key's unit."""
     if any(isinstance(v, int) and not isinstance(v, bool) for v in values):
         keys = [None if v is None else _timestamp_key(kt, v) for v in values]
@@ -335,11 +343,11 @@ def _column_ints(kt: KeyType, arr: pa.Array) -> np.ndarray:
     if name == "boolean":
         if not pa.types.is_boolean(arr.type):
             raise UnsupportedTypeError(f"expected booleans for {kt.spelling}, got {arr.type}")
-        return arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int64)
+        return cast(np.ndarray, arr.fill_null(False).to_numpy(zero_copy_only=False).astype(np.int64))
     if name in ("tinyint", "smallint", "int", "bigint"):
         if not pa.types.is_integer(arr.type):
             raise UnsupportedTypeError(f"expected integers for {kt.spelling}, got {arr.type}")
-        ints = arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        ints: np.ndarray = arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
         width = WIDTH[name]
         if len(ints) and width < 8:
             lo, hi = -(1 << (8 * width - 1)), (1 << (8 * width - 1)) - 1
@@ -353,13 +361,13 @@ def _column_ints(kt: KeyType, arr: pa.Array) -> np.ndarray:
             arr = arr.cast(pa.date32()).cast(pa.int32())
         else:
             raise UnsupportedTypeError(f"expected dates for {kt.spelling}, got {arr.type}")
-        return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return cast(np.ndarray, arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
     if name == "time":
         if pa.types.is_time(arr.type):
             arr = arr.cast(pa.time32("ms"), safe=False).cast(pa.int32())
         elif not pa.types.is_integer(arr.type):
             raise UnsupportedTypeError(f"expected times for {kt.spelling}, got {arr.type}")
-        return arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64)
+        return cast(np.ndarray, arr.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
     if name == "decimal":
         if not pa.types.is_decimal(arr.type):
             arr = arr.cast(arrow_type(kt))

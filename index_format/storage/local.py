@@ -25,7 +25,7 @@ def list_dir(full: str, recursive: bool) -> list[str]:
         return []
     if not recursive:
         return sorted(os.path.join(full, n) for n in os.listdir(full))
-    out = []
+    out: list[str] = []
     for dirpath, _dirs, files in os.walk(full):
         out.extend(os.path.join(dirpath, f) for f in files)
     return sorted(out)

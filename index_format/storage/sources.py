@@ -122,14 +122,6 @@ class LocalSource:
 
     def __del__(self) -> None:
         # A raw descriptor is not closed by the garbage collector: a reader a cache evicts would leak it.
-        fd = getattr(self, "_fd", None)
-        if fd is not None:
-            try:
-                os.close(fd)
-            except OSError:
-                pass
-
-    def __del__(self) -> None:
         with contextlib.suppress(Exception):
             self.close()
 
@@ -137,7 +129,7 @@ class LocalSource:
         return {"name": self.name, "size": self.size}
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["name"], state["size"])  # type: ignore[misc]
+        self.__init__(state["name"], state["size"])  # type: ignore[misc]  # unpickling reruns __init__
 
 
 class FsspecSource:

@@ -56,7 +56,7 @@ class Storage:
         return self.to_config()
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__init__(state["root"], state.get("allowed_roots", ()),  # type: ignore[misc]
+        self.__init__(state["root"], state.get("allowed_roots", ()),  # type: ignore[misc]  # unpickling reruns __init__
                       state.get("storage_options"))
 
     def __repr__(self) -> str:
