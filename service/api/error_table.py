@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -98,7 +98,7 @@ def _details(exc: BaseException) -> dict[str, object]:
         value = getattr(exc, attr, None)
         if value is not None:
             details[attr] = value
-    return jsonable_encoder(details)
+    return cast("dict[str, object]", jsonable_encoder(details))   # a dict encodes to a dict
 
 
 def describe(exc: BaseException) -> dict[str, object]:
