@@ -224,11 +224,11 @@ def resolve_options(raw: RequestedOptions, recorded: Mapping[str, Any] | None,
     """
     given = raw.to_dict() if isinstance(raw, IndexOptions) else raw
     fields_given = given_options(given)
-    requested = IndexOptions(**fields_given)  # type: ignore[arg-type]
+    requested = IndexOptions(**fields_given)  # type: ignore[arg-type]  # given_options' values are the fields' types
     if recorded is None or requested.rebuild:
         return requested
     current = index_options_of(recorded, column)
-    wanted = replace(current, **{**fields_given, "rebuild": False})  # type: ignore[arg-type]
+    wanted = replace(current, **{**fields_given, "rebuild": False})  # type: ignore[arg-type]  # as above
     check_options_match(current, wanted, column)
     return wanted
 

@@ -7,7 +7,7 @@ the implementation; nothing else branches on the table format. Imports service.c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa

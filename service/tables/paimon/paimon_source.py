@@ -36,7 +36,7 @@ from service.tables.paimon.origins import BGIX_JOB_PROPERTY, OriginsCache
 from service.tables.table_summary import TableSummary
 from service.tables.paimon.rows import ROW_ID as PAIMON_ROW_ID
 from service.tables.paimon.table import PaimonTable, open_paimon_table, table_storage
-from service.tables.paimon.view import PaimonView, latest_snapshot_id, load_paimon_view
+from service.tables.paimon.view import latest_snapshot_id, load_paimon_view
 from service.tables.table_source import IndexViewSource, OrphanReport
 
 __all__ = ["PaimonCommitted", "PaimonSource", "PaimonTaskReader", "balance_tasks", "build_owners", "built_files"]
