@@ -5,16 +5,19 @@ importing this module never loads it. Imports no fastapi and nothing from servic
 """
 from __future__ import annotations
 
+import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Protocol
+from functools import reduce
+from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 from pyroaring import BitMap64
 
 if TYPE_CHECKING:
     import pyarrow as pa
+    from pyspark.broadcast import Broadcast
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
+    from pyspark.sql.types import DataType, StructType
 
 ROW_ID_COLUMN = "_row_id"
 ROW_INDEX = "_metadata.row_index"
@@ -36,8 +39,8 @@ class _FilesAndRows(Protocol):
 
 def _file_fields(f: Mapping[str, object] | object) -> tuple[str, int, int]:
     if isinstance(f, Mapping):
-        return str(f["path"]), int(f["first_row_id"]), int(f["row_count"])  # type: ignore[arg-type]
-    return str(f.path), int(f.first_row_id), int(f.row_count)  # type: ignore[attr-defined]
+        return str(f["path"]), int(f["first_row_id"]), int(f["row_count"])  # type: ignore[arg-type]  # JSON: int() checks
+    return str(f.path), int(f.first_row_id), int(f.row_count)  # type: ignore[attr-defined]  # duck-typed DataFile
 
 
 def _spark_path(path: str) -> str:
@@ -98,7 +101,8 @@ def _compact_set(values: np.ndarray) -> tuple[str, int, np.ndarray]:
     return "sorted", lo, offsets
 
 
-def _expander(broadcast: object) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
+def _expander(broadcast: Broadcast[list[tuple[str, int, np.ndarray]]]
+              ) -> Callable[[Iterator[pa.RecordBatch]], Iterator[pa.RecordBatch]]:
     """The `mapInArrow` function that turns keys into the ids of `broadcast.value[key]` (a `_compact_set`).
 
     A closure defined here, so cloudpickle ships it by value: executors need numpy and pyarrow, not bgix."""
@@ -107,7 +111,7 @@ def _expander(broadcast: object) -> Callable[[Iterator[pa.RecordBatch]], Iterato
         import numpy
         import pyarrow
 
-        sets = broadcast.value  # type: ignore[attr-defined]
+        sets = broadcast.value
         for batch in batches:
             for key in batch.column(0).to_numpy().tolist():
                 kind, lo, data = sets[key]
@@ -145,11 +149,8 @@ class _Selection:
 
         pieces = []
         for i, (starts, ends) in sorted(self.ranges.items()):
-            cond = None
-            for start, end in zip(starts.tolist(), ends.tolist()):
-                term = F.col(ROW_ID_COLUMN).between(start, end)
-                cond = term if cond is None else (cond | term)
-            pieces.append(frames[i].where(cond))
+            terms = [F.col(ROW_ID_COLUMN).between(start, end) for start, end in zip(starts.tolist(), ends.tolist())]
+            pieces.append(frames[i].where(reduce(operator.or_, terms)))
         if self.sets:
             scanned = _union([frames[i] for i in sorted(self.sets)])
             pieces.append(scanned.join(self._id_frame(), on=ROW_ID_COLUMN, how="left_semi"))
@@ -288,7 +289,7 @@ def _sequence_of(f: Mapping[str, object] | object) -> int:
     seq = f.get("max_sequence_number") if isinstance(f, Mapping) else getattr(f, "max_sequence_number", None)
     if seq is None:
         raise ValueError("overlapping Paimon data files need max_sequence_number in the file map to be merged")
-    return int(seq)  # type: ignore[call-overload]
+    return int(seq)  # type: ignore[arg-type]  # a JSON value or a DataFile-like attribute: int() checks it
 
 
 def _merge_paimon_files(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
@@ -304,7 +305,7 @@ def _merge_paimon_files(spark: SparkSession, table_files: Sequence[Mapping[str, 
     for path, first, _, _ in selected:
         df = _read(spark, path, _format_of(path), None)
         parts.append((df.columns, _with_row_id(df, first), seq[path]))
-    columns: dict[str, object] = {}
+    columns: dict[str, DataType] = {}
     for _, df, _ in sorted(parts, key=lambda p: -len(p[0])):  # a full file first: the table's column order
         for fld in df.schema.fields:
             if fld.name != ROW_ID_COLUMN:
@@ -314,7 +315,7 @@ def _merge_paimon_files(spark: SparkSession, table_files: Sequence[Mapping[str, 
         present = set(names)
         cols = [F.col(ROW_ID_COLUMN), F.lit(s).cast("bigint").alias("__seq")]
         for name, dtype in columns.items():
-            cols.append(F.col(f"`{name}`") if name in present else F.lit(None).cast(dtype).alias(name))  # type: ignore[arg-type]
+            cols.append(F.col(f"`{name}`") if name in present else F.lit(None).cast(dtype).alias(name))
             cols.append(F.lit(name in present).alias(f"__has_{name}"))
         unified.append(df.select(*cols))
     kept = _Selection(spark, [_file_ids(ids, first, count) for _, first, count, _ in selected]).apply(unified)
@@ -338,11 +339,12 @@ def spark_filter(client: _FilesAndRows, spark: SparkSession, table: str, where: 
     if isinstance(files, Mapping):
         files = files["files"]
     elif hasattr(files, "files"):
-        files = files.files  # type: ignore[attr-defined]
+        files = files.files
+    entries = cast("Iterable[Mapping[str, object] | object]", files)   # the client's file map: a list
     row_id_column, base_path, table_format = _table_layout(client, table)
     if table_format == "paimon" and format is None:
-        return filter_paimon_rows(spark, list(files), row_ids)  # type: ignore[arg-type]
-    return filter_by_row_ids(spark, list(files), row_ids,  # type: ignore[arg-type]
+        return filter_paimon_rows(spark, list(entries), row_ids)
+    return filter_by_row_ids(spark, list(entries), row_ids,
                              format=format or table_format or "parquet",
                              row_id_column=row_id_column, base_path=base_path)
 

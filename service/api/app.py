@@ -110,8 +110,7 @@ def _include_dashboard(app: FastAPI) -> None:
     except ImportError as exc:
         if exc.name != "service.api.routes.dashboard":
             raise
-        dashboard = None
-    if dashboard is not None:
+    else:
         app.include_router(dashboard.router)
     if STATIC_DIR.is_dir():
         app.mount("/static", StaticFiles(directory=STATIC_DIR), name="static")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from fastapi import FastAPI, Request
 from fastapi.encoders import jsonable_encoder
@@ -42,10 +42,18 @@ def _details(exc: BaseException) -> dict[str, object]:
         value = getattr(exc, attr, None)
         if value is not None:
             details[attr] = value
-    return jsonable_encoder(details)
+    return cast("dict[str, object]", jsonable_encoder(details))   # a dict encodes to a dict
 
 
-def describe(exc: BaseException) -> dict[str, object]:
+class ErrorDescription(TypedDict):
+    """An error body's fields (schemas.ErrorBody's): what describe() gives."""
+
+    code: str
+    message: str
+    details: dict[str, object]
+
+
+def describe(exc: BaseException) -> ErrorDescription:
     """The error body's fields for an exception reported inside a 200 answer (a broken table or index in a
     listing): the same code, message and details a request failing on it would get."""
     return {"code": classify(exc)[1], "message": _encodable(str(exc)), "details": _encodable(_details(exc))}

@@ -61,7 +61,7 @@ def _stale_public(f: StaleFileSummary) -> schemas.PaimonStaleFilePublic:
 
 def _origin_public(o: OriginSummary) -> schemas.PaimonIndexOriginPublic:
     return schemas.PaimonIndexOriginPublic(
-        origin=o.writer, job_id=o.job_id, snapshot_id=o.snapshot_id,  # type: ignore[arg-type]
+        origin=o.writer, job_id=o.job_id, snapshot_id=o.snapshot_id,
         files=o.files, rows=o.rows, row_ranges=[list(r) for r in o.row_ranges])
 
 

@@ -106,6 +106,7 @@ class PaimonFieldPublic(BaseModel):
 
 
 IndexOrigin = Literal["bgix", "paimon", "pypaimon", "unknown"]
+KeyOrder = Literal["logical", "bytes", "mixed", "unknown"]   # IndexPublic.key_order
 
 
 class PaimonIndexOriginPublic(BaseModel):
@@ -343,7 +344,7 @@ class IndexPublic(BaseModel):
     built_at: str | None = None
     stale: bool = False
     options: dict[str, str] = Field(default_factory=dict)
-    key_order: Literal["logical", "bytes", "mixed", "unknown"] | None = Field(
+    key_order: KeyOrder | None = Field(
         None, description="Key order of numeric, date, time and timestamp keys (spec §2.7): recorded at the "
                           "build (bgix.key-order) or, for Paimon tables, read from the files; 'mixed' when "
                           "files differ; null when not known or when the order does not matter (strings).")

@@ -16,7 +16,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, MutableMapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote, urlsplit
@@ -120,7 +120,7 @@ def warm_workers(spark: SparkSession) -> None:
     spark.sparkContext.parallelize(range(slots), slots).mapPartitions(_warm_task).collect()
 
 
-def _warm_task(items: Iterator[int]) -> Iterator[int]:
+def _warm_task(items: Iterable[int]) -> Iterator[int]:
     yield sum(1 for _ in items)   # the daemon (spark_daemon) loaded the build's modules before forking us
 
 
@@ -328,7 +328,7 @@ def run_spark_direct(spark: SparkSession, plan: BuildPlan, progress: Progress, j
     ids = spark.sparkContext.parallelize(shares, len(shares))
     reports = _task_reports(progress, str(spark.sparkContext.master))
 
-    def task(shares: Iterator[list[int]]) -> Iterator[pa.RecordBatch]:
+    def task(shares: Iterable[list[int]]) -> Iterator[pa.RecordBatch]:
         live = _live_writer(reports)
         yield from build_tasks([t for share in shares for t in share], plan, _reporter(acc, live))
         if live is not None:
@@ -383,7 +383,7 @@ def _reporter(acc: Any, live: TaskReportWriter | None) -> Callable[[int, int], N
 def _range_accumulator(spark: SparkSession) -> Any:
     from pyspark.accumulators import AccumulatorParam
 
-    class _DictSum(AccumulatorParam):  # type: ignore[type-arg]
+    class _DictSum(AccumulatorParam[dict[int, int]]):
         def zero(self, value: dict[int, int]) -> dict[int, int]:
             return {}
 
@@ -429,11 +429,11 @@ def _collect(spark: SparkSession, run: Callable[[], pa.Table], conf: dict[str, s
             except Exception:   # a leftover report directory is harmless
                 pass
         try:
-            for k, v in saved.items():
-                if v is None:
+            for k, old in saved.items():
+                if old is None:
                     spark.conf.unset(k)
                 else:
-                    spark.conf.set(k, v)
+                    spark.conf.set(k, old)
         except Exception as restoring:
             if jvm_died(spark, restoring) is None:
                 raise   # else the failure already raised says so; a dead JVM has no conf to restore
@@ -489,7 +489,10 @@ def jvm_exit(spark: SparkSession, wait_s: float = 0.0) -> str | None:
         return f"exit status {code}"
     from py4j.protocol import Py4JNetworkError
     try:
-        spark.sparkContext._jvm.java.lang.System.nanoTime()
+        jvm = spark.sparkContext._jvm
+        if jvm is None:   # no gateway to ask (the call would fail, and an error here means it lives)
+            return None
+        jvm.java.lang.System.nanoTime()
     except (Py4JNetworkError, ConnectionError) as exc:
         return f"no answer: {type(exc).__name__}"
     except Exception:   # answered, with an error: it lives

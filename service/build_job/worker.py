@@ -10,6 +10,7 @@ import logging
 import os
 import time
 from collections.abc import Callable, Iterable, Iterator
+from typing import cast
 
 import numpy as np
 import pyarrow as pa
@@ -63,7 +64,7 @@ class RangeBuilder:
         if rid.null_count:
             raise RowIdError(f"{rid.null_count} row(s) without a row id (null row_id_column value, or a data "
                              "file Spark named differently from the catalog)")
-        return rid.to_numpy(zero_copy_only=False).astype(np.int64)
+        return cast(np.ndarray, rid.to_numpy(zero_copy_only=False).astype(np.int64))   # pyarrow is untyped
 
     def add(self, batch: pa.RecordBatch) -> Iterator[pa.RecordBatch]:
         """Route one batch's rows to their ranges; yields results of ranges that became complete."""

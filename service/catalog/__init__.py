@@ -13,7 +13,6 @@ from service.catalog.catalog_errors import (
     TableNotFoundError,
 )
 from service.catalog.model import DataFile, IndexFileEntry, JobRecord, Snapshot, SourceFile, Table
-from service.jobs.partitions import parse_partitions, select_files
 
 __all__ = [
     "Catalog", "BuildInProgressError", "CatalogError", "CommitConflictError",

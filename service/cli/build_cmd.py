@@ -9,6 +9,7 @@ import json
 import os
 import sys
 import uuid
+from typing import cast
 
 from index_format.errors import BgixError
 from index_format.storage import Storage, is_absolute_location
@@ -49,7 +50,7 @@ def _storage_options(pairs: list[str]) -> dict[str, object]:
         target = out
         *parents, leaf = key.split(".")
         for p in parents:
-            target = target.setdefault(p, {})  # type: ignore[assignment]
+            target = cast("dict[str, object]", target.setdefault(p, {}))   # parents are the dicts this loop makes
         target[leaf] = value
     return out
 

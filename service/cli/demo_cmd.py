@@ -11,6 +11,7 @@ import argparse
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import httpx
 from pydantic import ValidationError
@@ -147,7 +148,7 @@ def _parquet_sample(warehouse: Path, rows: int, files: int) -> tuple[Path, bool]
     return source, regenerated
 
 
-def _check(resp: httpx.Response) -> dict:
+def _check(resp: httpx.Response) -> dict[str, Any]:
     if resp.status_code >= 400:
         try:
             err = resp.json()["error"]

@@ -141,9 +141,9 @@ def _inspect(args: argparse.Namespace) -> int:
     f = r.footer
     index_type, index_status = _block_status(r, f.index_offset, f.index_length, "block index")
     blocks = []
-    for i, (first, off, length) in enumerate(r.block_info()):
+    for i, (block_first, off, length) in enumerate(r.block_info()):
         type_id, status = _block_status(r, off, length, f"dictionary block {i}")
-        blocks.append({"block": i, "offset": off, "length": length, "first_key_hex": first.hex(),
+        blocks.append({"block": i, "offset": off, "length": length, "first_key_hex": block_first.hex(),
                        "codec": CODEC_NAMES.get(type_id, f"unknown({type_id})"), "crc": status})
     values = []
     for value, off, length in r.entries():

@@ -239,7 +239,7 @@ def _describe(kind: str, data: bytes, args: argparse.Namespace) -> dict[str, Any
         out = container.describe()
         if args.schema:
             schema = parse_schema(args.schema)
-            payloads = []
+            payloads: list[dict[str, object]] = []
             for col in dict.fromkeys(c for c, *_ in container.entries):
                 kt = key_type_of(schema, col)
                 if kt is None:

@@ -232,7 +232,7 @@ def query_global(args: argparse.Namespace, kind: str, texts: list[str]) -> int:
     meta = FileMeta(None, None, True, False)
     ref = IndexFileRef(args.file, 0, (1 << 62), meta, reader.size, lambda: reader)
     column = ColumnIndex("v", kt, [ref], sparse=True)
-    answers = []
+    answers: list[dict[str, object]] = []
     for i, text in enumerate(texts):
         try:
             bound = bind(parse_where(text), {"v": kt})

@@ -92,7 +92,8 @@ def run(args: argparse.Namespace) -> int:
         app = create_app()  # Settings() reads BGIX_* once, here
         tune_for_serving()
         uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level,
-                    access_log=not args.no_access_log, timeout_keep_alive=settings.keep_alive_s,
+                    access_log=not args.no_access_log,
+                    timeout_keep_alive=settings.keep_alive_s,  # type: ignore[arg-type]  # seconds for call_later: a float works
                     http=install(client_limits))
         return 0
 

@@ -101,7 +101,7 @@ class GuardedHttpProtocol(HttpToolsProtocol):
         self._refused = False
 
     # ---- connection ------------------------------------------------------------------------
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # as uvicorn's own
         super().connection_made(transport)
         if len(self.connections) > self.limits.max_connections:
             self._refused = True

@@ -43,8 +43,9 @@ MARKER = ".bgix-sample.json"
 
 
 def _zipf_weights(n: int, s: float) -> np.ndarray:
-    w = 1.0 / np.arange(1, n + 1) ** s
-    return w / w.sum()
+    w: np.ndarray = 1.0 / np.arange(1, n + 1) ** s
+    total: float = w.sum()
+    return w / total
 
 
 def _choice_with_nulls(rng: np.random.Generator, values: tuple[str, ...], p: np.ndarray | tuple[float, ...],

@@ -193,6 +193,9 @@ class JobSpec:
         return {k: v for k, v in self.to_dict().items() if k not in _SECRETS}
 
 
+RequestedOptions = Mapping[str, Any] | str | IndexOptions | None   # a build request's options, as given
+
+
 def index_options_of(recorded: Mapping[str, Any], column: str) -> IndexOptions:
     """The options an existing index was built with (its snapshot's `options`).
 
@@ -206,7 +209,7 @@ def index_options_of(recorded: Mapping[str, Any], column: str) -> IndexOptions:
                                       f"accepts ({exc}); pass rebuild=true to rebuild it") from exc
 
 
-def resolve_options(raw: Mapping[str, Any] | str | IndexOptions | None, recorded: Mapping[str, Any] | None,
+def resolve_options(raw: RequestedOptions, recorded: Mapping[str, Any] | None,
                     column: str) -> IndexOptions:
     """The options of a build of `column` whose index was built with `recorded` (None: no index yet).
 
@@ -221,11 +224,11 @@ def resolve_options(raw: Mapping[str, Any] | str | IndexOptions | None, recorded
     """
     given = raw.to_dict() if isinstance(raw, IndexOptions) else raw
     fields_given = given_options(given)
-    requested = IndexOptions(**fields_given)  # type: ignore[arg-type]
+    requested = IndexOptions(**fields_given)  # type: ignore[arg-type]  # given_options' values are the fields' types
     if recorded is None or requested.rebuild:
         return requested
     current = index_options_of(recorded, column)
-    wanted = replace(current, **{**fields_given, "rebuild": False})  # type: ignore[arg-type]
+    wanted = replace(current, **{**fields_given, "rebuild": False})  # type: ignore[arg-type]  # as above
     check_options_match(current, wanted, column)
     return wanted
 

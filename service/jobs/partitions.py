@@ -41,7 +41,7 @@ def parse_partitions(text: str | Sequence[Mapping[str, object]] | None) -> list[
     if isinstance(text, str):
         items: list[list[tuple[object, object, str]]] = []
         for spec in text.split(";"):
-            parts = []
+            parts: list[tuple[object, object, str]] = []
             for part in spec.split(",") if spec.strip() else []:
                 key, sep, value = part.partition("=")
                 if not sep:
@@ -50,31 +50,31 @@ def parse_partitions(text: str | Sequence[Mapping[str, object]] | None) -> list[
             items.append(parts)
     elif isinstance(text, Sequence):
         items = []
-        for d in text:
-            if not isinstance(d, Mapping):
-                raise _invalid(f"partitions: {shown(d)} is not an object of partition column → value")
-            items.append([(k, v, format_spec({str(k): str(v) for k, v in d.items()})) for k, v in d.items()])
+        for obj in text:
+            if not isinstance(obj, Mapping):
+                raise _invalid(f"partitions: {shown(obj)} is not an object of partition column → value")
+            items.append([(k, v, format_spec({str(k): str(v) for k, v in obj.items()})) for k, v in obj.items()])
     else:
         raise _invalid(f"partitions must be a 'k=v,k=v;k=v' string or a list of objects, "
                        f"not {type(text).__name__}")
     if len(items) > MAX_PARTITION_SPECS:
         raise _invalid(f"partitions: {len(items)} partition specs; at most {MAX_PARTITION_SPECS} are allowed")
-    out = []
+    out: list[dict[str, str]] = []
     for parts in items:
         if not parts:
             raise _invalid(f"partitions {shown(text)}: an empty partition spec (a stray ';' or {{}}) is not allowed "
                            "(write 'k=v,k=v;k=v', or leave partitions out to build every partition)")
         d: dict[str, str] = {}
-        for key, value, spec in parts:
-            if not isinstance(key, str) or not isinstance(value, (str, int)) or isinstance(value, bool):
-                raise _invalid(f"partition spec {shown(spec)}: {shown(key)}: {shown(value)} is not a plain value")
-            k, v = key.strip(), str(value).strip()
+        for name, raw, spec_text in parts:
+            if not isinstance(name, str) or not isinstance(raw, (str, int)) or isinstance(raw, bool):
+                raise _invalid(f"partition spec {shown(spec_text)}: {shown(name)}: {shown(raw)} is not a plain value")
+            k, v = name.strip(), str(raw).strip()
             if not k:
-                raise _invalid(f"partition spec {shown(spec)}: a key is empty")
+                raise _invalid(f"partition spec {shown(spec_text)}: a key is empty")
             if not v:
-                raise _invalid(f"partition spec {shown(spec)}: the value of {shown(k)} is empty")
+                raise _invalid(f"partition spec {shown(spec_text)}: the value of {shown(k)} is empty")
             if k in d:
-                raise _invalid(f"partition spec {shown(spec)} names {shown(k)} twice")
+                raise _invalid(f"partition spec {shown(spec_text)} names {shown(k)} twice")
             d[k] = v
         out.append(d)
     return out

@@ -13,7 +13,7 @@ import json
 import logging
 import sys
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TextIO
 
 FORMATS = ("text", "json")
 UVICORN_LOGGERS = ("uvicorn", "uvicorn.error", "uvicorn.access")
@@ -50,16 +50,16 @@ def formatter(fmt: str) -> logging.Formatter:
     return JsonFormatter() if fmt == "json" else logging.Formatter(_TEXT)
 
 
-class _BgixHandler(logging.StreamHandler):  # type: ignore[type-arg]
+class _BgixHandler(logging.StreamHandler[TextIO]):
     """The handler configure_logging puts on the `bgix` logger (one, however often it is called); writes to
     whatever sys.stderr is at the time (a test's capture replaces it)."""
 
-    @property  # type: ignore[override]
-    def stream(self) -> Any:
+    @property
+    def stream(self) -> TextIO:
         return sys.stderr
 
     @stream.setter
-    def stream(self, _value: Any) -> None:
+    def stream(self, _value: TextIO) -> None:
         pass
 
 

@@ -21,7 +21,7 @@ import logging
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import pyarrow as pa
@@ -146,7 +146,8 @@ def _sort_column(kt: KeyType, keys: list[bytes]) -> pa.Array:
     sk = sort_keys_of_bytes(kt, keys)
     if kt.name in _INT64_SORT or (kt.name == "decimal" and kt.decimal_precision <= 18):
         return pa.array(np.asarray(sk, dtype=np.int64))
-    return pa.array([(k + _BIAS).to_bytes(24, "big") for k in sk], type=pa.binary())
+    # the other numeric types (wide decimals): int sort keys, biased to unsigned
+    return pa.array([(cast(int, k) + _BIAS).to_bytes(24, "big") for k in sk], type=pa.binary())
 
 
 def _compute(storage: Storage, base: str, key: str, kt: KeyType, files: Sequence[StatsFile],

@@ -7,14 +7,14 @@ the implementation; nothing else branches on the table format. Imports service.c
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 import pyarrow as pa
 from pyroaring import BitMap64
 
 from service.catalog.catalog_errors import CorruptDocumentError
-from service.jobs.jobspec import JobSpec
+from service.jobs.jobspec import JobSpec, RequestedOptions
 from service.catalog.model import DataFile, Snapshot, Table, UnreadableFile
 from service.tables.build_tasks import BuildOutcome, BuildPlan
 from service.tables.table_summary import TableSummary
@@ -140,7 +140,7 @@ class TableSource(Protocol):
     def check_table(self, spec: JobSpec) -> None:
         """The spec's checks against the table's definition (the build job repeats them; InvalidOptionError)."""
 
-    def check_build(self, spec: JobSpec, requested: object = None) -> JobSpec:
+    def check_build(self, spec: JobSpec, requested: RequestedOptions = None) -> JobSpec:
         """Everything a build of `spec` could only fail on later, refused now (the service's 400s); returns
         the spec to run (e.g. the `requested` options, as the request gave them, resolved against the
         existing index's)."""

@@ -6,6 +6,11 @@ A kind fills one (the Paimon kind from its snapshot; plain tables show none); th
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Literal
+
+IndexWriter = Literal["bgix", "paimon", "pypaimon", "unknown"]   # who wrote an index file (OriginSummary.writer)
+StaleReason = Literal["updated"]                                 # why an index file is stale
+BaselineFrom = Literal["deix", "anchor_files"]                   # where a stale file's baseline snapshot came from
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,7 +28,7 @@ class FieldSummary:
 class OriginSummary:
     """The files of one index one writer (one bgix job) committed."""
 
-    writer: str
+    writer: IndexWriter
     job_id: str | None
     snapshot_id: int | None   # the table version that committed them, when known
     files: int
@@ -37,11 +42,11 @@ class StaleFileSummary:
 
     index_file: str
     row_range: tuple[int, int]
-    reason: str
+    reason: StaleReason
     data_file: str
     sequence: int
     baseline: int
-    baseline_from: str
+    baseline_from: BaselineFrom
 
 
 @dataclass(frozen=True, slots=True)

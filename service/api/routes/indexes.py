@@ -2,7 +2,7 @@
 look-ups."""
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Literal, cast
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
@@ -98,14 +98,15 @@ def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPubli
     return schemas.IndexesPublic(table=name, indexes=out, errors=errors)
 
 
-def _key_order(cv: ColumnView, recorded: bool) -> str | None:
+def _key_order(cv: ColumnView, recorded: bool) -> schemas.KeyOrder | None:
     """bgix builds record the order with their options; where other writers' files make up the index (a
     Paimon table's) none is recorded, so the files tell (their readers are cached; index_stats opened them)."""
     if cv.kt.byte_order_is_logical:  # strings, booleans: both orders are the same
         return None
+    # the recorded option and the readers spell only KeyOrder's words (the response model checks them)
     if recorded:
-        return cv.snapshot.options.get("bgix.key-order")
-    orders = {ref.open().key_order for ref in cv.index.files}
+        return cast("schemas.KeyOrder | None", cv.snapshot.options.get("bgix.key-order"))
+    orders = {cast("schemas.KeyOrder", ref.open().key_order) for ref in cv.index.files}
     return orders.pop() if len(orders) == 1 else "mixed"
 
 

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query
 from index_format.errors import BgixError
 from service.api import schemas
 from service.api.deps import BearerDep, ReadAuth, Services, ServicesDep, WriteAuth, check_token
-from service.api.error_table import describe
+from service.api.error_table import ErrorDescription, describe
 from service.api.presenters import data_file_public, file_error_public, show_partitions, table_public
 from service.catalog.catalog_errors import CorruptDocumentError
 from service.catalog.model import Table
@@ -92,7 +92,7 @@ def list_tables(services: ServicesDep) -> schemas.TablesPublic:
     return out
 
 
-def _described(exc: BaseException) -> dict[str, object]:
+def _described(exc: BaseException) -> ErrorDescription:
     """A listed table's error as GET /v1/tables/{name} would report it (a bug: 'internal', no more said)."""
     body = describe(exc)
     if body["code"] == "internal":

@@ -16,7 +16,7 @@ from index_format.storage import Storage
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import DataFileError, UnsupportedOperationError
 from service.jobs.inflight_builds import InflightBuild
-from service.jobs.jobspec import JobSpec, check_column_name, resolve_options
+from service.jobs.jobspec import JobSpec, RequestedOptions, check_column_name, resolve_options
 from service.catalog.model import DataFile, Table, UnreadableFile
 from service.jobs.partitions import check_matches, check_readable, select_files
 from service.tables.files.scan import hive_keys, list_data_files, parse_partition, read_columns, read_schema, relative_dir
@@ -175,7 +175,7 @@ class FileSource:
                                      "its value lives in the directory names, not in the data files")
         select_files([], t, spec.partitions)
 
-    def check_build(self, spec: JobSpec, requested: object = None) -> JobSpec:
+    def check_build(self, spec: JobSpec, requested: RequestedOptions = None) -> JobSpec:
         """Partitions that match no data file or hold unreadable ones; options that differ from the existing
         index's without rebuild (an incremental build keeps the index's options)."""
         self.check_table(spec)

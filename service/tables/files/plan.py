@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import pyarrow as pa
@@ -271,6 +271,14 @@ def commit_build(catalog: Catalog, build: BuildPlan, written: pa.Table, spec: Jo
 _BUDGET_KEY = "bitmap-index.fallback-scan-max-size"
 
 
+class _SnapshotChanges(TypedDict, total=False):
+    """What a build with nothing new to index changes in the index's snapshot (Snapshot's fields)."""
+
+    stale: bool
+    stale_files: list[dict[str, Any]]
+    options: dict[str, str]
+
+
 def _commit_staleness(catalog: Catalog, plan: FilePlan, selected: bool) -> tuple[Snapshot | None, str]:
     """Nothing new to index: commit only if the staleness verdict or the scan budget (a query-time option,
     the one option an existing index takes without a rebuild) changed. Returns the snapshot and what the
@@ -279,9 +287,9 @@ def _commit_staleness(catalog: Catalog, plan: FilePlan, selected: bool) -> tuple
     if prev is None:
         return None, "nothing to build: no rows to index" + (" in the selected partitions" if selected else "")
     notes = []
-    changes: dict[str, object] = {}
+    changes: _SnapshotChanges = {}
     if prev.stale != bool(plan.stale_files) or prev.stale_files != plan.stale_files:
-        changes.update(stale=bool(plan.stale_files), stale_files=plan.stale_files)
+        changes["stale"], changes["stale_files"] = bool(plan.stale_files), plan.stale_files
         notes.append(f"staleness recorded ({len(plan.stale_files)} data file(s) rewritten or removed)")
     budget = plan.options.to_dict()[_BUDGET_KEY]
     if prev.options.get(_BUDGET_KEY) != budget:

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
+from functools import partial
 from typing import Any, TypeVar
 
 from index_format.errors import BgixError
@@ -152,7 +153,8 @@ def find_corrupt_metadata(location: str, *, snapshot_id: int | None = None,
     loc = parse_location(location)
     store = Storage(to_storage_path(loc.table_path), [], dict(storage_options or {}))
     try:
-        return _walk(loc, store, snapshot_id, dict(catalog_options or {}))
+        _walk(loc, store, snapshot_id, dict(catalog_options or {}))
+        return None
     except CorruptTableMetadataError as found:
         return found
     except Exception:   # _CannotTell, or a file that reads but says something odd: the walk must not hide the failure
@@ -222,12 +224,16 @@ def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, c
                              ("changelog", snap.changelog_manifest_list, snap.changelog_manifest_list_size)):
         if name:
             manifests.extend(_check(store, f"manifest/{name}", f"Paimon {kind} manifest list of {what}",
-                                    lambda name=name, size=size: lists.read(name, size)))
+                                    partial(lists.read, name, size)))
     files = ManifestFileManager(table)
+
+    def read_schema(rel: str) -> Any:
+        return TableSchema.from_json(store.read_bytes(rel).decode("utf-8"))
+
     data_schemas: set[int] = set()
     for meta in manifests:
         entries = _check(store, f"manifest/{meta.file_name}", f"Paimon manifest of {what}",
-                         lambda meta=meta: files.read(meta.file_name, file_size=meta.file_size))
+                         partial(files.read, meta.file_name, file_size=meta.file_size))
         data_schemas.update(int(e.file.schema_id) for e in entries)
     for sid in sorted(data_schemas - {int(snap.schema_id)}):   # pypaimon reads each data file with its schema
         rel = f"schema/schema-{sid}"
@@ -235,7 +241,7 @@ def _metadata_files(loc: PaimonLocation, store: Storage, snap: Any, what: str, c
             raise CorruptTableMetadataError(store.resolve(rel), f"{_MISSING} (data files of {what} name it)",
                                             f"Paimon schema {sid}")
         _check(store, rel, f"Paimon schema {sid} (of data files of {what})",
-               lambda rel=rel: TableSchema.from_json(store.read_bytes(rel).decode("utf-8")))
+               partial(read_schema, rel))
     if snap.index_manifest:
         rel = f"manifest/{snap.index_manifest}"
         if not _exists(store, rel):   # pypaimon reads a missing index manifest as no index files at all

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from pypaimon.globalindex.global_index_meta import GlobalIndexMeta
 from pypaimon.index.index_file_meta import IndexFileMeta
@@ -26,6 +26,9 @@ from pypaimon.manifest.index_manifest_entry import IndexManifestEntry
 from pypaimon.manifest.manifest_list_manager import ManifestListManager
 from pypaimon.table.row.generic_row import GenericRow
 from pypaimon.write.commit_message import CommitMessage
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 from index_format import ranges
 from index_format.families import BITMAP
@@ -153,7 +156,7 @@ def _check_still_uncovered(latest: PaimonTable, files: Sequence[BuiltIndexFile],
                 f"writer after snapshot {since} (the build's scan); rerun the build to index what is left")
 
 
-def _check_no_overlap_after(table: PaimonTable, files: Sequence[BuiltIndexFile], writable: object,
+def _check_no_overlap_after(table: PaimonTable, files: Sequence[BuiltIndexFile], writable: FileStoreTable,
                             sid: int) -> None:
     """A writer that committed an index on our column between our check and our commit: take ours back."""
     mine = {f.file_name for f in files}
@@ -169,9 +172,9 @@ def _check_no_overlap_after(table: PaimonTable, files: Sequence[BuiltIndexFile],
                 "at the same time; this build's index files were taken back out")
 
 
-def _messages(writable: object, files: Sequence[BuiltIndexFile], scanned: int, *, external: bool, kind: int,
+def _messages(writable: FileStoreTable, files: Sequence[BuiltIndexFile], scanned: int, *, external: bool, kind: int,
               deletes: bool = False) -> list[CommitMessage]:
-    fields = writable.partition_keys_fields  # type: ignore[attr-defined]
+    fields = writable.partition_keys_fields
     source = deix_source_meta(scanned)
     by_partition: dict[tuple[object, ...], list[IndexManifestEntry]] = {}
     for f in files:
@@ -192,10 +195,10 @@ def _messages(writable: object, files: Sequence[BuiltIndexFile], scanned: int, *
     return out
 
 
-def _replace_messages(writable: object, replaced: Sequence[GlobalIndexEntry]) -> list[CommitMessage]:
+def _replace_messages(writable: FileStoreTable, replaced: Sequence[GlobalIndexEntry]) -> list[CommitMessage]:
     """Index deletes for the entries `replaced` (pypaimon takes an entry out by its file name, in its partition)."""
-    fields = writable.partition_keys_fields  # type: ignore[attr-defined]
-    keys = list(writable.partition_keys)  # type: ignore[attr-defined]
+    fields = writable.partition_keys_fields
+    keys = list(writable.partition_keys)
     by_partition: dict[tuple[object, ...], list[IndexManifestEntry]] = {}
     for e in replaced:
         values = tuple(e.partition.get(k) for k in keys)
@@ -213,7 +216,7 @@ def _replace_messages(writable: object, replaced: Sequence[GlobalIndexEntry]) ->
 
 
 def writable_table(location: PaimonLocation, catalog_options: Mapping[str, str] | None = None,
-                   roots: Sequence[str] = ()) -> Any:
+                   roots: Sequence[str] = ()) -> FileStoreTable:
     """A fresh, unpinned pypaimon table to commit through (a PaimonTable is pinned: a time-travel copy), writing
     nothing outside `roots` (confined_io; default: the table directory); on local disk its snapshot rename never
     replaces another writer's snapshot (no_replace_io)."""
@@ -221,7 +224,7 @@ def writable_table(location: PaimonLocation, catalog_options: Mapping[str, str] 
                                roots_of(list(roots) or [to_storage_path(location.table_path)]))
 
 
-def commit_messages(writable: Any, messages: Sequence[CommitMessage], *, after: int,
+def commit_messages(writable: FileStoreTable, messages: Sequence[CommitMessage], *, after: int,
                     properties: dict[str, str] | None = None) -> int:
     """Commit `messages` through `writable` as one new snapshot; returns its id (the first of ours after `after`)."""
     wb = writable.new_batch_write_builder()
@@ -234,8 +237,8 @@ def commit_messages(writable: Any, messages: Sequence[CommitMessage], *, after: 
     return _our_snapshot(writable, wb.commit_user, after=after)
 
 
-def _our_snapshot(writable: object, commit_user: str, after: int) -> int:
-    manager = writable.snapshot_manager()  # type: ignore[attr-defined]
+def _our_snapshot(writable: FileStoreTable, commit_user: str, after: int) -> int:
+    manager = writable.snapshot_manager()
     latest = manager.get_latest_snapshot()
     sid = int(latest.id)
     while sid > after:

@@ -144,7 +144,7 @@ def load_confined_table(location: PaimonLocation, catalog_options: Mapping[str, 
     return table
 
 
-class ConfinedFileIO(FileIO):
+class ConfinedFileIO(FileIO):  # type: ignore[misc]  # pypaimon is untyped (Any)
     """A pypaimon FileIO whose every path is checked against `roots` first (the module says how).
 
     Wraps any FileIO (a local one with its rename replaced by no_replace_io's). The I/O methods pypaimon's FileIOs
@@ -283,7 +283,7 @@ class ConfinedFileIO(FileIO):
         return self._write("write_blob", path, *args, **kwargs)
 
 
-class _ConfinedHandler(pafs.FileSystemHandler):
+class _ConfinedHandler(pafs.FileSystemHandler):  # type: ignore[misc]  # pyarrow is untyped (Any)
     """pyarrow's file system of a FileIO with every path checked first (pypaimon's readers open data files here)."""
 
     def __init__(self, fs: pafs.FileSystem, check: Any) -> None:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import errno
 import os
+from typing import cast
+
 from pypaimon.filesystem.local_file_io import LocalFileIO
 
 __all__ = ["NoReplaceLocalFileIO"]
@@ -19,13 +21,13 @@ __all__ = ["NoReplaceLocalFileIO"]
 _NO_LINKS = {errno.EPERM, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EXDEV, errno.EMLINK, errno.ENOSYS}
 
 
-class NoReplaceLocalFileIO(LocalFileIO):
+class NoReplaceLocalFileIO(LocalFileIO):  # type: ignore[misc]  # pypaimon is untyped (Any)
     """pypaimon's LocalFileIO with the rename its contract describes: False, and nothing changed, when `dst` exists."""
 
     def rename(self, src: str, dst: str) -> bool:
         source, target = self._to_file(src), self._to_file(dst)
         if target.is_dir():   # "move into the directory": pypaimon's own (Hadoop-compatible) behaviour
-            return super().rename(src, dst)
+            return cast(bool, super().rename(src, dst))
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
             os.link(source, target)
@@ -33,7 +35,7 @@ class NoReplaceLocalFileIO(LocalFileIO):
             return False
         except OSError as exc:
             if exc.errno in _NO_LINKS:
-                return super().rename(src, dst)
+                return cast(bool, super().rename(src, dst))
             return False
         os.unlink(source)
         return True

@@ -26,6 +26,7 @@ from index_format.global_index.filemeta import deix_scan_snapshot
 from index_format.lru import ByteLRU
 from service.tables.paimon.index_entries import GlobalIndexEntry, index_file_names
 from service.tables.paimon.table import PaimonTable
+from service.tables.table_summary import IndexWriter
 
 __all__ = ["BGIX_JOB_PROPERTY", "ORIGINS", "WINDOW", "IndexOrigin", "OriginsCache", "file_origins"]
 
@@ -40,7 +41,7 @@ _CACHE_SIZE = 4096     # (table, snapshot) entries; one small record each
 class IndexOrigin:
     """The writer of one index file; for bgix also its build job and the snapshot that committed the file."""
 
-    writer: str                   # one of ORIGINS
+    writer: IndexWriter           # one of ORIGINS
     job_id: str | None = None
     snapshot_id: int | None = None
 
@@ -78,9 +79,11 @@ class OriginsCache:
             self._commits.discard_where(lambda key: key[0] == table.table_path)
 
 
-def file_origins(table: PaimonTable, entries: Mapping[str, Sequence[GlobalIndexEntry]],
+def file_origins(table: PaimonTable,
+                 entries: Mapping[str, Sequence[GlobalIndexEntry]] | Mapping[tuple[str, str], Sequence[GlobalIndexEntry]],
                  cache: OriginsCache | None = None) -> dict[str, IndexOrigin]:
-    """file name → IndexOrigin for every entry (index files of `table`'s pinned snapshot); `cache` keeps
+    """file name → IndexOrigin for every entry (index files of `table`'s pinned snapshot, grouped by column or by
+    (column, index type) as list_index_entries / list_all_index_entries give them); `cache` keeps
     what snapshots committed across calls (None: a fresh one)."""
     cache = OriginsCache() if cache is None else cache
     files = [e for group in entries.values() for e in group]

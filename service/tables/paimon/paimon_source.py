@@ -19,7 +19,7 @@ from service.catalog import warehouse_layout
 from service.catalog.catalog import Catalog
 from service.jobs.inflight_builds import InflightBuild, list_inflight
 from service.catalog.catalog_errors import CorruptDocumentError, JobNotFoundError
-from service.jobs.jobspec import NOTHING_TO_BUILD, JobSpec, resolve_options
+from service.jobs.jobspec import NOTHING_TO_BUILD, JobSpec, RequestedOptions, resolve_options
 from service.jobs.liveness import job_process_alive
 from service.catalog.model import DataFile, Table, UnreadableFile
 from service.jobs.partitions import check_keys, check_matches
@@ -36,7 +36,7 @@ from service.tables.paimon.origins import BGIX_JOB_PROPERTY, OriginsCache
 from service.tables.table_summary import TableSummary
 from service.tables.paimon.rows import ROW_ID as PAIMON_ROW_ID
 from service.tables.paimon.table import PaimonTable, open_paimon_table, table_storage
-from service.tables.paimon.view import PaimonView, latest_snapshot_id, load_paimon_view
+from service.tables.paimon.view import latest_snapshot_id, load_paimon_view
 from service.tables.table_source import IndexViewSource, OrphanReport
 
 __all__ = ["PaimonCommitted", "PaimonSource", "PaimonTaskReader", "balance_tasks", "build_owners", "built_files"]
@@ -224,7 +224,7 @@ class PaimonSource:
     def check_table(self, spec: JobSpec) -> None:
         """Columns and partition keys are checked against the pinned snapshot's schema when planning."""
 
-    def check_build(self, spec: JobSpec, requested: object = None) -> JobSpec:
+    def check_build(self, spec: JobSpec, requested: RequestedOptions = None) -> JobSpec:
         """Column types, partition keys, partition specs that match no data file, and options that differ from
         those the column's index was built with, without rebuild (as for plain tables: an incremental build
         keeps the index's options, and one that would build nothing must not answer "up to date" with the

@@ -4,10 +4,14 @@ use it) and the tiny table of a build runner's warm-up build (service.build_job.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
 from pypaimon import CatalogFactory, Schema
+
+if TYPE_CHECKING:
+    from pypaimon.table.file_store_table import FileStoreTable
 
 __all__ = ["WARM_UP_COLUMN", "append_arrow", "write_warm_up_table"]
 
@@ -32,9 +36,9 @@ def write_warm_up_table(warehouse: Path, files: int = 4, rows: int = 512) -> str
     return str(warehouse / f"{_DB}.db" / _NAME)
 
 
-def append_arrow(table: object, data: pa.Table) -> None:
+def append_arrow(table: FileStoreTable, data: pa.Table) -> None:
     """Write `data` to the pypaimon `table` and commit it as one new snapshot (a plain batch append)."""
-    wb = table.new_batch_write_builder()  # type: ignore[attr-defined]
+    wb = table.new_batch_write_builder()
     writer, commit = wb.new_write(), wb.new_commit()
     try:
         writer.write_arrow(data)

@@ -31,10 +31,11 @@ from index_format.global_index.filemeta import deix_scan_snapshot
 from service.tables.paimon.description import PaimonDataFile, PaimonTableDescription, RowRangeGroup
 from service.tables.paimon.index_entries import GlobalIndexEntry
 from service.tables.paimon.table import PaimonTable
+from service.tables.table_summary import StaleReason
 
 __all__ = ["UPDATED", "StaleIndexFile", "field_ids_loader", "stale_index_files"]
 
-UPDATED = "updated"   # the reason: a data file updated an indexed column of the file's rows after its build
+UPDATED: StaleReason = "updated"   # the reason: a data file updated an indexed column of the file's rows after its build
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,7 +52,7 @@ class StaleIndexFile:
     marked: bool             # True: the baseline is the DEIX marker's; False: the anchor-file bound
     data_file: str           # path of the data file that updated its rows
     data_sequence: int       # that file's sequence number for the indexed field
-    reason: str = UPDATED
+    reason: StaleReason = UPDATED
 
     def to_dict(self) -> dict[str, object]:
         """The Snapshot.stale_files record: `path` names the data file, as plain tables' records do."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from pypaimon.catalog.catalog_exception import CatalogException, TableNotExistException
 
@@ -82,8 +82,8 @@ def catalog_options_for(location: str, storage_options: Mapping[str, object] | N
     if scheme_of(location) not in _S3_SCHEMES:
         return {}
     so = dict(storage_options or {})
-    client = dict(so.get("client_kwargs") or {})
-    config = dict(so.get("config_kwargs") or {})
+    client = _options_in(so, "client_kwargs")
+    config = _options_in(so, "config_kwargs")
 
     def first(*values: object) -> str | None:
         return next((str(v) for v in values if v not in (None, "")), None)
@@ -100,9 +100,14 @@ def catalog_options_for(location: str, storage_options: Mapping[str, object] | N
         if "://" not in endpoint:  # pyarrow, like botocore, takes the scheme from the endpoint when given
             endpoint = ("https://" if _truthy(use_ssl) else "http://") + endpoint
         out["fs.s3.endpoint"] = endpoint
-    style = str(dict(config.get("s3") or {}).get("addressing_style") or "auto").lower()
+    style = str(_options_in(config, "s3").get("addressing_style") or "auto").lower()
     out["fs.s3.path-style-access"] = "true" if style == "path" or (endpoint and style != "virtual") else "false"
     return {k: v for k, v in out.items() if v is not None}
+
+
+def _options_in(options: Mapping[str, object], key: str) -> dict[str, object]:
+    """The nested options under `key` (fsspec's client_kwargs, config_kwargs, …) as a dict; {} when absent."""
+    return dict(cast("Mapping[str, object]", options.get(key) or {}))
 
 
 def _truthy(value: object) -> bool:
