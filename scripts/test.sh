@@ -15,6 +15,7 @@ export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
 export PATH="$PWD/.venv/bin:$PATH"
 .venv/bin/lint-imports --config pyproject.toml
+.venv/bin/mypy   # strict over index_format and service (pyproject.toml [tool.mypy]); 0 errors or the run fails
 if [ "$quick" = 1 ]; then
   exec .venv/bin/python -m pytest -m "not slow" --ignore=tests/api --ignore=tests/browser --ignore=tests/e2e \
     ${args[@]+"${args[@]}"}
