@@ -32,7 +32,7 @@ from index_format.predicate.visitors import referenced_columns, rewrite_not
 from index_format.types import KeyType
 
 if TYPE_CHECKING:
-    from index_format.global_index.reader import IndexReader
+    from index_format.index_reader import IndexReader
     from index_format.range_bitmap import RangeBitmapReader
 
 DEFAULT_FALLBACK_SCAN_MAX_SIZE = IndexOptions().fallback_scan_max_size

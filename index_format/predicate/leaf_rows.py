@@ -20,7 +20,7 @@ from index_format.predicate.operators import OPERATORS
 from index_format.predicate.tree import BoundLeaf
 
 if TYPE_CHECKING:
-    from index_format.global_index.reader import IndexReader
+    from index_format.index_reader import IndexReader
     from index_format.range_bitmap import RangeBitmapReader
 
 # Positive operators a range sidecar answers with comparisons on its codes (predicate/answer.py asks it).
