@@ -12,7 +12,7 @@ from pyroaring import BitMap64
 
 from index_format.predicate.column_index import DEFAULT_FALLBACK_SCAN_MAX_SIZE, ColumnIndex, IndexFileRef
 from index_format.predicate.execute import Answer, execute
-from index_format.predicate.file_pruning import file_may_match
+from index_format.predicate.file_pruning import file_may_match, literal_memo
 from index_format.predicate.query_plan import QueryPlan, plan_query
 from index_format.predicate.tree import Node
 
@@ -37,6 +37,7 @@ def answer_over_files(bound: Node, columns: Mapping[str, ColumnIndex], *, explai
         UnknownColumnError: the tree names a column missing from `columns`.
         QueryTimeoutError: `deadline` passed before the answer was complete.
     """
-    plan = plan_query(bound, columns, with_unknown=with_unknown, count_only=count_only, explain=explain,
-                      deleted=deleted)
-    return execute(plan, explain=explain, deleted=deleted, deadline=deadline)
+    with literal_memo():   # one sort of each IN list for pruning (plan) and narrowing (execution)
+        plan = plan_query(bound, columns, with_unknown=with_unknown, count_only=count_only, explain=explain,
+                          deleted=deleted)
+        return execute(plan, explain=explain, deleted=deleted, deadline=deadline)

@@ -38,6 +38,12 @@ def _json_ranges(rs: Sequence[Range]) -> list[list[int]]:
     return [[int(s), int(e)] for s, e in rs]
 
 
+def _text(node: Node) -> str:
+    """A node's repr for the plan's JSON, cut at 500 characters (a big IN list or tree)."""
+    text = repr(node)
+    return text if len(text) <= 500 else text[:500] + "…"
+
+
 def _index_json(ci: ColumnIndex) -> dict[str, object]:
     return {"column": ci.column, "family": ci.family}
 
@@ -133,7 +139,7 @@ class LeafPlan:
 
     def to_json(self) -> dict[str, object]:
         out: dict[str, object] = {
-            "leaf": ("NOT " if self.negated else "") + repr(self.leaf), "column": self.leaf.column,
+            "leaf": ("NOT " if self.negated else "") + _text(self.leaf), "column": self.leaf.column,
             "op": self.leaf.op, "need_unknown": self.need_unknown,
             "index": None if self.index is None else _index_json(self.index)}
         if self.constant is not None:
@@ -208,7 +214,7 @@ class QueryPlan:
 
     def to_json(self) -> dict[str, object]:
         """The plan as JSON-able data (explain's "plan")."""
-        return {"tree": repr(self.tree), "columns": list(self.used), "with_unknown": self.with_unknown,
+        return {"tree": _text(self.tree), "columns": list(self.used), "with_unknown": self.with_unknown,
                 "leaves": [lp.to_json() for lp in self.leaves],
                 "count": None if self.count is None else self.count.to_json(),
                 "coverage": self.coverage.to_json()}
