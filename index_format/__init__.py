@@ -16,7 +16,8 @@ _EXPORTS = {
         "UnsupportedVersionError"),
     "index_format.global_index.filemeta": ("FileMeta", "parse_meta"),
     "index_format.global_index.footer": ("Footer",),
-    "index_format.global_index.reader": ("BlockCache", "IndexReader", "ReadStats", "open_index"),
+    "index_format.global_index.reader": ("BitmapIndexReader", "BlockCache", "ReadStats", "open_index"),
+    "index_format.index_reader": ("IndexReader",),
     "index_format.global_index.writer": ("WrittenFile", "manifest_meta", "write_index_bytes", "write_index_files"),
     "index_format.keys": ("deserialize_key", "serialize_key", "sort_key"),
     "index_format.literals": ("coerce_literal", "to_json"),
@@ -51,7 +52,8 @@ if TYPE_CHECKING:
     )
     from index_format.global_index.filemeta import FileMeta, parse_meta
     from index_format.global_index.footer import Footer
-    from index_format.global_index.reader import BlockCache, IndexReader, ReadStats, open_index
+    from index_format.global_index.reader import BitmapIndexReader, BlockCache, ReadStats, open_index
+    from index_format.index_reader import IndexReader
     from index_format.global_index.writer import WrittenFile, manifest_meta, write_index_bytes, write_index_files
     from index_format.keys import deserialize_key, serialize_key, sort_key
     from index_format.literals import coerce_literal, to_json

@@ -2,6 +2,8 @@
 the family is opened and written, and which predicate leaves its files answer. A family plugs in here and
 nowhere else; the build job, the table sources and the query side look it up by name.
 
+Every family's reader implements index_format.index_reader.IndexReader, the one surface the engine and the
+service call. A new family is its package, one FAMILIES entry here and its docs (docs/contracts.md lists them).
 Light to import (the API's request schemas and the client read the names): a family's reader and writer
 modules load on first use. Never imports the predicate package (capabilities are operator names).
 """
@@ -10,9 +12,13 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from index_format.errors import InvalidOptionError
+
+if TYPE_CHECKING:
+    from index_format.index_reader import IndexReader
+    from index_format.written_files import WrittenFile
 
 __all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "MULTIVALUE", "FAMILIES", "IndexFamily", "built_family", "family"]
 
@@ -22,9 +28,9 @@ class IndexFamily:
     """One index family.
 
     `name`: Paimon's `IndexFileMeta.index_type` (the `index_type` of create_global_index).
-    `reader`, `writer`: "module:function" of `open_reader(source, kt, *, cache, bitmap_cache)` (a reader with
-    the global index reader's methods) and `write_files(keys, local_row_ids, kt, options, *, records_per_file,
-    new_path, storage, keep_rows)` (a list of WrittenFile).
+    `reader`, `writer`: "module:function" of `open_reader(source, kt, *, cache, bitmap_cache)` (an
+    index_format.index_reader.IndexReader) and `write_files(keys, local_row_ids, kt, options, *,
+    records_per_file, new_path, storage, keep_rows)` (a list of WrittenFile).
     `answers`: the leaf operators (predicate.operators names) its files answer; None means every operator
     (a leaf the family cannot answer is UNSUPPORTED: the engine scans).
     `builds`: bgix writes files of this family (False: served only).
@@ -46,17 +52,19 @@ class IndexFamily:
     rank: int = 0
 
     @property
-    def open_reader(self) -> Callable[..., Any]:
-        return _load(self.reader)
+    def open_reader(self) -> Callable[..., IndexReader]:
+        """open_reader(source: RangeSource | str, kt: KeyType | str, *, storage=None, size=None, cache=None,
+        bitmap_cache=None) -> IndexReader."""
+        return cast("Callable[..., IndexReader]", _load(self.reader))
 
     @property
-    def write_files(self) -> Callable[..., Any]:
-        return _load(self.writer)
+    def write_files(self) -> Callable[..., list[WrittenFile]]:
+        return cast("Callable[..., list[WrittenFile]]", _load(self.writer))
 
 
-def _load(ref: str) -> Callable[..., Any]:
+def _load(ref: str) -> object:
     module, _, name = ref.partition(":")
-    return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(module), name)
 
 
 # What a sorted key → row-ids file answers by seeking (Paimon's BTreeIndexReader); the rest of the operator

@@ -1,7 +1,7 @@
 """Lazy btree-index reader: footer first, then the index block, then only the data blocks a question needs.
 
-Answers with the bitmap reader's methods and return types (pyroaring BitMap64 of LOCAL row ids), so the
-query side calls either through one family table. Keys are searched in Java's logical order by binary search
+Implements index_format.index_reader.IndexReader (pyroaring BitMap64 of LOCAL row ids), so the query side
+calls every family's reader alike. Keys are searched in Java's logical order by binary search
 inside each decoded block (btree_search); decoded blocks live in a byte-budgeted LRU of the reader. Every read
 goes through the RangeSource, is bounds-checked and counted in `stats`; corrupt bytes raise IndexFormatError
 subclasses naming the file and the part ("footer", "index block", "data block at <offset>", "null bitmap",
@@ -330,11 +330,11 @@ class BTreeIndexReader:
         """Rows whose serialized key satisfies `match`."""
         return self._scan_rows(lambda keys: [bool(match(k)) for k in keys])
 
-    def entries(self) -> Iterator[tuple[object, np.ndarray]]:
-        """(value, its row ids as uint64, as stored) for every key in logical order."""
+    def entries(self) -> Iterator[tuple[object, BitMap64]]:
+        """(value, its local rows) for every key in logical order, one data block at a time."""
         kt = self.kt
         for key, ids in self.raw_entries():
-            yield deserialize_key(kt, key), ids
+            yield deserialize_key(kt, key), _bitmap(ids)
 
     def raw_entries(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(key bytes, row ids as stored) for every key in logical order, one block at a time."""
@@ -526,7 +526,7 @@ class BTreeIndexReader:
         n = len(idx)
         if n == 0:
             return None
-        if lo is not None and hi is not None and (hi < lo or (hi == lo and not (lo_incl and hi_incl))):
+        if lo is not None and hi is not None and _empty_bounds(lo, lo_incl, hi, hi_incl):
             return None
         if lo is None:
             b0, j0 = 0, 0
@@ -592,6 +592,11 @@ class BTreeIndexReader:
         if not self.kt.is_string:
             raise UnsupportedTypeError(f"starts_with needs a string column, not {self.kt.spelling}")
         return prefix.encode("utf-8") if isinstance(prefix, str) else bytes(prefix)
+
+
+def _empty_bounds(lo: Any, lo_incl: bool, hi: Any, hi_incl: bool) -> bool:
+    """Whether no key lies within the bounds (search forms of one key type compare with each other)."""
+    return bool(hi < lo or (hi == lo and not (lo_incl and hi_incl)))
 
 
 def _bitmap(ids: np.ndarray) -> BitMap64:

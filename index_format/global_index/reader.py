@@ -6,7 +6,9 @@ or from a path opened through index_format.storage.
 """
 from __future__ import annotations
 
+from array import array
 from collections.abc import Callable, Iterable, Iterator
+from typing import Any, cast
 
 import numpy as np
 from pyroaring import BitMap64
@@ -16,19 +18,22 @@ from index_format.global_index import gather
 from index_format.global_index.block_index import BlockCache, BlockIndex, Locs, Span
 from index_format.global_index.footer import Footer, parse_footer
 from index_format.global_index.reads import BitmapCache, FileReads, ReadStats
+from index_format.index_reader import IndexReader
 from index_format.keys import deserialize_key, serialize_key, sort_key_of_bytes
 from index_format.layout import FOOTER_SIZE
 from index_format.storage import RangeSource, Storage, as_source
 from index_format.types import KeyType, parse_type
 
-__all__ = ["BitmapCache", "BlockCache", "IndexReader", "ReadStats", "open_index"]
+# IndexReader (the protocol every family's reader implements) is re-exported for the callers that type readers.
+__all__ = ["BitmapCache", "BitmapIndexReader", "BlockCache", "IndexReader", "ReadStats", "open_index"]
 
 _SCAN_BITMAP_BYTES = 4 << 20   # key_counts: bitmap bytes read per gather
+_FIRST_KEYS, _KEYS_PER_GATHER = 64, 4096   # key_rows: keys whose bitmaps are read at once (a sample first)
 
 
 def open_index(source: RangeSource | str, kt: KeyType | str, *, storage: Storage | None = None,
                size: int | None = None, cache: BlockCache | None = None,
-               bitmap_cache: BitmapCache | None = None) -> IndexReader:
+               bitmap_cache: BitmapCache | None = None) -> BitmapIndexReader:
     """Open a file by reading only its footer; `size` should come from the manifest (spec §2.2).
 
     `source` is a RangeSource or a path: resolved by `storage` when given, else a local file.
@@ -38,11 +43,12 @@ def open_index(source: RangeSource | str, kt: KeyType | str, *, storage: Storage
         PathNotAllowedError: a path outside the storage roots.
     """
     src = as_source(source, storage=storage, size=size)
-    return IndexReader(src, parse_type(kt) if isinstance(kt, str) else kt, cache=cache, bitmap_cache=bitmap_cache)
+    return BitmapIndexReader(src, parse_type(kt) if isinstance(kt, str) else kt, cache=cache, bitmap_cache=bitmap_cache)
 
 
-class IndexReader:
-    """Read-only view of one bitmap index file; every lookup is correct for both key orders."""
+class BitmapIndexReader:
+    """Read-only view of one bitmap (or multivalue) index file; every lookup is correct for both key orders.
+    Implements index_format.index_reader.IndexReader."""
 
     def __init__(self, source: RangeSource, kt: KeyType, *, cache: BlockCache | None = None,
                  bitmap_cache: BitmapCache | None = None) -> None:
@@ -65,7 +71,7 @@ class IndexReader:
     # ------------------------------------------------------------ file structure
 
     def bitmap_at(self, offset: int, length: int) -> BitMap64:
-        """The bitmap stored at (offset, length), e.g. from entries()."""
+        """The bitmap stored at (offset, length), e.g. from located_entries()."""
         return self._reads.bitmap_at(offset, length)
 
     @property
@@ -118,6 +124,10 @@ class IndexReader:
         return BitMap64() if loc is None else self._reads.bitmap_at(*loc)
 
     def isin(self, values: Iterable[object]) -> BitMap64:
+        return gather.union(self._reads, self._key_locs(values))
+
+    def _key_locs(self, values: Iterable[object]) -> list[tuple[int, int]]:
+        """(offset, length) of the bitmap of each distinct non-null value the file holds."""
         seen: set[bytes] = set()
         locs: list[tuple[int, int]] = []
         locate = self.blocks.locate
@@ -131,7 +141,7 @@ class IndexReader:
             loc = locate(kb)
             if loc is not None:
                 locs.append(loc)
-        return gather.union(self._reads, locs)
+        return locs
 
     def range(self, low: object = None, high: object = None, *, low_inclusive: bool = True,
               high_inclusive: bool = True) -> BitMap64:
@@ -172,21 +182,27 @@ class IndexReader:
         for blk in self.blocks.iter_blocks():
             yield from zip(blk.keys, blk.offsets, blk.lengths)
 
-    def entries(self) -> Iterator[tuple[object, int, int]]:
-        """(value, bitmap offset, bitmap length) in file order (logical order for current files)."""
+    def located_entries(self) -> Iterator[tuple[object, int, int]]:
+        """(value, bitmap offset, bitmap length) in file order (logical order for current files): where each
+        key's bitmap lies (inspection; read one with bitmap_at)."""
         kt = self.kt
         for k, o, n in self.raw_entries():
             yield deserialize_key(kt, k), o, n
 
+    def entries(self) -> Iterator[tuple[object, BitMap64]]:
+        """(value, its local rows) for every key in logical order, bitmaps read a bounded number at a time."""
+        kt = self.kt
+        for k, ids in self.key_rows():
+            yield deserialize_key(kt, k), BitMap64(array("Q", ids.astype(np.uint64, copy=False).tobytes()))
+
     def key_rows(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(key bytes, its local row ids as uint64) for every key in logical order, bitmaps read a bounded
         number of bytes at a time (deriving a range sidecar from this file)."""
-        items = list(self.raw_entries())
-        if self.blocks.order != "logical":
-            kt = self.kt
-            items.sort(key=lambda e: sort_key_of_bytes(kt, e[0]))
-        for a in range(0, len(items), 4096):
-            part = items[a:a + 4096]
+        items = self._logical(list(self.raw_entries()))
+        a = 0
+        while a < len(items):
+            part = items[a:a + (_FIRST_KEYS if a == 0 else _KEYS_PER_GATHER)]
+            a += len(part)
             offs = np.fromiter((e[1] for e in part), dtype=np.int64, count=len(part))
             lens = np.fromiter((e[2] for e in part), dtype=np.int64, count=len(part))
             yield from zip((e[0] for e in part), gather.row_arrays(self._reads, offs, lens))
@@ -199,9 +215,7 @@ class IndexReader:
             items = [(k, o, n) for k, o, n in self.raw_entries() if (o, n) in locs_set]
         else:
             items = list(self.raw_entries())
-        if self.blocks.order != "logical":
-            kt = self.kt
-            items.sort(key=lambda e: sort_key_of_bytes(kt, e[0]))
+        items = self._logical(items)
         if not items:
             return
         offs = np.fromiter((e[1] for e in items), dtype=np.int64, count=len(items))
@@ -230,7 +244,31 @@ class IndexReader:
                                      if b > a] or [np.zeros(0, np.int64)])
             yield (keys if keys is not None else (kbuf, koffs)), counts
 
+    def count_keys(self, values: Iterable[object]) -> int:
+        """len(isin(values)) (a multivalue file's row may hold several of the values)."""
+        return len(self.isin(values))
+
+    def count_range(self, low: object = None, high: object = None, *, low_inclusive: bool = True,
+                    high_inclusive: bool = True) -> int:
+        """len(range(...))."""
+        return len(self.range(low, high, low_inclusive=low_inclusive, high_inclusive=high_inclusive))
+
+    def non_null_count(self) -> int:
+        """Rows with a key (the footer's non-null bitmap)."""
+        if self._non_null is None:
+            self.non_null_rows()
+        assert self._non_null is not None
+        return len(self._non_null)
+
     # ------------------------------------------------------------ helpers
+
+    def _logical(self, items: list[tuple[bytes, int, int]]) -> list[tuple[bytes, int, int]]:
+        """Entries (key bytes, offset, length) of raw_entries() in logical key order."""
+        if self.blocks.order != "logical":
+            kt = self.kt
+            items.sort(key=lambda e: cast(Any, sort_key_of_bytes(kt, e[0])))   # keys of one type compare
+        return items
+
 
     def _prefix_bytes(self, prefix: str | bytes) -> bytes:
         if not self.kt.is_string:

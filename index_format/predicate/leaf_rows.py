@@ -20,7 +20,7 @@ from index_format.predicate.operators import OPERATORS
 from index_format.predicate.tree import BoundLeaf
 
 if TYPE_CHECKING:
-    from index_format.global_index.reader import IndexReader
+    from index_format.index_reader import IndexReader
     from index_format.range_bitmap import RangeBitmapReader
 
 # Positive operators a range sidecar answers with comparisons on its codes (predicate/answer.py asks it).
@@ -159,9 +159,9 @@ def sidecar_rows(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> BitMap64:
     raise ValueError(f"no sidecar evaluation for {leaf!r}")
 
 
-def sidecar_count(leaf: BoundLeaf, sidecar: RangeBitmapReader) -> int | None:
+def sidecar_count(leaf: BoundLeaf, sidecar: RangeBitmapReader | IndexReader) -> int | None:
     """len(sidecar_rows(leaf, sidecar)), with counts of the bit-slice sweeps (no bitmap is built where the
-    sidecar's dense planes answer). Merged intervals are disjoint, so their counts add up. For `eq` / `in`
+    sidecar's dense planes answer); an index reader (a btree's entry counts) counts the same way. Merged intervals are disjoint, so their counts add up. For `eq` / `in`
     the key counts, None while the sidecar has none."""
     op = OPERATORS[leaf.op].positive if leaf.op in OPERATORS else leaf.op
     if op == "eq":

@@ -146,7 +146,7 @@ def _inspect(args: argparse.Namespace) -> int:
         blocks.append({"block": i, "offset": off, "length": length, "first_key_hex": block_first.hex(),
                        "codec": CODEC_NAMES.get(type_id, f"unknown({type_id})"), "crc": status})
     values = []
-    for value, off, length in r.entries():
+    for value, off, length in r.located_entries():
         values.append((value, off, length, sorted(r.bitmap_at(off, length))))
     null_rows = sorted(r.null_rows())
     non_null = sorted(r.non_null_rows())

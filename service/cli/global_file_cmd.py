@@ -114,7 +114,7 @@ def inspect_btree(args: argparse.Namespace) -> int:
         "first_key": None if first is None else to_json(kt, first),
         "last_key": None if last is None else to_json(kt, last),
         "null_rows": null_rows,
-        "values": [{"key": to_json(kt, v), "row_ids": sorted(ids.tolist())} for v, ids in entries],
+        "values": [{"key": to_json(kt, v), "row_ids": list(ids)} for v, ids in entries],
     })
     if args.json:
         print(json.dumps(doc, ensure_ascii=False))

@@ -86,7 +86,7 @@ def test_we_answer_correctly_on_byte_ordered_files(tmp_path: Path, name: str, ty
     kt = parse_type(type_name)
     r = open_index(str(path), kt)
     assert r.key_order in ("bytes", "unknown")
-    got = {identity(type_name, v): set(r.bitmap_at(o, n)) for v, o, n in r.entries()}
+    got = {identity(type_name, v): set(r.bitmap_at(o, n)) for v, o, n in r.located_entries()}
     assert got == sets
     for ident, value in rep.items():
         assert set(r.eq(value)) == sets[ident], value

@@ -212,7 +212,7 @@ def test_identity_of_float_keys() -> None:
     keys = [0.0, -0.0, math.nan, float.fromhex("0x1.8p1"), -0.0, math.nan]
     data, written = write_btree_bytes(keys, list(range(len(keys))), parse_type("double"))
     r = open_btree_index(BytesSource(data), parse_type("double"))
-    got = {identity("double", v): sorted(ids.tolist()) for v, ids in r.entries()}
+    got = {identity("double", v): sorted(ids) for v, ids in r.entries()}
     assert got == {(0.0, 1.0): [0], (-0.0, -1.0): [1, 4], ("NaN",): [2, 5], (3.0, 1.0): [3]}
     assert [java_order("double", v) for v, _ in r.entries()] == [java_order("double", k)
                                                                   for k in (-0.0, 0.0, 3.0, math.nan)]

@@ -20,4 +20,4 @@ def truth(keys: list, rids: list) -> tuple[dict, set]:
 def read_sets(data: bytes, type_text: str) -> tuple[dict, set]:
     """The same shape read back from a file's bytes with our reader."""
     r = open_index(BytesSource(data), parse_type(type_text))
-    return {v: set(r.bitmap_at(o, n)) for v, o, n in r.entries()}, set(r.null_rows())
+    return {v: set(r.bitmap_at(o, n)) for v, o, n in r.located_entries()}, set(r.null_rows())

@@ -186,7 +186,7 @@ def test_files_are_cut_in_logical_order_like_pypaimon(tmp_path: Path) -> None:
         data = (tmp_path / f.path).read_bytes()
         assert _file_keys(data) == sorted(_file_keys(data))
         r = open_index(BytesSource(data), kt)
-        for v, o, n in r.entries():
+        for v, o, n in r.located_entries():
             union.setdefault(v, set()).update(r.bitmap_at(o, n))
     assert union == {v: {i for i, x in enumerate(values) if x == v} for v in set(values) - {None}}
 

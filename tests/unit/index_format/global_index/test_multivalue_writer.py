@@ -110,7 +110,7 @@ def test_reader_answers_pypaimon_rust_files(built: dict[str, tuple[str, list[Sha
         assert r.null_rows() == BitMap64() and r.non_null_rows() == BitMap64()   # spec §8: always empty
         meta = parse_meta(parse_type(kt), shard.meta)
         assert not meta.has_nulls and meta.only_nulls == (not truth)
-        assert {v: set(r.bitmap_at(o, n)) for v, o, n in r.entries()} == truth
+        assert {v: set(r.bitmap_at(o, n)) for v, o, n in r.located_entries()} == truth
         for v, rows in truth.items():
             assert set(r.eq(v)) == rows
         values = list(truth)[:5]
@@ -137,14 +137,14 @@ def test_java_flavor_holds_the_same_keys_and_rows_in_java_layout(built: dict[str
         data, written = write_multivalue_bytes(shard.rows, list(range(n)), kt, options, flavor="java")
         assert written.meta == shard.meta and written.row_count == n
         ours, theirs = _reader(data, kt), _reader(shard.data, kt)
-        assert [(v, set(ours.bitmap_at(o, m))) for v, o, m in ours.entries()] == \
-            [(v, set(theirs.bitmap_at(o, m))) for v, o, m in theirs.entries()]
+        assert [(v, set(ours.bitmap_at(o, m))) for v, o, m in ours.located_entries()] == \
+            [(v, set(theirs.bitmap_at(o, m))) for v, o, m in theirs.located_entries()]
         # spec §2.1: current Java writes the null-rows and non-null-rows bitmaps after the dictionary
         f = ours.footer
         assert f.null_offset > 0 and f.non_null_offset == f.null_offset + f.null_length
         assert f.index_offset == f.non_null_offset + f.non_null_length
         # spec §1: Java run-optimizes every bitmap (pypaimon-rust does not)
-        for _, o, m in ours.entries():
+        for _, o, m in ours.located_entries():
             assert data[o:o + m] == serialize(ours.bitmap_at(o, m))
         if case == "ints-zstd":
             # spec §2.4: Java's zstd stream has no content size (frame header descriptor 0x00)
@@ -178,7 +178,7 @@ def test_null_slots_that_span_child_values_add_nothing() -> None:
     sliced = arr.slice(1)
     got, written = write_multivalue_bytes(sliced, [0, 1], "string")
     assert got == write_multivalue_bytes([None, ["e"]], [0, 1], "string")[0]
-    assert {v: set(_reader(got, "string").bitmap_at(o, n)) for v, o, n in _reader(got, "string").entries()} == \
+    assert {v: set(_reader(got, "string").bitmap_at(o, n)) for v, o, n in _reader(got, "string").located_entries()} == \
         {"e": {1}} and written.row_count == 2
 
 
@@ -190,7 +190,7 @@ def test_unordered_row_ids() -> None:
     data, written = write_multivalue_bytes(rows, rids, "string")
     r = _reader(data, "string")
     want = {v: {rids[i] for i in s} for v, s in _truth(rows).items()}
-    assert {v: set(r.bitmap_at(o, n)) for v, o, n in r.entries()} == want
+    assert {v: set(r.bitmap_at(o, n)) for v, o, n in r.located_entries()} == want
     assert written.row_count == 500 and written.first_key == min(want) and written.last_key == max(want)
 
 
@@ -250,7 +250,7 @@ def test_a_large_shard_sorted_in_parts_holds_every_row() -> None:
     data, written = write_multivalue_bytes(lists, np.arange(n), "string")
     r = _reader(data, "string")
     rows = np.repeat(np.arange(n), 3)
-    got = {v: r.bitmap_at(o, m) for v, o, m in r.entries()}
+    got = {v: r.bitmap_at(o, m) for v, o, m in r.located_entries()}
     assert sorted(got) == sorted(f"t{i}" for i in range(45)) and written.row_count == n
     for i in range(45):
         want = np.unique(rows[codes == i])

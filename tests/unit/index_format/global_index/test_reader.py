@@ -152,7 +152,7 @@ def _open_and_use(data: bytes) -> None:
     r.eq("even")
     r.null_rows()
     r.non_null_rows()
-    list(r.entries())
+    list(r.located_entries())
 
 
 def test_corrupt_footers(vectors_dir) -> None:
@@ -302,7 +302,7 @@ def test_bulk_union_reports_a_corrupt_bitmap_in_a_wide_range() -> None:
     data = bytearray(_file(keys, rids, block=256))
     r = open_index(BytesSource(bytes(data), "ok.index"), S)
     assert set(r.range(low="v0000")) == set(rids)
-    offset = next(o for v, o, _n in r.entries() if v == "v0100")
+    offset = next(o for v, o, _n in r.located_entries() if v == "v0100")
     data[offset + 12:offset + 16] = b"\x99\x99\x99\x99"   # cookie of one bitmap inside the range
     bad = open_index(BytesSource(bytes(data), "bad.index"), S)
     with pytest.raises(CorruptFileError):

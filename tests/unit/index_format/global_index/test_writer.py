@@ -101,7 +101,7 @@ def test_rotation_like_pypaimon(tmp_path: Path) -> None:
     for f in files:
         assert Path(f.path).stat().st_size == f.file_size
         r = open_index(f.path, parse_type("string"))
-        for v, o, n in r.entries():
+        for v, o, n in r.located_entries():
             union.setdefault(v, set()).update(r.bitmap_at(o, n))
         seen_rows += list(r.null_rows()) + list(r.non_null_rows())
     assert sorted(seen_rows) == rids
@@ -275,7 +275,7 @@ def test_rotation_through_storage(tmp_path: Path) -> None:
     got: dict = {}
     for f in files:
         r = open_index(f.path, parse_type("int"), storage=storage, size=f.file_size)
-        for v, o, n in r.entries():
+        for v, o, n in r.located_entries():
             got.setdefault(v, set()).update(r.bitmap_at(o, n))
     assert got == _truth(keys, list(range(100)))[0]
 
@@ -314,7 +314,7 @@ def test_every_type_round_trips_in_natural_order(type_text: str, values: list) -
     data, written = write_index_bytes(keys, rids, kt)
     from index_format.storage import BytesSource
     r = open_index(BytesSource(data), kt)
-    entries = [v for v, _, _ in r.entries()]
+    entries = [v for v, _, _ in r.located_entries()]
     present = sorted({k for k in keys if k is not None})
     assert entries == present
     for v in present:

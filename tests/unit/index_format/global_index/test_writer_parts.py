@@ -164,5 +164,5 @@ def test_python_and_arrow_rankings_agree(form: str, monkeypatch: pytest.MonkeyPa
     truth, truth_nulls = _truth(keys, rids.tolist())
     assert sets == truth and nulls == truth_nulls
     # the file's keys are in Java's order: unsigned UTF-8 bytes
-    order = [k for k, _, _ in open_index(BytesSource(by_python), parse_type("string")).entries()]
+    order = [k for k, _, _ in open_index(BytesSource(by_python), parse_type("string")).located_entries()]
     assert order == sorted(truth, key=lambda k: k.encode())

@@ -1,0 +1,108 @@
+"""The one reader surface (index_format.index_reader.IndexReader): every family's reader implements it, and its
+answers — `entries()` above all, one shape for every family — agree with a plain-Python reading of the rows
+the file was written from."""
+from __future__ import annotations
+
+import inspect
+import random
+
+import pytest
+from pyroaring import BitMap64
+
+from index_format.btree.btree_reader import BTreeIndexReader
+from index_format.btree.btree_writer import write_btree_bytes
+from index_format.families import FAMILIES, IndexFamily
+from index_format.global_index.multivalue_writer import write_multivalue_bytes
+from index_format.global_index.reader import BitmapIndexReader
+from index_format.global_index.writer import write_index_bytes
+from index_format.index_reader import IndexReader
+from index_format.keys import deserialize_key, sort_key
+from index_format.storage import BytesSource
+from index_format.types import parse_type
+
+KT = parse_type("bigint")
+rng = random.Random(35)
+SCALARS: list[int | None] = [None if rng.random() < 0.1 else rng.randint(-20, 20) for _ in range(300)]
+ARRAYS: list[list[int] | None] = [None if rng.random() < 0.1 else [rng.randint(-20, 20) for _ in range(rng.randint(0, 3))]
+                                  for _ in range(300)]
+
+
+def _reader(name: str) -> IndexReader:
+    fam = FAMILIES[name]
+    if name == "multivalue":
+        data, _ = write_multivalue_bytes(ARRAYS, list(range(len(ARRAYS))), KT)
+    else:
+        write = write_btree_bytes if name == "btree" else write_index_bytes
+        data, _ = write(SCALARS, list(range(len(SCALARS))), KT)
+    return fam.open_reader(BytesSource(data, f"{name}.index"), KT)
+
+
+def _truth(name: str) -> dict[int, BitMap64]:
+    """value → rows, from the rows themselves (an array row under each of its distinct elements)."""
+    out: dict[int, BitMap64] = {}
+    if name == "multivalue":
+        for i, arr in enumerate(ARRAYS):
+            for v in set(arr or ()):
+                out.setdefault(v, BitMap64()).add(i)
+    else:
+        for i, v in enumerate(SCALARS):
+            if v is not None:
+                out.setdefault(v, BitMap64()).add(i)
+    return out
+
+
+def _nulls(name: str) -> BitMap64:
+    return BitMap64() if name == "multivalue" else BitMap64(i for i, v in enumerate(SCALARS) if v is None)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_every_familys_reader_is_an_index_reader(name: str) -> None:
+    reader = _reader(name)
+    assert isinstance(reader, IndexReader)
+    assert isinstance(reader, BTreeIndexReader if name == "btree" else BitmapIndexReader)
+    # every member the protocol declares is there, with the protocol's parameters
+    for member, declared in vars(IndexReader).items():
+        if member.startswith("_") or not callable(declared):
+            continue
+        got = getattr(type(reader), member)
+        assert list(inspect.signature(got).parameters) == list(inspect.signature(declared).parameters), member
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_entries_have_one_shape_for_every_family_in_logical_order(name: str) -> None:
+    reader = _reader(name)
+    entries = list(reader.entries())
+    assert all(isinstance(e, tuple) and len(e) == 2 and isinstance(e[1], BitMap64) for e in entries)
+    truth = _truth(name)
+    assert [v for v, _ in entries] == sorted(truth, key=lambda v: sort_key(KT, v))
+    assert {v: rows for v, rows in entries} == truth
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_rows_and_counts_agree_with_the_rows_written(name: str) -> None:
+    reader = _reader(name)
+    truth = _truth(name)
+    every = BitMap64().union(*truth.values())
+    assert reader.null_rows() == _nulls(name)
+    # a multivalue file's footer bitmaps are empty (spec §8): its rows are known only through its keys
+    non_null = BitMap64() if name == "multivalue" else every
+    assert reader.non_null_rows() == non_null and reader.non_null_count() == len(non_null)
+    assert reader.value_count == len(truth)
+    assert reader.eq(3) == truth.get(3, BitMap64())
+    some = [3, -7, 19, 99]
+    want = BitMap64().union(*(truth.get(v, BitMap64()) for v in some))
+    assert reader.isin(some) == want and reader.count_keys(some) == len(want)
+    between = BitMap64().union(*(rows for v, rows in truth.items() if -5 <= v < 8))
+    assert reader.range(-5, 8, high_inclusive=False) == between
+    assert reader.count_range(-5, 8, high_inclusive=False) == len(between)
+    assert dict(reader.value_counts()) == {v: len(rows) for v, rows in truth.items()}
+    assert reader.scan(lambda v: v == 3) == truth.get(3, BitMap64())
+    assert [(deserialize_key(KT, k), ids.tolist()) for k, ids in reader.key_rows()] == \
+        [(v, list(rows)) for v, rows in reader.entries()]
+    stats = reader.stats
+    assert stats.reads > 0 and stats.bytes_read > 0 and reader.cache_cost() > 0
+
+
+def test_a_family_entry_names_an_opener_returning_the_protocol() -> None:
+    hints = inspect.get_annotations(IndexFamily.open_reader.fget)  # type: ignore[attr-defined]
+    assert "IndexReader" in str(hints["return"])
