@@ -6,7 +6,7 @@ Re-exports what callers build and get back (IndexFileRef, ColumnIndex, Answer) a
 """
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from pyroaring import BitMap64
 
@@ -22,7 +22,8 @@ __all__ = ["DEFAULT_FALLBACK_SCAN_MAX_SIZE", "Answer", "ColumnIndex", "IndexFile
 
 def answer_over_files(bound: Node, columns: Mapping[str, ColumnIndex], *, explain: bool = False,
                       with_unknown: bool = True, deleted: BitMap64 | None = None,
-                      deadline: float | None = None, count_only: bool = False) -> Answer:
+                      deadline: float | None = None, count_only: bool = False,
+                      table_ranges: Sequence[tuple[int, int]] | None = None) -> Answer:
     """Evaluate a bound tree (bind.bind) over the indexed columns: plan it, then run the plan.
 
     NOT is pushed down first, so ANDs are never under a NOT and dropping an unsupported AND child
@@ -31,7 +32,8 @@ def answer_over_files(bound: Node, columns: Mapping[str, ColumnIndex], *, explai
     time.monotonic() value checked before each row range and each file is evaluated. `count_only`: the
     caller needs only len(rows); a lone range, `=` or `IN` leaf whose files all have range sidecars is then
     counted without building its rows (Answer.count; not with `explain`, which reports the full evaluation).
-    With `explain`, Answer.explain holds the plan (`plan`, QueryPlan.to_json()) beside what was read.
+    With `explain`, Answer.explain holds the plan (`plan`, QueryPlan.to_json()) beside what was read;
+    `table_ranges` (the table's live row ranges) fills the plan's `coverage.uncovered`.
 
     Raises:
         UnknownColumnError: the tree names a column missing from `columns`.
@@ -39,5 +41,5 @@ def answer_over_files(bound: Node, columns: Mapping[str, ColumnIndex], *, explai
     """
     with literal_memo():   # one sort of each IN list for pruning (plan) and narrowing (execution)
         plan = plan_query(bound, columns, with_unknown=with_unknown, count_only=count_only, explain=explain,
-                          deleted=deleted)
+                          deleted=deleted, table_ranges=table_ranges)
         return execute(plan, explain=explain, deleted=deleted, deadline=deadline)

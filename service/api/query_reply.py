@@ -25,7 +25,7 @@ def answer_query(services: Services, name: str, body: schemas.QueryRequest, acce
 
 
 def respond(reply: QueryReply) -> Response:
-    headers = {schemas.COUNT_HEADER: str(reply.count)}
+    headers = {} if reply.count is None else {schemas.COUNT_HEADER: str(reply.count)}
     if reply.roaring is not None:
         headers["X-Bgix-Exact"] = "true" if reply.exact else "false"
         headers["X-Bgix-Coverage-Complete"] = "true" if reply.coverage_complete else "false"

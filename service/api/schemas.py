@@ -5,9 +5,9 @@ pyspark, the catalog or the query service.
 """
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PlainValidator, WithJsonSchema, model_validator
 from pydantic_core import PydanticCustomError
 
 from index_format.families import BUILT_NAMES
@@ -379,6 +379,19 @@ class ValuesPublic(BaseModel):
 
 
 # ---- query --------------------------------------------------------------------------------------
+def _explain_mode(value: object) -> bool | Literal["plan"]:
+    """true, false or "plan", strictly ("yes" and 1 are refused, as the other strict fields refuse them); one
+    validator so a refusal names the field once."""
+    if isinstance(value, bool) or value == "plan":
+        return value  # type: ignore[return-value]  # mypy cannot narrow `value == "plan"` to the literal
+    raise ValueError('explain is true, false or "plan"')
+
+
+ExplainMode = Annotated[bool | Literal["plan"], PlainValidator(_explain_mode),
+                        WithJsonSchema({"anyOf": [{"type": "boolean"}, {"const": "plan", "type": "string"}],
+                                        "default": False})]
+
+
 class QueryRequest(_Model):
     # the predicate readers refuse its strings that are not valid Unicode (400 invalid_predicate), naming them
     _text_checked_elsewhere: ClassVar[frozenset[str]] = frozenset({"predicate"})
@@ -392,7 +405,11 @@ class QueryRequest(_Model):
     result: ResultKind = "row_ids"
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT)
     cursor: str | None = Field(None, max_length=4096)
-    explain: bool = False
+    explain: ExplainMode = Field(
+        False, description="true: the answer with how it was reached (`explain`: the plan and what was read); "
+                           "\"plan\": only the plan (a QueryPlanResponse: index per leaf, files after pruning, how each "
+                           "range would be read, coverage and the rows no index covers), made from manifest "
+                           "metadata without opening any index file, so no rows and no count.")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> QueryRequest:
@@ -428,6 +445,19 @@ class QueryResponse(BaseModel):
     snapshots: dict[str, int] = Field(default_factory=dict, description="Snapshot id used per column.")
     coverage: Coverage
     explain: dict[str, Any] | None = None
+
+
+class QueryPlanResponse(BaseModel):
+    """How a query would be answered (`"explain": "plan"`, or GET /v1/tables/{name}/plan): nothing read."""
+
+    result: Literal["plan"] = "plan"
+    snapshots: dict[str, int] = Field(default_factory=dict, description="Snapshot id per column the plan uses.")
+    coverage: Coverage = Field(description="The rows the plan's indexes cover; uncovered_ranges: the table's rows "
+                                           "no index used covers.")
+    plan: dict[str, Any] = Field(description="The plan: `tree` (NOT pushed down, comparisons merged), `leaves` "
+                                             "(per leaf: the index chosen and those considered, or why it is "
+                                             "declined; per row range the files, the candidates after pruning "
+                                             "and how they would be read), `count` and `coverage`.")
 
 
 # ---- ops ----------------------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from index_format.global_index.reader import BitmapCache, BlockCache, IndexReade
 from index_format.lru import ByteLRU
 from index_format.memory_cost import bitmap_bytes, lru_entry_bytes
 from index_format.options import parse_options
-from index_format.predicate.answer import Answer, ColumnIndex, IndexFileRef, answer_over_files
+from index_format.predicate.answer import Answer, ColumnIndex, IndexFileRef, QueryPlan, answer_over_files, plan_query
 from index_format.predicate.bind import bind
 from index_format.predicate.json import from_json
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits
@@ -109,6 +109,12 @@ class TableView:
             for broken, exc in self.broken_columns.items():
                 if broken.lower() == name.lower():
                     raise CorruptDocumentError(str(exc), exc.path)   # a fresh instance per request
+
+    def row_ranges(self) -> list[tuple[int, int]]:
+        """Inclusive [first, last] ranges of the ids that hold rows (retired ids hold none)."""
+        if self.live_ranges is not None:
+            return list(self.live_ranges)
+        return ranges.complement(list(self.retired_ranges), self.total_rows)
 
     def uncovered(self, covered: Iterable[Sequence[int]]) -> list[list[int]]:
         """Inclusive [first, last] ranges of live row ids outside `covered` (retired ids hold no row to cover)."""
@@ -300,6 +306,29 @@ class QueryService:
             QueryTimeoutError once `deadline` has passed.
         """
         view = self.view(table)
+        bound, used_cols = self._bind(view, node, text)
+        answer = answer_over_files(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
+                                   with_unknown=False, deleted=view.retired, deadline=deadline,
+                                   count_only=count_only, table_ranges=view.row_ranges() if explain else None)
+        # the answer's coverage: the ranges indexed for every column used (for a constant predicate, which
+        # names no column, the ranges every index covers).
+        uncovered = view.uncovered(answer.coverage_ranges)
+        used = {c: view.columns[c].snapshot.id for c in used_cols}
+        return QueryOutcome(answer=answer, view=view, used=used, uncovered=uncovered)
+
+    def plan(self, table: str, node: Any, *, text: str | None = None,
+             count_only: bool = False) -> tuple[QueryPlan, TableView, dict[str, int]]:
+        """How `node` would be answered over the current snapshots (index per leaf, files after pruning, reads,
+        coverage with the rows no index covers), read from manifest metadata alone: no index file is opened.
+        Returns (the plan, the view, column → snapshot id of the columns used). Raises as query."""
+        view = self.view(table)
+        bound, used_cols = self._bind(view, node, text)
+        plan = plan_query(bound, {c: cv.index for c, cv in view.columns.items()}, with_unknown=False,
+                          count_only=count_only, deleted=view.retired, table_ranges=view.row_ranges())
+        return plan, view, {c: view.columns[c].snapshot.id for c in used_cols}
+
+    def _bind(self, view: TableView, node: Any, text: str | None) -> tuple[Any, list[str]]:
+        """(the tree bound to the view's column types, the indexed columns it names), cached per view and text."""
         short = text if text is not None and len(text) <= _BOUND_TEXT_MAX else None
         hit = self.parse_cache.bound(view.serial, short) if short is not None else None
         if hit is not None:
@@ -314,13 +343,7 @@ class QueryService:
             used_cols = sorted(referenced_columns(bound) & set(view.columns))
             if short is not None:
                 self.parse_cache.keep_bound(view.serial, short, bound, used_cols)
-        answer = answer_over_files(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
-                          with_unknown=False, deleted=view.retired, deadline=deadline, count_only=count_only)
-        # the answer's coverage: the ranges indexed for every column used (for a constant predicate, which
-        # names no column, the ranges every index covers).
-        uncovered = view.uncovered(answer.coverage_ranges)
-        used = {c: view.columns[c].snapshot.id for c in used_cols}
-        return QueryOutcome(answer=answer, view=view, used=used, uncovered=uncovered)
+        return bound, used_cols
 
     def file_row_ids(self, table: Table, f: DataFile) -> tuple[np.ndarray, BitMap64]:
         """A row_id_column table's ids of one data file, in file order, and as a set (cached by the

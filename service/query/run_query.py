@@ -23,16 +23,17 @@ class QueryAsk:
     result: str = "row_ids"        # count | row_ids | ranges | files | roaring
     limit: int = 10_000
     cursor: str | None = None
-    explain: bool = False
+    explain: bool | str = False   # True: with the answer; "plan": the plan only (nothing read)
 
 
 @dataclass(frozen=True, slots=True)
 class QueryReply:
     """A query's answer: `roaring` holds the whole result as portable bytes (result "roaring"); otherwise
-    `payload` is the JSON object of the result (its `explain` left as the engine made it)."""
+    `payload` is the JSON object of the result (its `explain` left as the engine made it). A plan (`"explain":
+    "plan"`) has no count."""
 
     result: str
-    count: int
+    count: int | None
     exact: bool
     snapshots: dict[str, int]
     coverage_complete: bool
@@ -42,10 +43,13 @@ class QueryReply:
 
 
 def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, deadline: float) -> QueryReply:
-    """The whole query, on a query thread: parse, evaluate (stops at `deadline`), page the result."""
+    """The whole query, on a query thread: parse, evaluate (stops at `deadline`), page the result; with
+    `explain="plan"` parse and plan only."""
     result = ask.result
     node = qs.parse(ask.where, ask.predicate, deadline)   # a parse past the budget stops too
-    outcome = qs.query(name, node, explain=ask.explain, deadline=deadline, text=ask.where,
+    if ask.explain == "plan":
+        return _plan_reply(qs, metrics, name, ask, node)
+    outcome = qs.query(name, node, explain=bool(ask.explain), deadline=deadline, text=ask.where,
                        count_only=result == "count")
     answer = outcome.answer
     rows = answer.rows
@@ -90,3 +94,14 @@ def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, dead
     if last is not None:
         payload["next_cursor"] = Cursor(last, outcome.used, fingerprint).encode()
     return reply(payload=payload)
+
+
+def _plan_reply(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, node: Any) -> QueryReply:
+    plan, view, used = qs.plan(name, node, text=ask.where, count_only=ask.result == "count")
+    metrics.queries.labels(result="plan").inc()
+    uncovered = view.uncovered(plan.coverage.covered)
+    payload: dict[str, object] = {"result": "plan", "snapshots": used,
+                                  "coverage": {"complete": not uncovered, "uncovered_ranges": uncovered},
+                                  "plan": plan.to_json()}
+    return QueryReply(result="plan", count=None, exact=False, snapshots=used, coverage_complete=not uncovered,
+                      payload=payload)

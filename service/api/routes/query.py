@@ -8,7 +8,7 @@ from __future__ import annotations
 from functools import partial
 from typing import Annotated
 
-from fastapi import APIRouter, Header
+from fastapi import APIRouter, Header, Query
 from fastapi.responses import Response
 
 from service.api import schemas
@@ -26,12 +26,22 @@ _ROARING_RESPONSE: dict[int | str, dict[str, object]] = {
 }
 
 
-@router.post("/{name}/query", response_model=schemas.QueryResponse,
+@router.post("/{name}/query", response_model=schemas.QueryResponse | schemas.QueryPlanResponse,
              responses={**ERRORS, **_ROARING_RESPONSE})
 async def query(name: TableName, body: schemas.QueryRequest, services: ReadServicesDep,
                 accept: Annotated[str | None, Header(include_in_schema=False)] = None) -> Response:
     """Rows where the predicate is TRUE (SQL three-valued logic) across every file and row range of each
     referenced column's current snapshot. Where a column has indexes of several families, each predicate leaf
     is answered by the index that answers it best (docs/index-families.md). Over the time budget
-    (BGIX_QUERY_TIMEOUT_S): 503 query_timeout."""
+    (BGIX_QUERY_TIMEOUT_S): 503 query_timeout. With `"explain": "plan"`: the plan only (QueryPlanResponse)."""
     return await services.query_pool.run(partial(answer_query, services, name, body, accept))
+
+
+@router.get("/{name}/plan", response_model=schemas.QueryPlanResponse, responses=ERRORS)
+async def plan(name: TableName, services: ReadServicesDep,
+               where: Annotated[str, Query(max_length=1_000_000, description="SQL WHERE text")],
+               result: schemas.ResultKind = "row_ids") -> Response:
+    """How `where` would be answered, made from manifest metadata without opening any index file: the same
+    as POST /v1/tables/{name}/query with `"explain": "plan"`."""
+    body = schemas.QueryRequest(where=where, result=result, explain="plan")
+    return await services.query_pool.run(partial(answer_query, services, name, body, None))
