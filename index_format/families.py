@@ -39,6 +39,7 @@ class IndexFamily:
     `element_keys`: keys are the elements of an ARRAY column (one file per shard of row ids, spec §8).
     `sidecars`: bgix may write and use a range sidecar beside its files (same rows, range-bitmap format).
     `rank`: preference among families that answer a leaf equally well (lower first).
+    `description`: one line for people (the dashboard's hint, GET /v1/index-families).
     """
 
     name: str
@@ -50,6 +51,7 @@ class IndexFamily:
     element_keys: bool = False
     sidecars: bool = False
     rank: int = 0
+    description: str = ""
 
     @property
     def open_reader(self) -> Callable[..., IndexReader]:
@@ -74,14 +76,21 @@ _SORTED_OPS = frozenset(("eq", "ne", "in", "not_in", "is_null", "is_not_null", "
 _ARRAY_OPS = frozenset(("array_contains", "arrays_overlap", "array_contains_all"))
 
 BITMAP = IndexFamily(name="bitmap", reader="index_format.global_index.reader:open_index",
-                     writer="index_format.global_index.writer:write_index_files", sidecars=True)
+                     writer="index_format.global_index.writer:write_index_files", sidecars=True,
+                     description="a row bitmap per distinct value; answers every predicate; best for low- and "
+                                 "medium-cardinality columns")
 BTREE = IndexFamily(name="btree", reader="index_format.btree.btree_reader:open_btree_index",
                     writer="index_format.btree.btree_writer:write_btree_files", answers=_SORTED_OPS,
-                    seeks=_SORTED_OPS, rank=1)
+                    seeks=_SORTED_OPS, rank=1,
+                    description="sorted keys → row ids; seeks for =, IN, <, >, BETWEEN, LIKE 'x%', IS [NOT] NULL, "
+                                "!= and NOT IN; for high-cardinality columns and ranges")
 # Same file format as bitmap, keyed by array elements; Paimon reads it with a fallback budget of 0 (spec §8).
 MULTIVALUE = IndexFamily(name="multivalue", reader="index_format.global_index.reader:open_index",
                          writer="index_format.global_index.multivalue_writer:write_multivalue_files",
-                         answers=_ARRAY_OPS, element_keys=True, rank=2)
+                         answers=_ARRAY_OPS, element_keys=True, rank=2,
+                         description="a row bitmap per array element (ARRAY columns); answers array_contains, "
+                                     "arrays_overlap and array_contains_all; NOT and IS NULL on the array go to a "
+                                     "scan")
 
 FAMILIES: dict[str, IndexFamily] = {f.name: f for f in (BITMAP, BTREE, MULTIVALUE)}
 BUILT_NAMES: tuple[str, ...] = tuple(n for n, f in FAMILIES.items() if f.builds)  # create_global_index's index_type

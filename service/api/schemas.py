@@ -460,6 +460,17 @@ class QueryPlanResponse(BaseModel):
                                              "and how they would be read), `count` and `coverage`.")
 
 
+class IndexFamilyPublic(BaseModel):
+    name: str = Field(description="Paimon's index_type (create_global_index's `index_type`).")
+    description: str
+    builds: bool = Field(description="bgix builds this family (false: served only).")
+    answers: list[str] | None = Field(description="The predicate operators its files answer (null: every one).")
+
+
+class IndexFamiliesPublic(BaseModel):
+    families: list[IndexFamilyPublic]
+
+
 # ---- ops ----------------------------------------------------------------------------------------
 class Health(BaseModel):
     status: Literal["ok"] = "ok"

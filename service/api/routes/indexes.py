@@ -7,6 +7,7 @@ from typing import Annotated, Literal, cast
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 
+from index_format.families import FAMILIES
 from index_format.literals import to_json
 from service.api import schemas
 from service.api.deps import ReadAuth, ServicesDep, WriteAuth
@@ -35,6 +36,16 @@ def create_global_index(body: schemas.CreateIndexRequest, services: ServicesDep)
                               body.options)
     return JSONResponse(schemas.JobCreated(job_id=job.id).model_dump(), status_code=202,
                         headers={"Location": f"/v1/jobs/{job.id}"})
+
+
+@router.get("/v1/index-families", response_model=schemas.IndexFamiliesPublic, dependencies=[ReadAuth],
+            responses=ERRORS)
+def list_index_families() -> schemas.IndexFamiliesPublic:
+    """The index families bgix serves (index_format.families), with what each answers and whether bgix builds it."""
+    return schemas.IndexFamiliesPublic(families=[
+        schemas.IndexFamilyPublic(name=f.name, description=f.description, builds=f.builds,
+                                  answers=None if f.answers is None else sorted(f.answers))
+        for f in FAMILIES.values()])
 
 
 @router.post("/v1/drop_global_index", response_model=schemas.Dropped, dependencies=[WriteAuth],

@@ -105,14 +105,21 @@ function el(tag, attrs, ...children) {
 }
 
 // ---- index families (index_format/families.py): one column may have an index of each --------------
-const FAMILIES = {
-  bitmap: "bitmap: a row bitmap per distinct value; answers every predicate; best for low- and medium-cardinality "
-    + "columns",
-  btree: "btree: sorted keys → row ids; seeks for =, IN, <, >, BETWEEN, LIKE 'x%', IS [NOT] NULL, != and NOT IN; "
-    + "for high-cardinality columns and ranges",
-  multivalue: "multivalue: a row bitmap per array element (ARRAY columns); answers array_contains, arrays_overlap "
-    + "and array_contains_all; NOT and IS NULL on the array go to a scan",
-};
+// name → description, served by GET /v1/index-families from index_format/families.py (loadFamilies)
+let FAMILIES = {};
+
+async function loadFamilies() {
+  const data = await api("GET", "/v1/index-families");
+  const families = (data && data.families) || [];
+  FAMILIES = Object.fromEntries(families.map((f) => [f.name, `${f.name}: ${f.description}`]));
+  const sel = $("build-type");
+  const prev = sel.value;
+  const built = families.filter((f) => f.builds);
+  if (built.length) {
+    sel.replaceChildren(...built.map((f) => el("option", { value: f.name }, f.name)));
+    if (built.some((f) => f.name === prev)) sel.value = prev;
+  }
+}
 
 function familyOf(ix) { return (ix && ix.index_type) || "bitmap"; }
 // An index is one (column, family): two families on one column are two rows, never one overwriting the other.
@@ -861,6 +868,7 @@ function setConnected(ok, err) {
 
 async function refreshAll() {
   try {
+    if (!Object.keys(FAMILIES).length) await loadFamilies();
     await Promise.all([loadTables(), loadJobs()]);
     setConnected(true);
   } catch (e) {
