@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -164,6 +165,7 @@ class BuildRunners:
                 continue
             if runner.seen_dead:
                 self.processes.remove(runner)
+                runner.release()   # its stdin pipe: the process is gone, the pipe is ours to close
                 runner.log_path.unlink(missing_ok=True)
                 continue
             runner.seen_dead = True
@@ -205,8 +207,13 @@ class BuildRunners:
         deadline = time.monotonic() + 10.0
         for runner in self.processes:
             if runner.pid in busy and not kill:
+                # left to finish its builds (by design): a daemon thread reaps it when it exits, so it is
+                # neither a zombie nor a Popen collected while running
+                threading.Thread(target=runner.proc.wait, name=f"reap-runner-{runner.pid}", daemon=True).start()
                 continue
             try:
                 runner.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 log.warning("build runner %s did not exit", runner.pid)
+                threading.Thread(target=runner.proc.wait, name=f"reap-runner-{runner.pid}", daemon=True).start()
+            runner.release()   # a terminated runner's stdin pipe too
