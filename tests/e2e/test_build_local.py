@@ -108,7 +108,7 @@ def test_sigkill_mid_job_leaves_old_snapshot_and_next_run_cleans_up(tmp_path: Pa
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait(timeout=30)
+        proc.communicate(timeout=30)   # reaped, and its pipes closed
     assert cat.current_snapshot("t", "s") == first
     assert_index_matches(cat, first, oracle_table(old, ["s"]), "s")
     partial = cat.storage.list(job_dir, recursive=True)

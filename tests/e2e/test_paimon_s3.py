@@ -102,7 +102,8 @@ class S3Paimon:
         table = self.table()
         pairs = self.pairs(column)
         for pred, test in _predicates(column, table.fields):
-            got = DataEvolutionGlobalIndexScanner.create(table, predicate=pred).scan(pred).results()
+            with DataEvolutionGlobalIndexScanner.create(table, predicate=pred) as scanner:  # it holds the files open
+                got = scanner.scan(pred).results()
             assert got is not None, (column, pred)
             assert {int(i) for i in got} - deleted == {rid for rid, v in pairs if test(v)}, (column, pred)
 
