@@ -64,7 +64,7 @@ def main() -> int:
     try:
         from service.server.settings import Settings
     except ImportError:   # before issue 35
-        from service.api.settings import Settings  # type: ignore[no-redef]
+        from service.server.settings import Settings  # type: ignore[no-redef]
     from service.api.app import create_app
 
     with tempfile.TemporaryDirectory() as tmp:

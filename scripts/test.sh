@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's test command: set up everything from scratch (or reuse), then run the whole suite on parallel
 # workers (pyproject.toml's pytest options; docs/testing.md). Arguments go on to pytest.
-# `--quick`: the unit layer only (no server, Spark or browser, nothing marked slow), for the inner loop.
+# `--quick`: the unit layer only (no server, Spark or browser, nothing marked slow), for the inner loop: two workers,
+# Hypothesis's `quick` profile (unless BGIX_HYPOTHESIS_PROFILE names one).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 quick=0
@@ -17,7 +18,10 @@ export PATH="$PWD/.venv/bin:$PATH"
 .venv/bin/lint-imports --config pyproject.toml
 .venv/bin/mypy   # strict over index_format and service (pyproject.toml [tool.mypy]); 0 errors or the run fails
 if [ "$quick" = 1 ]; then
+  # Two workers, not four: the unit layer is all CPU (no subprocess waits to overlap) and every worker pays its
+  # own collection. Hypothesis's `quick` profile: the fixed examples, a quarter as many (docs/testing.md).
+  export BGIX_HYPOTHESIS_PROFILE="${BGIX_HYPOTHESIS_PROFILE:-quick}"
   exec .venv/bin/python -m pytest -m "not slow" --ignore=tests/api --ignore=tests/browser --ignore=tests/e2e \
-    ${args[@]+"${args[@]}"}
+    -n 2 ${args[@]+"${args[@]}"}
 fi
 exec .venv/bin/python -m pytest ${args[@]+"${args[@]}"}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,11 +26,16 @@ os.environ.setdefault("BGIX_BUILD_PREWARM", "false")
 # Hypothesis profiles, chosen by BGIX_HYPOTHESIS_PROFILE. `ci` (the default, so CI=true and a bare clone
 # run the same cases): derandomized, each test's examples follow from the test itself, no example database.
 # `dev`: fresh random examples each run, failures kept in .hypothesis/ and replayed first. `nightly`: fresh
-# random examples, NIGHTLY_FACTOR times as many per test. No deadline anywhere and no timing health check:
+# random examples, NIGHTLY_FACTOR times as many per test. `quick` (what `scripts/test.sh --quick` picks unless a
+# profile is named): `ci`'s fixed examples, a QUICK_DIVISOR-th as many per test (at least QUICK_MIN), for the inner
+# loop only; the full suite and CI keep each test's own count. No deadline anywhere and no timing health check:
 # on a shared machine with parallel workers, wall-clock limits would make the result depend on the load.
 NIGHTLY_FACTOR = 10
+QUICK_DIVISOR = 4
+QUICK_MIN = 10
 _TIMING = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
 settings.register_profile("ci", derandomize=True, database=None, print_blob=True, **_TIMING)
+settings.register_profile("quick", derandomize=True, database=None, print_blob=True, **_TIMING)
 settings.register_profile("dev", **_TIMING)
 settings.register_profile("nightly", database=None, print_blob=True, **_TIMING)
 HYPOTHESIS_PROFILE = os.environ.get("BGIX_HYPOTHESIS_PROFILE", "ci")
@@ -42,12 +48,15 @@ if HYPOTHESIS_PROFILE == "nightly":
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if HYPOTHESIS_PROFILE == "nightly":
-        _scale_hypothesis(items)
+        _scale_hypothesis(items, lambda n: n * NIGHTLY_FACTOR)
+    elif HYPOTHESIS_PROFILE == "quick":
+        _scale_hypothesis(items, lambda n: min(n, max(QUICK_MIN, n // QUICK_DIVISOR)))
 
 
-def _scale_hypothesis(items: list[pytest.Item]) -> None:
-    """Under `nightly`, every @given test runs NIGHTLY_FACTOR times its own max_examples (a profile alone
-    cannot raise a count a test's @settings names)."""
+def _scale_hypothesis(items: list[pytest.Item], scale: Callable[[int], int]) -> None:
+    """Every @given test runs `scale(its own max_examples)` examples: NIGHTLY_FACTOR times as many under
+    `nightly`, a QUICK_DIVISOR-th under `quick` (a profile alone cannot change a count a test's @settings
+    names)."""
     done: set[int] = set()
     for item in items:
         obj = getattr(item, "obj", None)
@@ -56,7 +65,7 @@ def _scale_hypothesis(items: list[pytest.Item]) -> None:
             continue
         done.add(id(test))
         own = test._hypothesis_internal_use_settings  # set by @given / @settings on every Hypothesis test
-        test._hypothesis_internal_use_settings = settings(own, max_examples=own.max_examples * NIGHTLY_FACTOR)
+        test._hypothesis_internal_use_settings = settings(own, max_examples=scale(own.max_examples))
 
 
 @pytest.fixture(scope="session")

@@ -1,27 +1,24 @@
 """Shared builders for the API tests: Parquet tables in row-id order, app settings on a temporary
-warehouse (local build engine), and a bounded job poll."""
+warehouse (local build engine), and the bounded poll every test waits with (`wait_until`, `wait_job`)."""
 from __future__ import annotations
 
 import time
-import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 import httpx
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from fastapi.testclient import TestClient  # its import warning is ignored by name in pyproject.toml
 
 from service.server.settings import Settings
 
-with warnings.catch_warnings():
-    # starlette deprecates its httpx-based TestClient in favour of httpx2, which is not installed
-    warnings.simplefilter("ignore")
-    from fastapi.testclient import TestClient
+__all__ = ["COLUMNS", "FILES", "JOB_ENDED", "ROWS_PER_FILE", "TestClient", "make_settings", "python_runs", "wait_job",
+           "wait_until", "write_table"]
 
-__all__ = ["COLUMNS", "FILES", "ROWS_PER_FILE", "TestClient", "make_settings", "python_runs", "wait_job",
-           "write_table"]
+T = TypeVar("T")
 
 COLUMNS = ("status", "country", "age", "score")
 FILES = 3
@@ -56,12 +53,34 @@ def make_settings(root: Path, **overrides: Any) -> Settings:
     return Settings(**values)
 
 
-def wait_job(client: httpx.Client, job_id: str, timeout: float = 120.0) -> dict[str, Any]:
-    """Poll the job until it ends (bounded); `client`: a TestClient or an httpx client of a real server."""
+JOB_ENDED = ("succeeded", "failed", "cancelled")
+
+
+def wait_until(check: Callable[[], T], timeout: float, what: str | Callable[[], str],
+               interval: float = 0.05) -> T:
+    """Call `check` until it returns something truthy and return that, for at most `timeout` seconds; then fail
+    with `what` (a callable is asked only then, so it can show the last state seen). The one poll of the tests."""
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = client.get(f"/v1/jobs/{job_id}").json()
-        if job["state"] in ("succeeded", "failed", "cancelled"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not finish within {timeout} s: {job}")
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"not within {timeout} s: {what() if callable(what) else what}")
+        time.sleep(interval)
+
+
+def wait_job(client: httpx.Client | Callable[[str], httpx.Response], job_id: str,
+             timeout: float = 120.0) -> dict[str, Any]:
+    """Poll `GET /v1/jobs/{job_id}` until the job ends (bounded) and return it. `client`: a TestClient or an httpx
+    client of a real server, or a function doing the GET for a path (e.g. on one chosen worker)."""
+    get = getattr(client, "get", client)
+    seen: dict[str, Any] = {}
+
+    def ended() -> dict[str, Any] | None:
+        r = get(f"/v1/jobs/{job_id}")
+        assert r.status_code == 200, r.text
+        seen.update(r.json())
+        return dict(seen) if seen["state"] in JOB_ENDED else None
+
+    return wait_until(ended, timeout, lambda: f"job {job_id} to end (last seen: {seen})", interval=0.1)

@@ -16,7 +16,7 @@ from pypaimon.index.index_file_handler import IndexFileHandler
 from service.api.app import create_app
 from service.catalog import Catalog
 from service.catalog.model import JobRecord
-from tests.api.helpers import TestClient, make_settings, wait_job
+from tests.api.helpers import TestClient, make_settings, wait_job, wait_until
 from tests.unit.tables.paimon.paimon_tables import append, create_table, make_rows, pypaimon_read, pypaimon_table
 
 TOKEN = {"Authorization": "Bearer s3cret"}
@@ -96,9 +96,7 @@ def test_cancelled_build_commits_nothing_and_leaves_no_file(tmp_path: Path) -> N
         r = client.post("/v1/create_global_index", json={"table": "events", "index_column": "status,flag"})
         assert r.status_code == 202, r.text
         job_id = r.json()["job_id"]
-        deadline = time.monotonic() + 60
-        while client.get(f"/v1/jobs/{job_id}").json()["state"] == "queued" and time.monotonic() < deadline:
-            time.sleep(0.05)
+        wait_until(lambda: client.get(f"/v1/jobs/{job_id}").json()["state"] != "queued", 60, "the build to be taken")
         r = client.post(f"/v1/jobs/{job_id}/cancel")  # Spark is still starting: the build is mid-flight
         assert r.status_code == 200 and r.json()["state"] == "cancelled", r.text
         time.sleep(1.0)

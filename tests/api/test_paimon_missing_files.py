@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import random
 import shutil
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,7 +28,7 @@ from pypaimon.schema.data_types import AtomicType
 from pypaimon.schema.schema_change import SchemaChange
 
 from service.api.app import create_app
-from tests.api.helpers import TestClient, make_settings
+from tests.api.helpers import TestClient, make_settings, wait_job
 from tests.api.server import bgix_server
 from tests.unit.tables.paimon import rust_tables as rt
 from tests.unit.tables.paimon.corrupt_tables import deletion_vector_file, metadata_file
@@ -100,15 +99,6 @@ def _named(r: Any, path: Path, status: int = 422, code: str = "corrupt_table_met
     return err
 
 
-def _wait_job(client: httpx.Client, job_id: str) -> dict[str, Any]:
-    for _ in range(1200):   # bounded: 120 s at most
-        job = client.get(f"/v1/jobs/{job_id}").json()
-        if job["state"] in ("succeeded", "failed", "cancelled"):
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not end")
-
-
 def _query(client: httpx.Client, table: str, where: str) -> httpx.Response:
     return client.post(f"/v1/tables/{table}/query", json={"where": where, "limit": 100_000})
 
@@ -141,7 +131,7 @@ def test_a_lost_index_manifest_is_named_everywhere_and_never_committed_over(root
         # a build fails naming the file, before or when its job runs
         r = client.post("/v1/create_global_index", json={"table": "dv", "index_column": "flag"})
         if r.status_code == 202:
-            job = _wait_job(client, r.json()["job_id"])
+            job = wait_job(client, r.json()["job_id"])
             assert job["state"] == "failed" and str(manifest) in job["error"], job
         else:
             _named(r, manifest)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.api.helpers import wait_job
 from tests.api.server import bgix_server
 from tests.unit.tables.paimon.paimon_tables import FULL_OPTIONS, create_table, pypaimon_read, pypaimon_table
 
@@ -56,13 +56,7 @@ def _build(http: httpx.Client, name: str, column: str = "status") -> httpx.Respo
     r = http.post("/v1/create_global_index", json={"table": name, "index_column": column})
     if r.status_code != 202:
         return r
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        job = http.get(f"/v1/jobs/{r.json()['job_id']}").json()
-        if job["state"] in ("succeeded", "failed", "cancelled"):
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"build of {name} did not finish")
+    return wait_job(http, r.json()["job_id"], timeout=180)
 
 
 def _build_refused(http: httpx.Client, name: str, *names: str) -> None:

@@ -7,7 +7,6 @@ oracle with SQL three-valued logic (tests/api/predicates.py); never our own outp
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -17,7 +16,7 @@ import pytest
 from pypaimon.globalindex.create_global_index import create_global_index
 
 from service.api.app import create_app
-from tests.api.helpers import TestClient, make_settings, python_runs
+from tests.api.helpers import TestClient, make_settings, python_runs, wait_until
 from tests.api.predicates import expected_ids, to_sql
 from tests.unit.tables.paimon.paimon_tables import (
     STATUSES, append, create_table, delete_rows, make_rows, pypaimon_read, pypaimon_table,
@@ -84,13 +83,11 @@ def _ids(client: TestClient, p: dict[str, Any], *, sql: bool = False) -> dict[st
 
 def _wait_snapshot(client: TestClient, after: int) -> dict[str, Any]:
     """Poll GET until the service shows a snapshot newer than `after` (bounded; no call forces it)."""
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        shown = client.get("/v1/tables/events").json()["paimon"]
-        if shown["snapshot_id"] > after:
-            return shown
-        time.sleep(0.05)
-    raise AssertionError("the new Paimon snapshot never became visible")
+    def newer() -> dict[str, Any] | None:
+        shown: dict[str, Any] = client.get("/v1/tables/events").json()["paimon"]
+        return shown if shown["snapshot_id"] > after else None
+
+    return wait_until(newer, 30, "the new Paimon snapshot to become visible")
 
 
 @pytest.fixture(scope="module")
@@ -152,15 +149,16 @@ def test_ranges_use_sidecars_derived_outside_the_paimon_table(paimon: tuple[Test
     p = {"op": "and", "args": [{"op": "ge", "column": "code", "value": -12},
                                {"op": "lt", "column": "code", "value": 20}]}
     want = sorted(expected_ids(p, df))
-    deadline = time.monotonic() + 60
-    while True:
-        r = client.post("/v1/tables/events/query", json={"predicate": p, "limit": 100_000, "explain": True})
-        got = r.json()
-        assert got["row_ids"] == want
-        if got["explain"]["sidecars_used"] > 0 and not got["explain"]["budget_decisions"]:
-            break
-        assert time.monotonic() < deadline, got["explain"]
-        time.sleep(0.1)
+    seen: dict[str, Any] = {}
+
+    def from_sidecars() -> bool:
+        seen.update(client.post("/v1/tables/events/query", json={"predicate": p, "limit": 100_000,
+                                                                  "explain": True}).json())
+        assert seen["row_ids"] == want
+        return bool(seen["explain"]["sidecars_used"] > 0 and not seen["explain"]["budget_decisions"])
+
+    wait_until(from_sidecars, 60, lambda: f"every range answered from a sidecar: {seen['explain']}", interval=0.1)
+    got = seen
     assert [leaf["op"] for leaf in got["explain"]["leaves"]] == ["range_set"]
     assert not list(location.rglob("*.range-bitmap")), "a sidecar was written into the Paimon table"
     bgix_warehouse = location.parents[3] / "warehouse"   # make_settings: <root>/warehouse

@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from service.api.app import create_app
-from tests.api.helpers import TestClient, make_settings, wait_job, write_table
+from tests.api.helpers import TestClient, make_settings, wait_job, wait_until, write_table
 
 N = 6000
 
@@ -53,14 +53,14 @@ def _rows(data: dict[str, Any]) -> set[int]:
 
 
 def _until_sidecars(client: TestClient, where: str) -> dict[str, Any]:
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        data = _ask(client, where)
-        explain = data["explain"]
-        if explain["sidecars_used"] > 0 and not explain["budget_decisions"]:   # every range from a sidecar
-            return data
-        time.sleep(0.1)
-    raise AssertionError(f"no sidecar used for {where!r} within 60 s: {data['explain']}")
+    seen: dict[str, Any] = {}
+
+    def from_sidecars() -> dict[str, Any] | None:
+        seen.update(_ask(client, where))
+        explain = seen["explain"]
+        return dict(seen) if explain["sidecars_used"] > 0 and not explain["budget_decisions"] else None  # every range
+
+    return wait_until(from_sidecars, 60, lambda: f"a sidecar used for {where!r}: {seen.get('explain')}", interval=0.1)
 
 
 CASES = [
@@ -183,10 +183,7 @@ def test_point_counts_never_open_a_sidecar_and_use_key_counts_once_open(
         assert count("amount > 0") == int(frame.amount.gt(0).sum())   # a range opens it
         assert len(qs.sidecars.readers) == 1
         bsi = next(iter(qs.sidecars.readers._entries.values()))[0]._slices()
-        deadline = time.monotonic() + 30
-        while bsi.code_counts() is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert bsi.code_counts() is not None
+        wait_until(lambda: bsi.code_counts() is not None, 30, "the sidecar's code counts", interval=0.02)
         assert count("amount IN (3, 7, -40)") == want
         assert count("amount = 7") == int(frame.amount.eq(7).sum())
         assert count("amount <> 7") == int(frame.amount.ne(7).sum())

@@ -19,7 +19,7 @@ import subprocess
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.api.helpers import write_table
+from tests.api.helpers import wait_job, wait_until, write_table
 from tests.api.server import bgix_process
 
 HEADER = "x-bgix-worker"
@@ -92,13 +92,7 @@ class Served:
 
     def wait_job(self, pid: int, job_id: str, timeout: float = 120.0) -> dict[str, Any]:
         """Poll the job on worker `pid` only, until it ends."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            job = self.call(pid, "GET", f"/v1/jobs/{job_id}").json()
-            if job["state"] not in ("queued", "running"):
-                return dict(job)
-            time.sleep(0.1)
-        raise AssertionError(f"job {job_id} did not finish within {timeout} s")
+        return wait_job(lambda path: self.call(pid, "GET", path), job_id, timeout)
 
     def job_pids(self) -> set[int]:
         return {int(p.name) for p in self.pids_dir.iterdir()}
@@ -134,15 +128,6 @@ def _alive(pid: int) -> bool:
     except OSError:
         return False
     return stat[stat.rfind(b")") + 2:].split()[0] != b"Z"
-
-
-def _wait(predicate: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"not within {timeout} s: {what}")
 
 
 def _frame(rows: int = 2000) -> pd.DataFrame:
@@ -212,13 +197,13 @@ def test_workers_answer_build_once_cancel_anywhere_and_read_their_writes(tmp_pat
         assert srv.create(other, "s").status_code == 409
 
         # Cancelled from the worker that did not start it: the build process (still in its delay) is ended.
-        _wait(lambda: len(srv.job_pids()) == 1, 30, "the build process started")
+        wait_until(lambda: len(srv.job_pids()) == 1, 30, "the build process started")
         (job_pid,) = srv.job_pids()
         runner = _ppid(job_pid)   # the worker that spawned it: the job runner
         assert runner in (w1, w2), (runner, w1, w2)
         r = srv.call(other, "POST", f"/v1/jobs/{job_id}/cancel")
         assert r.status_code == 200 and r.json()["state"] == "cancelled", r.text
-        _wait(lambda: not _alive(job_pid), 30, "the cancelled build process exited")
+        wait_until(lambda: not _alive(job_pid), 30, "the cancelled build process exited")
         for pid in (w1, w2):
             assert srv.call(pid, "GET", f"/v1/jobs/{job_id}").json()["state"] == "cancelled"
             _assert_unindexed(srv.count(pid, "s = 'a'"))   # nothing was committed
@@ -244,7 +229,7 @@ def test_workers_answer_build_once_cancel_anywhere_and_read_their_writes(tmp_pat
         r = srv.count(runner, "n < 10")
         assert r.status_code == 200 and r.json()["count"] == int((srv.df.n < 10).sum()), r.text
         assert len(srv.job_pids()) == 3   # one process per job, each reaped by the job runner
-        _wait(lambda: not any(_alive(p) for p in srv.job_pids()), 30, "every build process was reaped")
+        wait_until(lambda: not any(_alive(p) for p in srv.job_pids()), 30, "every build process was reaped")
 
 
 @pytest.mark.slow
@@ -255,7 +240,7 @@ def test_a_dead_job_runner_is_replaced_and_its_build_adopted(tmp_path: Path) -> 
         r = srv.create(w1, "s")
         assert r.status_code == 202, r.text
         job_id = r.json()["job_id"]
-        _wait(lambda: len(srv.job_pids()) == 1, 30, "the build process started")
+        wait_until(lambda: len(srv.job_pids()) == 1, 30, "the build process started")
         (job_pid,) = srv.job_pids()
         runner = _ppid(job_pid)
         assert runner in (w1, w2)
@@ -267,8 +252,8 @@ def test_a_dead_job_runner_is_replaced_and_its_build_adopted(tmp_path: Path) -> 
         assert job["state"] == "succeeded", job
         r = srv.count(survivor, "s = 'a'")
         assert r.status_code == 200 and r.json()["count"] == int((srv.df.s == "a").sum()), r.text
-        _wait(lambda: not _alive(job_pid), 30, "the build process ended")
-        _wait(lambda: len(_workers_of(srv.proc.pid)) == 2, 30, "uvicorn replaced the dead worker")
+        wait_until(lambda: not _alive(job_pid), 30, "the build process ended")
+        wait_until(lambda: len(_workers_of(srv.proc.pid)) == 2, 30, "uvicorn replaced the dead worker")
         (fresh,) = _workers_of(srv.proc.pid) - {survivor}
         # The job runner (the survivor or the fresh worker) spawns the next build, wherever it is requested.
         r = srv.create(fresh, "n")
@@ -298,8 +283,8 @@ def test_sigterm_to_the_parent_stops_every_worker(tmp_path: Path) -> None:
         assert srv.proc.wait(timeout=30) == 0
         assert [pid for pid in (w1, w2) if _alive(pid)] == []
         # multiprocessing's resource tracker ends when it reads EOF from the (gone) parent: a moment later
-        _wait(lambda: not any(_alive(pid) for pid in workers), 10, f"no child of bgix serve is left: {workers}")
-        _wait(lambda: not _alive(runner), 30, "the build runner exited with the service")
+        wait_until(lambda: not any(_alive(pid) for pid in workers), 10, f"no child of bgix serve is left: {workers}")
+        wait_until(lambda: not _alive(runner), 30, "the build runner exited with the service")
         assert not group_dir.exists()   # the shared directory (spec files may hold credentials) is gone
 
 

@@ -7,11 +7,11 @@ import socket
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pandas as pd
@@ -19,6 +19,7 @@ import pyarrow.dataset as ds
 import pytest
 
 from service.demo.events import write_events
+from tests.api.helpers import wait_job, wait_until
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -44,7 +45,7 @@ class Service:
     http: httpx.Client
     indexed: tuple[str, ...] = INDEXED
 
-    def wait_job(self, job_id: str, timeout: float = 180.0) -> dict:
+    def wait_job(self, job_id: str, timeout: float = 180.0) -> dict[str, Any]:
         return wait_job(self.http, job_id, timeout)
 
     @staticmethod
@@ -60,27 +61,15 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_job(http: httpx.Client, job_id: str, timeout: float = 180.0) -> dict:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = http.get(f"/v1/jobs/{job_id}").raise_for_status().json()
-        if job["state"] not in ("queued", "running"):
-            return job
-        time.sleep(0.2)
-    raise AssertionError(f"job {job_id} still running after {timeout} s")
-
-
 def _wait_ready(http: httpx.Client, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         assert proc.poll() is None, f"bgix serve exited with {proc.returncode}"
         try:
-            if http.get("/v1/tables").status_code == 200:
-                return
+            return http.get("/v1/tables").status_code == 200
         except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError("bgix serve did not become ready")
+            return False
+
+    wait_until(ready, timeout, "bgix serve to become ready", interval=0.2)
 
 
 @contextmanager

@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.demo.events import write_events
-from tests.browser.conftest import wait_job
+from tests.api.helpers import wait_job
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 
 from service.demo.events import write_events
-from tests.browser.conftest import wait_job
+from tests.api.helpers import wait_job
 from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_read
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

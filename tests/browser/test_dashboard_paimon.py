@@ -11,7 +11,8 @@ import time
 import pytest
 from pypaimon.globalindex.create_global_index import create_global_index
 
-from tests.browser.conftest import Service, wait_job
+from tests.api.helpers import wait_job
+from tests.browser.conftest import Service
 from tests.unit.tables.paimon.paimon_tables import create_table, delete_rows, pypaimon_read, pypaimon_table
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]

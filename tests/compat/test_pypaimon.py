@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import os
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -34,6 +35,7 @@ def _pypaimon_write(tmp: Path, type_name: str, rows: list[tuple[int, object]], b
 
 
 def _pypaimon_reader(path: Path, type_name: str) -> BitmapIndexReader:
+    """pypaimon's reader of `path`; it holds the file open until closed."""
     ser = create_serializer(AtomicType(_PAIMON_TYPES[type_name]))
     meta = GlobalIndexIOMeta(path.name, os.path.getsize(path))
     return BitmapIndexReader(ser, LocalFileIO(), str(path.parent), meta)
@@ -54,11 +56,11 @@ def test_pypaimon_reads_our_files_and_we_read_theirs(tmp_path: Path, name: str, 
                                 IndexOptions(dictionary_block_size=block))
     ours = tmp_path / "ours.index"
     ours.write_bytes(data)
-    theirs_reader = _pypaimon_reader(ours, type_name)
-    for ident, value in sample:
-        assert set(theirs_reader.visit_equal(value).results()) == sets[ident]
-    assert set(theirs_reader.visit_is_null().results()) == nulls
-    assert set(theirs_reader.visit_is_not_null().results()) == non_null
+    with closing(_pypaimon_reader(ours, type_name)) as theirs_reader:
+        for ident, value in sample:
+            assert set(theirs_reader.visit_equal(value).results()) == sets[ident]
+        assert set(theirs_reader.visit_is_null().results()) == nulls
+        assert set(theirs_reader.visit_is_not_null().results()) == non_null
 
     theirs = _pypaimon_write(tmp_path, type_name, rows, block)
     r = open_index(str(theirs), kt)
@@ -118,17 +120,17 @@ def test_pypaimon_searches_our_byte_ordered_files(tmp_path: Path, name: str, typ
     ours = tmp_path / "ours.index"
     ours.write_bytes(data)
     assert open_index(str(ours), kt).key_order in ("bytes", "unknown")
-    theirs_reader = _pypaimon_reader(ours, type_name)
-    values = list(rep.values())
-    sample = values if len(values) <= 400 else values[::7]
-    for value in sample:
-        assert set(theirs_reader.visit_equal(value).results()) == sets[identity(type_name, value)], value
-    missing = {"int": 123456789, "bigint": -5}[type_name]
-    if identity(type_name, missing) not in sets:
-        assert set(theirs_reader.visit_equal(missing).results()) == set()
-    for i in range(0, len(sample), 5):
-        chunk = sample[i:i + 5] + [missing]
-        expect = set().union(*(sets.get(identity(type_name, v), set()) for v in chunk))
-        assert set(theirs_reader.visit_in(chunk).results()) == expect
-    assert set(theirs_reader.visit_is_null().results()) == nulls
-    assert set(theirs_reader.visit_is_not_null().results()) == non_null
+    with closing(_pypaimon_reader(ours, type_name)) as theirs_reader:
+        values = list(rep.values())
+        sample = values if len(values) <= 400 else values[::7]
+        for value in sample:
+            assert set(theirs_reader.visit_equal(value).results()) == sets[identity(type_name, value)], value
+        missing = {"int": 123456789, "bigint": -5}[type_name]
+        if identity(type_name, missing) not in sets:
+            assert set(theirs_reader.visit_equal(missing).results()) == set()
+        for i in range(0, len(sample), 5):
+            chunk = sample[i:i + 5] + [missing]
+            expect = set().union(*(sets.get(identity(type_name, v), set()) for v in chunk))
+            assert set(theirs_reader.visit_in(chunk).results()) == expect
+        assert set(theirs_reader.visit_is_null().results()) == nulls
+        assert set(theirs_reader.visit_is_not_null().results()) == non_null

@@ -8,7 +8,6 @@ import random
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +21,7 @@ from index_format.storage import Storage
 from service.build_job.main import run_job
 from service.catalog import Catalog, RowIdError, Table
 from service.cli import main as bgix_main
+from tests.api.helpers import wait_until
 from tests.factories import (
     append_file, assert_index_matches, index_answer, make_parquet_table, make_rows, oracle_table,
 )
@@ -39,15 +39,6 @@ def _catalog(tmp_path: Path) -> tuple[Catalog, Path]:
 def _spec(wh: Path, job: str, column: str, **kw: Any) -> dict[str, Any]:
     return {"job_id": job, "warehouse": str(wh), "allowed_roots": [str(wh.parent)], "table": "t",
             "index_column": column, "options": dict(R), "engine": "local", **kw}
-
-
-def _wait(cond: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 def test_csv_table_local_engine(tmp_path: Path) -> None:
@@ -108,8 +99,8 @@ def test_sigkill_mid_job_leaves_old_snapshot_and_next_run_cleans_up(tmp_path: Pa
     proc = _spawn(tmp_path, _spec(wh, "j2", "s", test_hooks={"sleep_per_batch": 1.5}), "j2")
     job_dir = cat.job_index_dir("t", "s", "j2")
     try:
-        _wait(lambda: len(cat.storage.list(job_dir, recursive=True)) >= 1, 60, "a partial index file")
-        _wait(lambda: cat.read_progress("j2")["ranges_done"] >= 1, 30, "progress in the job record")
+        wait_until(lambda: len(cat.storage.list(job_dir, recursive=True)) >= 1, 60, "a partial index file")
+        wait_until(lambda: cat.read_progress("j2")["ranges_done"] >= 1, 30, "progress in the job record")
         progress = cat.read_progress("j2")
         assert progress["ranges_total"] == 3 and 0 < progress["fraction"] < 1
         os.kill(proc.pid, signal.SIGKILL)
@@ -117,7 +108,7 @@ def test_sigkill_mid_job_leaves_old_snapshot_and_next_run_cleans_up(tmp_path: Pa
     finally:
         if proc.poll() is None:
             proc.kill()
-            proc.wait(timeout=30)
+        proc.communicate(timeout=30)   # reaped, and its pipes closed
     assert cat.current_snapshot("t", "s") == first
     assert_index_matches(cat, first, oracle_table(old, ["s"]), "s")
     partial = cat.storage.list(job_dir, recursive=True)

@@ -53,7 +53,8 @@ def assert_pypaimon_agrees(location: Path, column: str) -> None:
     data = pypaimon_read(location, [column])
     pairs = list(zip(data.column("_ROW_ID").to_pylist(), data.column(column).to_pylist(), strict=True))
     for pred, test in _predicates(column, table.fields):
-        got = DataEvolutionGlobalIndexScanner.create(table, predicate=pred).scan(pred).results()
+        with DataEvolutionGlobalIndexScanner.create(table, predicate=pred) as scanner:  # it holds the files open
+            got = scanner.scan(pred).results()
         assert got is not None, (column, pred)
         expected = {rid for rid, v in pairs if test(v)}
         assert set(int(i) for i in got) == expected, (column, pred)

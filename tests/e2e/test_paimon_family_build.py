@@ -117,7 +117,8 @@ def test_one_request_builds_every_family_and_pypaimon_rust_reads_them(
     for pred, test in ((pb.equal("uid", 7), lambda v: v == 7),
                        (pb.greater_than("uid", 0), lambda v: v is not None and v > 0),
                        (pb.is_null("uid"), lambda v: v is None)):
-        got = DataEvolutionGlobalIndexScanner.create(table, predicate=pred).scan(pred).results()
+        with DataEvolutionGlobalIndexScanner.create(table, predicate=pred) as scanner:  # it holds the files open
+            got = scanner.scan(pred).results()
         assert got is not None
         assert {int(i) for i in got} == {r["_ROW_ID"] for r in rows if test(r["uid"])}, pred
 

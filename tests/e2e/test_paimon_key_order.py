@@ -73,7 +73,8 @@ def test_bytes_order_index_is_searched_exactly_by_pypaimon(api: tuple[TestClient
     preds: list[tuple[Any, Any]] = [(pb.equal("code", v), lambda x, v=v: x == v) for v in EQ]
     preds += [(pb.is_in("code", vs), lambda x, vs=vs: x in vs) for vs in IN]
     for pred, test in preds:
-        got = DataEvolutionGlobalIndexScanner.create(table, predicate=pred).scan(pred).results()
+        with DataEvolutionGlobalIndexScanner.create(table, predicate=pred) as scanner:  # it holds the files open
+            got = scanner.scan(pred).results()
         assert got is not None, pred
         assert {int(i) for i in got} == {rid for rid, x in pairs if test(x)}, pred
     _bgix_agrees(client, pairs)

@@ -14,7 +14,6 @@ index with its own `DataEvolutionGlobalIndexScanner`.
 from __future__ import annotations
 
 import random
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -32,7 +31,7 @@ from service.build_job.main import run_job
 from service.catalog import Catalog, Table
 from service.demo.paimon_events import append_arrow
 from service.tables.paimon.table import catalog_options_for
-from tests.api.helpers import TestClient, make_settings, wait_job
+from tests.api.helpers import TestClient, make_settings, wait_job, wait_until
 from tests.e2e.test_paimon_build import _predicates
 from tests.unit.tables.paimon.paimon_tables import ARROW_SCHEMA, DB, FULL_OPTIONS, commit_update, make_rows
 
@@ -103,7 +102,8 @@ class S3Paimon:
         table = self.table()
         pairs = self.pairs(column)
         for pred, test in _predicates(column, table.fields):
-            got = DataEvolutionGlobalIndexScanner.create(table, predicate=pred).scan(pred).results()
+            with DataEvolutionGlobalIndexScanner.create(table, predicate=pred) as scanner:  # it holds the files open
+                got = scanner.scan(pred).results()
             assert got is not None, (column, pred)
             assert {int(i) for i in got} - deleted == {rid for rid, v in pairs if test(v)}, (column, pred)
 
@@ -148,13 +148,11 @@ def _build(client: TestClient, columns: str, timeout: float = 300.0) -> dict[str
 
 
 def _wait_snapshot(client: TestClient, after: int) -> dict[str, Any]:
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        shown = client.get(f"/v1/tables/{NAME}").json()["paimon"]
-        if shown["snapshot_id"] > after:
-            return shown
-        time.sleep(0.05)
-    raise AssertionError("the new Paimon snapshot never became visible")
+    def newer() -> dict[str, Any] | None:
+        shown: dict[str, Any] = client.get(f"/v1/tables/{NAME}").json()["paimon"]
+        return shown if shown["snapshot_id"] > after else None
+
+    return wait_until(newer, 30, "the new Paimon snapshot to become visible")
 
 
 @pytest.fixture()

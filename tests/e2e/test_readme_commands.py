@@ -20,7 +20,8 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from tests.browser.conftest import running_service, wait_job
+from tests.api.helpers import wait_job
+from tests.browser.conftest import running_service
 from tests.e2e.conftest import free_port
 from tests.unit.tables.paimon import rust_tables as rt
 

@@ -24,7 +24,7 @@ from fastapi.testclient import TestClient
 from service.api.app import create_app
 from service.jobs.jobspec import JobSpec
 from service.jobs.liveness import process_alive
-from tests.api.helpers import make_settings, wait_job, write_table
+from tests.api.helpers import make_settings, wait_job, wait_until, write_table
 
 ROWS = 40_000
 
@@ -38,10 +38,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
     settings = make_settings(root, build_engine="spark", spark_master="local[2]", build_prewarm=True,
                              build_warmup_s=300.0)
     with TestClient(create_app(settings)) as client:
-        deadline = time.monotonic() + 300
-        while client.get("/readyz").status_code != 200:   # readiness waits for the warm-up (bounded)
-            assert time.monotonic() < deadline
-            time.sleep(0.2)
+        # readiness waits for the warm-up (bounded)
+        wait_until(lambda: client.get("/readyz").status_code == 200, 300, "/readyz after the warm-up", interval=0.2)
         assert client.get("/readyz").json()["checks"]["builds"] == "warm"
         assert client.put("/v1/tables/t", json={"location": str(root / "data" / "t")}).status_code == 200
         yield client, df, root
@@ -76,13 +74,6 @@ def _hand_over(client: TestClient, column: str, hooks: dict[str, Any]) -> str:
                    allowed_roots=list(services.storage.allowed_roots), spark_master=settings.spark_master,
                    engine="spark", table_format="parquet", options={"rebuild": "true"}, test_hooks=hooks)
     return services.jobs.hand_over(spec).id
-
-
-def _wait(pred: Any, timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not pred():
-        assert time.monotonic() < deadline, what
-        time.sleep(0.05)
 
 
 def _job_pid(client: TestClient, job_id: str) -> int | None:
@@ -132,11 +123,11 @@ def test_a_cancel_stops_a_running_build_and_commits_nothing(served: Any) -> None
     pid = _state(client)["pid"]
     snapshots = client.get("/v1/tables/t/indexes").json()
     job_id = _hand_over(client, "n", {"sleep_per_batch": 5.0, "skip_active_check": True})
-    _wait(lambda: client.get(f"/v1/jobs/{job_id}").json()["state"] == "running", 60, "the build started")
+    wait_until(lambda: client.get(f"/v1/jobs/{job_id}").json()["state"] == "running", 60, "the build started")
     r = client.post(f"/v1/jobs/{job_id}/cancel")
     assert r.status_code == 200 and r.json()["state"] == "cancelled"
     # The runner cancels the Spark job: the build records itself cancelled long before its sleeps would end.
-    _wait(lambda: _job_pid(client, job_id) is not None and job_id not in _state(client).get("running", [job_id]),
+    wait_until(lambda: _job_pid(client, job_id) is not None and job_id not in _state(client).get("running", [job_id]),
           30, "the runner let go of the cancelled build")
     assert client.get(f"/v1/jobs/{job_id}").json()["state"] == "cancelled"
     assert client.get("/v1/tables/t/indexes").json() == snapshots
@@ -166,13 +157,13 @@ def test_a_runner_killed_mid_build_fails_it_and_a_new_runner_takes_the_next(serv
     client, df, _ = served
     old = _state(client)["pid"]
     job_id = _hand_over(client, "n", {"sleep_per_batch": 5.0, "skip_active_check": True})
-    _wait(lambda: client.get(f"/v1/jobs/{job_id}").json()["state"] == "running", 60, "the build started")
+    wait_until(lambda: client.get(f"/v1/jobs/{job_id}").json()["state"] == "running", 60, "the build started")
     os.kill(old, signal.SIGKILL)
     job = wait_job(client, job_id)
     assert job["state"] == "failed" and "runner exited" in job["error"], job
     assert f"job {job_id}" in client.get(f"/v1/jobs/{job_id}/log").text   # the runner's output, if nothing else
     # The service starts a new warm runner at once (it was prewarming); the next build runs there.
-    _wait(lambda: _state(client).get("pid") not in (None, old) and _state(client).get("state") == "warm", 180,
+    wait_until(lambda: _state(client).get("pid") not in (None, old) and _state(client).get("state") == "warm", 180,
           "a new warm runner")
     ok = _build(client, "n", rebuild="true")
     assert ok["state"] == "succeeded", ok
@@ -189,7 +180,7 @@ def test_an_idle_runner_exits_and_the_next_build_starts_another(tmp_path: Path) 
         assert first["state"] == "succeeded"
         runner = client.app.state.services.jobs.runners.warm
         assert runner is not None
-        _wait(lambda: not runner.alive(), 30, "the idle runner exited")
+        wait_until(lambda: not runner.alive(), 30, "the idle runner exited")
         assert runner.proc.returncode == 0 and client.get("/readyz").status_code == 200
         second = _build(client, "s", rebuild="true")
         assert second["state"] == "succeeded"

@@ -274,7 +274,8 @@ def _serve_lines(cwd: Path, env: dict[str, str], workers: int, want: str) -> str
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     lines: queue.Queue[str] = queue.Queue()
     assert proc.stderr is not None
-    threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stderr], daemon=True).start()  # type: ignore
+    reader = threading.Thread(target=lambda: [lines.put(ln) for ln in proc.stderr], daemon=True)  # type: ignore
+    reader.start()
     seen = []
     try:
         deadline = time.monotonic() + 60
@@ -289,6 +290,8 @@ def _serve_lines(cwd: Path, env: dict[str, str], workers: int, want: str) -> str
     finally:
         proc.terminate()
         proc.wait(30)
+        reader.join(30)        # it ends at the pipe's end, then the pipe is closed
+        proc.stderr.close()
     raise AssertionError("".join(seen))
 
 
