@@ -289,7 +289,7 @@ class BTreeIndexReader:
         if not targets:
             return BitMap64()
         idx = self.index()
-        reps = sorted(targets.values())   # type: ignore[type-var]
+        reps = sorted(targets.values())   # type: ignore[type-var]  # reps of one key type are mutually comparable
         where = lower_bounds(idx.reps, reps)   # ascending: the targets of one block are consecutive
         blocks, firsts = np.unique(where, return_index=True)
         bounds = np.append(firsts, len(reps)).tolist()

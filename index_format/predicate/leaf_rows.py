@@ -78,7 +78,8 @@ def matching_rows(leaf: BoundLeaf, reader: IndexReader, values: tuple[object, ..
     if op in ("gt", "ge"):
         return reader.range(leaf.value, None, low_inclusive=op == "ge")
     if op == "between":
-        if keys.sort_key(leaf.kt, leaf.low) > keys.sort_key(leaf.kt, leaf.high):  # type: ignore[operator]
+        low, high = keys.sort_key(leaf.kt, leaf.low), keys.sort_key(leaf.kt, leaf.high)
+        if low > high:  # type: ignore[operator]  # one key type: both bytes or both int
             return BitMap64()  # spec §5.5: low > high → empty
         return reader.range(leaf.low, leaf.high)
     if op == "not_between":
