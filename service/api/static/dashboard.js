@@ -119,6 +119,9 @@ async function loadFamilies() {
     sel.replaceChildren(...built.map((f) => el("option", { value: f.name }, f.name)));
     if (built.some((f) => f.name === prev)) sel.value = prev;
   }
+  // the tables may have been drawn first (the loads run together): give their badges and the hint the text
+  document.querySelectorAll(".badge.family").forEach((b) => { b.title = FAMILIES[b.dataset.family] || b.title; });
+  $("build-type-hint").textContent = FAMILIES[sel.value] || "";
 }
 
 function familyOf(ix) { return (ix && ix.index_type) || "bitmap"; }
@@ -868,8 +871,8 @@ function setConnected(ok, err) {
 
 async function refreshAll() {
   try {
-    if (!Object.keys(FAMILIES).length) await loadFamilies();
-    await Promise.all([loadTables(), loadJobs()]);
+    // all three at once: with a token required, each meets its 401 before the token is asked for once
+    await Promise.all([Object.keys(FAMILIES).length ? null : loadFamilies(), loadTables(), loadJobs()]);
     setConnected(true);
   } catch (e) {
     setConnected(false, e);
