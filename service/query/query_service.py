@@ -118,10 +118,7 @@ class TableView:
 
     def uncovered(self, covered: Iterable[Sequence[int]]) -> list[list[int]]:
         """Inclusive [first, last] ranges of live row ids outside `covered` (retired ids hold no row to cover)."""
-        if self.live_ranges is not None:
-            return [list(r) for r in ranges.subtract(self.live_ranges, [tuple(r) for r in covered])]
-        gone = ranges.complement([*covered, *self.retired_ranges], self.total_rows)
-        return [list(r) for r in gone]
+        return [list(r) for r in ranges.subtract(self.row_ranges(), [tuple(r) for r in covered])]
 
 
 @dataclass(frozen=True)

@@ -97,9 +97,9 @@ def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, dead
 
 
 def _plan_reply(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, node: Any) -> QueryReply:
-    plan, view, used = qs.plan(name, node, text=ask.where, count_only=ask.result == "count")
+    plan, _, used = qs.plan(name, node, text=ask.where, count_only=ask.result == "count")
     metrics.queries.labels(result="plan").inc()
-    uncovered = view.uncovered(plan.coverage.covered)
+    uncovered = [list(r) for r in plan.coverage.uncovered or ()]   # the view's rows outside the plan's coverage
     payload: dict[str, object] = {"result": "plan", "snapshots": used,
                                   "coverage": {"complete": not uncovered, "uncovered_ranges": uncovered},
                                   "plan": plan.to_json()}

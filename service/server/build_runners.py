@@ -64,6 +64,10 @@ class RunnerProcess:
             except OSError:
                 pass
 
+    def reap_later(self) -> None:
+        """A daemon thread waits for the process, so it is neither a zombie nor a Popen collected while running."""
+        threading.Thread(target=self.proc.wait, name=f"reap-runner-{self.pid}", daemon=True).start()
+
     def terminate(self) -> None:
         """SIGTERM: the runner cancels every build it runs and exits."""
         try:
@@ -207,13 +211,11 @@ class BuildRunners:
         deadline = time.monotonic() + 10.0
         for runner in self.processes:
             if runner.pid in busy and not kill:
-                # left to finish its builds (by design): a daemon thread reaps it when it exits, so it is
-                # neither a zombie nor a Popen collected while running
-                threading.Thread(target=runner.proc.wait, name=f"reap-runner-{runner.pid}", daemon=True).start()
+                runner.reap_later()   # left to finish its builds (by design)
                 continue
             try:
                 runner.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
             except subprocess.TimeoutExpired:
                 log.warning("build runner %s did not exit", runner.pid)
-                threading.Thread(target=runner.proc.wait, name=f"reap-runner-{runner.pid}", daemon=True).start()
+                runner.reap_later()
             runner.release()   # a terminated runner's stdin pipe too

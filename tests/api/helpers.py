@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any, Callable, TypeVar
 
 import httpx
@@ -15,8 +16,8 @@ from fastapi.testclient import TestClient  # its import warning is ignored by na
 
 from service.server.settings import Settings
 
-__all__ = ["COLUMNS", "FILES", "JOB_ENDED", "ROWS_PER_FILE", "TestClient", "make_settings", "python_runs", "wait_job",
-           "wait_until", "write_table"]
+__all__ = ["COLUMNS", "FILES", "JOB_ENDED", "ROWS_PER_FILE", "TestClient", "build_indexes", "make_settings",
+           "python_runs", "wait_job", "wait_until", "write_table"]
 
 T = TypeVar("T")
 
@@ -84,3 +85,16 @@ def wait_job(client: httpx.Client | Callable[[str], httpx.Response], job_id: str
         return dict(seen) if seen["state"] in JOB_ENDED else None
 
     return wait_until(ended, timeout, lambda: f"job {job_id} to end (last seen: {seen})", interval=0.1)
+
+
+def build_indexes(client: httpx.Client, table: str, location: str | None, columns: Iterable[str],
+                  timeout: float = 120.0) -> None:
+    """Register `table` at `location` (None: it is registered already), then build a bitmap index on each of
+    `columns` one after the other, each asserted to succeed."""
+    if location is not None:
+        r = client.put(f"/v1/tables/{table}", json={"location": location})
+        assert r.status_code == 200, r.text
+    for column in columns:
+        r = client.post("/v1/create_global_index", json={"table": table, "index_column": column})
+        assert r.status_code == 202, r.text
+        assert wait_job(client, r.json()["job_id"], timeout=timeout)["state"] == "succeeded"

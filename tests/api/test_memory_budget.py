@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from tests.api.helpers import wait_job, write_table
+from tests.api.helpers import build_indexes, write_table
 from tests.api.server import bgix_process, rss_bytes
 
 MiB = 2**20
@@ -91,11 +91,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int,
            "BGIX_CACHE_BYTES": str(CACHE), "BGIX_PARSE_CACHE_BYTES": str(PARSE_CACHE)}
     with bgix_process(env, root / "serve.log") as (url, proc):
         with httpx.Client(base_url=url, timeout=120.0) as http:
-            assert http.put("/v1/tables/t", json={"location": str(root / "data" / "t")}).status_code == 200
-            for column in ("uid", "s"):
-                job_id = http.post("/v1/create_global_index", json={"table": "t", "index_column": column}
-                                   ).json()["job_id"]
-                assert wait_job(http, job_id, timeout=120.0)["state"] == "succeeded"
+            build_indexes(http, "t", str(root / "data" / "t"), ("uid", "s"))
         yield url, proc.pid, s_by_uid
 
 

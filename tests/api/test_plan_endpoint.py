@@ -10,19 +10,14 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from service.api.app import create_app
-from tests.api.helpers import FILES, TestClient, make_settings, wait_job, write_table
+from tests.api.helpers import FILES, TestClient, build_indexes, make_settings, write_table
 
 PREDICATES = ("status = 'vip'", "age > 30 AND NOT country = 'US'", "status IN ('vip', 'trial') OR age IS NULL",
               "country LIKE 'U%'", "status = 'vip' OR NOT status = 'vip' OR status IS NULL")
 
 
 def _build(client: TestClient, root: Path) -> None:
-    r = client.put("/v1/tables/events", json={"location": str(root / "data" / "events")})
-    assert r.status_code == 200, r.text
-    for col in ("status", "country", "age"):
-        r = client.post("/v1/create_global_index", json={"table": "events", "index_column": col})
-        assert r.status_code == 202, r.text
-        assert wait_job(client, r.json()["job_id"])["state"] == "succeeded"
+    build_indexes(client, "events", str(root / "data" / "events"), ("status", "country", "age"))
 
 
 def _bytes_read(client: TestClient) -> float:

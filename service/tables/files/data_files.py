@@ -32,10 +32,14 @@ class DataFileMap:
 
     def live(self, table: str) -> list[DataFile]:
         """The persisted row-id map (live files, ascending first_row_id); scans once if never scanned."""
+        return self.live_and_retired(table)[0]
+
+    def live_and_retired(self, table: str) -> tuple[list[DataFile], list[DataFile]]:
+        """(live, retired) from one read of the map; scans once if never scanned."""
         _, doc = self._doc(table)
         if doc is None:
-            return self.refresh(table)
-        return list(doc["files"])
+            return self.refresh(table), self.retired(table)
+        return list(doc["files"]), list(doc["retired"])
 
     def retired(self, table: str) -> list[DataFile]:
         """Files that were removed or rewritten since they got their ids (their ids are never reused)."""

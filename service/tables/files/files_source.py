@@ -40,6 +40,7 @@ class FileSource:
     def __init__(self, catalog: Catalog, table: Table, shared: object = None) -> None:
         self.catalog = catalog
         self.table = table
+        self.files = DataFileMap(catalog)
 
     @staticmethod
     def new_shared() -> None:
@@ -115,13 +116,14 @@ class FileSource:
             `broken_columns`).
         """
         t, name = self.table, self.table.name
-        files = sorted(DataFileMap(self.catalog).live(name), key=lambda f: f.first_row_id)
+        live, retired = self.files.live_and_retired(name)
+        files = sorted(live, key=lambda f: f.first_row_id)
         total = max((f.first_row_id + f.row_count for f in files), default=0)
         # Ids from a table's own row-id column may have gaps: complements must not return them.
         sparse = t.row_id_column is not None
         gone: tuple[Range, ...] = ()
         if not sparse:  # with a row_id_column, ids are values: a retired file frees no id range
-            gone = tuple(ranges.merge((f.first_row_id, f.end_row_id - 1) for f in DataFileMap(self.catalog).retired(name)))
+            gone = tuple(ranges.merge((f.first_row_id, f.end_row_id - 1) for f in retired))
         snapshots, broken = self.catalog.load_indexes(name)
         return IndexViewSource(
             table=t, columns={s.column: s for s in snapshots}, data_files=files, total_rows=total,
@@ -129,10 +131,10 @@ class FileSource:
             broken_columns=broken)
 
     def refresh(self) -> None:
-        DataFileMap(self.catalog).refresh(self.table.name)
+        self.files.refresh(self.table.name)
 
     def unreadable_files(self) -> list[UnreadableFile]:
-        return DataFileMap(self.catalog).unreadable(self.table.name)
+        return self.files.unreadable(self.table.name)
 
     def row_id_values(self, f: DataFile) -> np.ndarray:
         column = self.table.row_id_column
@@ -181,7 +183,7 @@ class FileSource:
         self.check_table(spec)
         check_partitions_match(self.catalog.storage, self.table, spec.partitions)
         # The map as last scanned; the job rescans and checks again (plan.make_plan).
-        check_readable(DataFileMap(self.catalog).unreadable(self.table.name), self.table, spec.partitions)
+        check_readable(self.files.unreadable(self.table.name), self.table, spec.partitions)
         previous = self.catalog.current_snapshot(self.table.name, spec.index_column)
         check_family(previous, spec)
         options = resolve_options(requested, previous.options if previous else None, spec.index_column)
