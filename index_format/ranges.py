@@ -3,12 +3,13 @@
 The one place coverage, not-yet-indexed rows and retired ids are computed (predicate.answer, the query engine, the
 catalog, the build job). Every function accepts ranges in any order, overlapping or touching, as tuples or
 lists, and returns them merged: sorted `(start, end)` tuples, no two overlapping or adjacent.
-Imports pyroaring only.
+Imports numpy and pyroaring only.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+import numpy as np
 from pyroaring import BitMap64
 
 Range = tuple[int, int]
@@ -118,3 +119,16 @@ def to_bitmap(ranges: Iterable[RangeLike]) -> BitMap64:
         if start <= end:
             out.add_range(int(start), int(end) + 1)
     return out
+
+
+def contains(ids: np.ndarray, ranges: Iterable[RangeLike]) -> np.ndarray:
+    """A boolean mask: which of `ids` (integers, any order) lie inside `ranges`."""
+    merged = merge(ranges)
+    if not merged:
+        return np.zeros(len(ids), dtype=bool)
+    starts = np.fromiter((s for s, _ in merged), dtype=np.int64, count=len(merged))
+    ends = np.fromiter((e for _, e in merged), dtype=np.int64, count=len(merged))
+    at = np.searchsorted(starts, ids, side="right") - 1   # the last range starting at or before each id
+    inside = at >= 0
+    inside[inside] = ids[inside] <= ends[at[inside]]
+    return inside

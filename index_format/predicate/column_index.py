@@ -45,6 +45,9 @@ class IndexFileRef:
     peek_sidecar: Callable[[], RangeBitmapReader | None] | None = None
     # Whether the file's reader is open in the caller's reader cache now (explain's files_cached); never opens.
     is_open: Callable[[], bool] | None = None
+    # Rows read from the table's data and indexed in memory for this query (an exact-by-scan file): never held
+    # to the fallback-scan budget, which bounds reads of index files.
+    in_memory: bool = False
 
 
 @dataclass

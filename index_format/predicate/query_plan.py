@@ -321,7 +321,7 @@ class _Planner:
         sidecars = bool(candidates) and sidecars_answer(leaf) and all(r.open_sidecar is not None
                                                                       for r in candidates)
         budget = None
-        if candidates and op.budgeted and leaf.op not in ci.seeks:
+        if candidates and op.budgeted and leaf.op not in ci.seeks and not all(r.in_memory for r in candidates):
             budget = BudgetCheck(ci.column, start, end, sum(r.file_size for r in candidates),
                                  ci.fallback_scan_max_size)
         return RangePlan(start, end, tuple(refs), candidates, sidecars=sidecars, budget=budget)

@@ -410,6 +410,12 @@ class QueryRequest(_Model):
                            "\"plan\": only the plan (a QueryPlanResponse: index per leaf, files after pruning, how each "
                            "range would be read, coverage and the rows no index covers), made from manifest "
                            "metadata without opening any index file, so no rows and no count.")
+    scan: Literal["auto", "never"] = Field(
+        "auto", description="\"auto\": rows no index covers (appends since the last build, stale files, a column "
+                            "with no index) and leaves the indexes decline are read from the table's data and "
+                            "evaluated, within BGIX_QUERY_SCAN_MAX_ROWS rows per query, so the answer is exact; "
+                            "past that budget the answer is the indexes' (`exact`, `coverage` say what is missing). "
+                            "\"never\": the indexes' answer only. `explain` reports the scan (`explain.scan`).")
 
     @model_validator(mode="after")
     def _exactly_one(self) -> QueryRequest:
@@ -458,6 +464,9 @@ class QueryPlanResponse(BaseModel):
                                              "(per leaf: the index chosen and those considered, or why it is "
                                              "declined; per row range the files, the candidates after pruning "
                                              "and how they would be read), `count` and `coverage`.")
+    scan: dict[str, Any] | None = Field(
+        None, description="What the scan step would read to make the answer exact: `decision` (not_needed, scan, "
+                          "off, over_budget), `rows_needed`, `max_rows` and per column the row ranges and why.")
 
 
 class IndexFamilyPublic(BaseModel):

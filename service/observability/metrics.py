@@ -52,6 +52,8 @@ class Metrics:
         self._lock = threading.Lock()
         self._lookups = [0, 0]  # hits, misses: the ratio gauge without reading counter internals
         self.queries = Counter("bgix_queries", "Queries answered by result kind", ["result"], registry=r)
+        self.scanned_rows = Counter("bgix_scanned_rows", "Data rows read to answer what no index covers or answers "
+                                    "(exact by scan)", registry=r)
 
     def watch_jobs(self, counts: Callable[[], Mapping[str, int]]) -> None:
         """Expose job counts by state, read from `counts` at every scrape."""

@@ -26,13 +26,15 @@ from index_format.global_index.reader import BitmapCache, BlockCache, IndexReade
 from index_format.lru import ByteLRU
 from index_format.memory_cost import bitmap_bytes, lru_entry_bytes
 from index_format.options import parse_options
-from index_format.predicate.answer import Answer, ColumnIndex, IndexFileRef, QueryPlan, answer_over_files, plan_query
+from index_format.predicate.answer import Answer, ColumnIndex, IndexFileRef, QueryPlan, plan_query
 from index_format.predicate.bind import bind
+from index_format.predicate.execute import execute
+from index_format.predicate.file_pruning import literal_memo
 from index_format.predicate.json import from_json
 from index_format.predicate.limits import DEFAULT_LIMITS, PredicateLimits
 from index_format.predicate.visitors import referenced_columns
 from index_format.storage import RangeSource, Storage
-from index_format.types import KeyType, parse_type
+from index_format.types import KeyType, from_arrow, parse_type
 from service.observability.metrics import Metrics
 from service.query.parse_cache import ParseCache
 from service.catalog import Catalog, warehouse_layout
@@ -40,6 +42,7 @@ from service.query import index_stats
 from service.catalog.catalog_errors import CorruptDocumentError, IndexNotFoundError
 from service.catalog.model import DataFile, Snapshot, Table
 from service.query.range_sidecars import Sidecars
+from service.query.row_scan import ScanCache, ScanNeed, ScanReport, scan_needs, unindexed_index, with_scanned
 from service.tables import TableSources
 from service.tables.table_summary import TableSummary
 
@@ -127,6 +130,18 @@ class QueryOutcome:
     view: TableView
     used: dict[str, int]                 # column -> snapshot id
     uncovered: list[list[int]]           # inclusive [first, last] row ranges not covered
+    scan: ScanReport | None = None       # the exact-by-scan step (None: not asked of this answer)
+
+
+@dataclass(frozen=True)
+class _Bound:
+    """A tree bound to a view: the indexed columns it uses, and the table columns it names that no index covers
+    (their key types; `arrays`: which of every column it uses are ARRAY columns)."""
+
+    tree: Any
+    used: list[str]
+    unindexed: dict[str, KeyType]
+    arrays: frozenset[str]
 
 
 class QueryService:
@@ -134,7 +149,8 @@ class QueryService:
 
     def __init__(self, catalog: Catalog, storage: Storage, metrics: Metrics, *,
                  cache_bytes: int, snapshot_ttl: float, limits: PredicateLimits = DEFAULT_LIMITS,
-                 parse_cache_bytes: int = 16 << 20, max_open_files: int = 256) -> None:
+                 parse_cache_bytes: int = 16 << 20, max_open_files: int = 256,
+                 scan_max_rows: int = 2_000_000) -> None:
         self.catalog = catalog
         # Opens each table's source (service.tables); keeps what sources share, e.g. Paimon index origins.
         self.sources = TableSources(catalog)
@@ -149,20 +165,25 @@ class QueryService:
         # The cache budget, every entry charged what it keeps resident (index_format.memory_cost), the shares
         # summing to the whole: 3/8 for decoded dictionary / data blocks (point look-ups at high cardinality
         # decode one per query when they do not fit), 1/4 for decoded bitmaps (a warm query then reads and
-        # decodes no bitmap it has seen), 1/8 for open readers, 1/8 for range sidecars, 1/8 for the id columns
-        # of row_id_column tables. Open readers and sidecars hold a file descriptor each: their count is
-        # bounded too (a table gains files with every build).
+        # decodes no bitmap it has seen), 1/8 for open readers, 1/8 for range sidecars, 1/16 for the id columns
+        # of row_id_column tables, 1/16 for rows scanned and indexed in memory (row_scan). Open readers and
+        # sidecars hold a file descriptor each: their count is bounded too (a table gains files with every
+        # build).
         self.readers: ByteLRU[IndexReader] = ByteLRU(cache_bytes // 8, _reader_cost, metrics.record_cache,
                                                      max_entries=max_open_files)
         self.blocks = BlockCache(cache_bytes * 3 // 8)
         self.bitmaps: BitmapCache = ByteLRU(cache_bytes // 4)
         self.sidecars = Sidecars(storage, cache_bytes // 8, max_open=max(4, max_open_files // 2))
         # row_id_column tables: files' id columns kept for result "files".
-        self._file_ids: ByteLRU[tuple[np.ndarray, BitMap64]] = ByteLRU(cache_bytes // 8, _file_ids_cost)
+        self._file_ids: ByteLRU[tuple[np.ndarray, BitMap64]] = ByteLRU(cache_bytes // 16, _file_ids_cost)
+        # Rows no index covers (and columns of declined leaves), read and indexed in memory per row range.
+        self.scan_max_rows = scan_max_rows
+        self.scans = ScanCache(cache_bytes // 16, self._open_scanned)
+        self._table_types: dict[int, tuple[dict[str, KeyType], frozenset[str]]] = {}
         # Read at scrape time, so the gauge always equals what the caches under BGIX_CACHE_BYTES hold.
         metrics.cache_bytes.set_function(
             lambda: float(self.readers.bytes + self.blocks.bytes + self.bitmaps.bytes + self.sidecars.readers.bytes
-                          + self._file_ids.bytes))
+                          + self._file_ids.bytes + self.scans.bytes))
         self._views: dict[str, TableView] = {}
         self._stats: dict[tuple[Any, ...], index_stats.IndexStats] = {}
         # One statistics computation at a time: each holds every (key, rows) of an index in memory.
@@ -193,6 +214,7 @@ class QueryService:
         `location`: the table's (resolved) location, whose index files a table kind may keep there (a Paimon
         table's index/ directory): their readers, with the open files they hold, go too."""
         self.invalidate(table)
+        self.scans.discard_table(table)
         with self._lock:
             for key in [k for k in self._stats if k[0] == table]:
                 del self._stats[key]
@@ -292,55 +314,140 @@ class QueryService:
             return self.parse_cache.parse(where, deadline)
         return from_json(dict(predicate or {}), limits=self.limits)
 
-    def query(self, table: str, node: Any, *, explain: bool = False,
-              deadline: float | None = None, text: str | None = None, count_only: bool = False) -> QueryOutcome:
-        """Rows where `node` is TRUE across all files and ranges of each column's current snapshot.
+    def query(self, table: str, node: Any, *, explain: bool = False, deadline: float | None = None,
+              text: str | None = None, count_only: bool = False, scan: str = "auto") -> QueryOutcome:
+        """Rows where `node` is TRUE: the indexes of the current snapshots, and (`scan` "auto") the rows they leave
+        unanswered read from the table's data within the scan budget (row_scan), so the answer is exact; past the
+        budget, or with `scan` "never", the indexes' answer with its `exact` and coverage.
 
-        `deadline` (time.monotonic() seconds, None = no limit) is checked by answer_over_files between reads.
+        `deadline` (time.monotonic() seconds, None = no limit) is checked between reads.
         Raises:
-            TableNotFoundError; UnknownColumnError listing the indexed columns; BindError for a literal
-            the column type cannot hold; IndexFormatError naming the file and block;
-            QueryTimeoutError once `deadline` has passed.
+            TableNotFoundError; UnknownColumnError listing the table's columns; BindError for a literal
+            the column type cannot hold; IndexFormatError naming the file and block; DataFileError naming a data
+            file a scan could not read; QueryTimeoutError once `deadline` has passed.
         """
         view = self.view(table)
-        bound, used_cols = self._bind(view, node, text)
-        answer = answer_over_files(bound, {c: cv.index for c, cv in view.columns.items()}, explain=explain,
-                                   with_unknown=False, deleted=view.retired, deadline=deadline,
-                                   count_only=count_only, table_ranges=view.row_ranges() if explain else None)
-        # the answer's coverage: the ranges indexed for every column used (for a constant predicate, which
-        # names no column, the ranges every index covers).
+        b = self._bind(view, node, text)
+        columns = self._columns(view, b)
+        live = view.row_ranges()
+        with literal_memo():   # one sort of each IN list for pruning (plan) and narrowing (execution)
+            plan = plan_query(b.tree, columns, with_unknown=False, count_only=count_only, explain=explain,
+                              deleted=view.retired, table_ranges=live if explain else None)
+            report, plan = self._scan(view, b, plan, live, mode=scan, count_only=count_only, explain=explain)
+            answer = execute(plan, explain=explain, deleted=view.retired, deadline=deadline)
+        answer.explain["scan"] = report.to_json()
+        # the answer's coverage: the ranges indexed (or scanned) for every column used (for a constant predicate,
+        # which names no column, the ranges every index covers).
         uncovered = view.uncovered(answer.coverage_ranges)
-        used = {c: view.columns[c].snapshot.id for c in used_cols}
-        return QueryOutcome(answer=answer, view=view, used=used, uncovered=uncovered)
+        used = {c: view.columns[c].snapshot.id for c in b.used}
+        return QueryOutcome(answer=answer, view=view, used=used, uncovered=uncovered, scan=report)
 
-    def plan(self, table: str, node: Any, *, text: str | None = None,
-             count_only: bool = False) -> tuple[QueryPlan, TableView, dict[str, int]]:
+    def _scan(self, view: TableView, b: _Bound, plan: QueryPlan, live: list[tuple[int, int]], *, mode: str,
+              count_only: bool, explain: bool) -> tuple[ScanReport, QueryPlan]:
+        """The scan step (row_scan): what `plan` leaves unanswered read (or found cached) within the budget, and
+        the plan again over the indexes and the scanned files; `plan` itself when nothing is read."""
+        needs = scan_needs(plan, live, b.arrays)
+        if not needs:
+            return ScanReport(mode, self.scan_max_rows, "not_needed"), plan
+        source = self.sources.open(view.table)
+
+        def read(columns: list[str], row_ranges: list[tuple[int, int]]) -> pa.Table:
+            return source.read_rows(columns, row_ranges, version=view.version, data_files=view.data_files)
+
+        sparse = view.table.row_id_column is not None
+        report, files = self.scans.run(view.table.name, needs, mode=mode, max_rows=self.scan_max_rows,
+                                       sparse=sparse, data_files=view.data_files, read=read)
+        if not files:
+            return report, plan
+        self.metrics.scanned_rows.inc(report.rows_scanned)
+        columns = with_scanned(plan.columns, needs, files, sparse=sparse)
+        return report, plan_query(b.tree, columns, with_unknown=False, count_only=count_only, explain=explain,
+                                  deleted=view.retired, table_ranges=live if explain else None)
+
+    def plan(self, table: str, node: Any, *, text: str | None = None, count_only: bool = False
+             ) -> tuple[QueryPlan, list[ScanNeed], dict[str, int]]:
         """How `node` would be answered over the current snapshots (index per leaf, files after pruning, reads,
-        coverage with the rows no index covers), read from manifest metadata alone: no index file is opened.
-        Returns (the plan, the view, column → snapshot id of the columns used). Raises as query."""
+        coverage with the rows no index covers) and what its scan step would read (row_scan.scan_needs), from
+        manifest metadata alone: no index or data file is opened. Returns (the plan, the scan needs, column →
+        snapshot id of the indexed columns used). Raises as query."""
         view = self.view(table)
-        bound, used_cols = self._bind(view, node, text)
-        plan = plan_query(bound, {c: cv.index for c, cv in view.columns.items()}, with_unknown=False,
-                          count_only=count_only, deleted=view.retired, table_ranges=view.row_ranges())
-        return plan, view, {c: view.columns[c].snapshot.id for c in used_cols}
+        b = self._bind(view, node, text)
+        live = view.row_ranges()
+        plan = plan_query(b.tree, self._columns(view, b), with_unknown=False, count_only=count_only,
+                          deleted=view.retired, table_ranges=live)
+        return plan, scan_needs(plan, live, b.arrays), {c: view.columns[c].snapshot.id for c in b.used}
 
-    def _bind(self, view: TableView, node: Any, text: str | None) -> tuple[Any, list[str]]:
-        """(the tree bound to the view's column types, the indexed columns it names), cached per view and text."""
+    def _columns(self, view: TableView, b: _Bound) -> dict[str, ColumnIndex]:
+        """The indexes a tree runs over: each indexed column's, and an index of no files for each table column it
+        names that no index covers (its rows uncovered until a scan fills it)."""
+        columns = {c: cv.index for c, cv in view.columns.items()}
+        sparse = view.table.row_id_column is not None
+        for c, kt in b.unindexed.items():
+            columns[c] = unindexed_index(c, kt, array=c in b.arrays, sparse=sparse)
+        return columns
+
+    def _bind(self, view: TableView, node: Any, text: str | None) -> _Bound:
+        """The tree bound to the view's column types: the indexed columns', and for a column no index covers the
+        type the table's data has (cached per view and text when every column it names is indexed)."""
         short = text if text is not None and len(text) <= _BOUND_TEXT_MAX else None
         hit = self.parse_cache.bound(view.serial, short) if short is not None else None
         if hit is not None:
             bound, used_cols = hit
-        else:
-            view.check_not_broken(referenced_columns(node))
-            types = {name: cv.kt for name, cv in view.columns.items()}
-            # a multivalue index's column is an ARRAY of its key type: only the array operators apply
-            arrays = {name for name, cv in view.columns.items() if family(cv.snapshot.index_type).element_keys}
+            return _Bound(bound, used_cols, {}, self._index_arrays(view))
+        view.check_not_broken(referenced_columns(node))
+        types = {name: cv.kt for name, cv in view.columns.items()}
+        # a multivalue index's column is an ARRAY of its key type: only the array operators apply
+        arrays = self._index_arrays(view)
+        try:
             bound = bind(node, types, arrays=arrays)
-            # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
-            used_cols = sorted(referenced_columns(bound) & set(view.columns))
-            if short is not None:
-                self.parse_cache.keep_bound(view.serial, short, bound, used_cols)
-        return bound, used_cols
+            unindexed: dict[str, KeyType] = {}
+        except fmt.UnknownColumnError:
+            table_types, table_arrays = self._types_of_table(view)
+            extra = {c: kt for c, kt in table_types.items() if c not in types}
+            if not extra:
+                raise
+            arrays = arrays | (table_arrays & set(extra))
+            bound = bind(node, {**extra, **types}, arrays=arrays)
+            unindexed = {c: extra[c] for c in referenced_columns(bound) if c in extra}
+        # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
+        used_cols = sorted(referenced_columns(bound) & set(view.columns))
+        if short is not None and not unindexed:
+            self.parse_cache.keep_bound(view.serial, short, bound, used_cols)
+        return _Bound(bound, used_cols, unindexed, arrays)
+
+    @staticmethod
+    def _index_arrays(view: TableView) -> frozenset[str]:
+        return frozenset(name for name, cv in view.columns.items() if family(cv.snapshot.index_type).element_keys)
+
+    def _types_of_table(self, view: TableView) -> tuple[dict[str, KeyType], frozenset[str]]:
+        """Key types of the table's columns as its data holds them (ARRAY columns: the element type), read once per
+        view; columns of a type no index holds are left out."""
+        with self._lock:
+            hit = self._table_types.get(view.serial)
+        if hit is not None:
+            return hit
+        schema = self.sources.open(view.table).arrow_schema()
+        types: dict[str, KeyType] = {}
+        arrays: set[str] = set()
+        for f in schema:
+            t = f.type
+            is_list = pa.types.is_list(t) or pa.types.is_large_list(t)
+            try:
+                types[f.name] = from_arrow(t.value_type if is_list else t)
+            except fmt.UnsupportedTypeError:
+                continue
+            if is_list:
+                arrays.add(f.name)
+        out = (types, frozenset(arrays))
+        with self._lock:
+            if len(self._table_types) > 64:
+                self._table_types.clear()
+            self._table_types[view.serial] = out
+        return out
+
+    def _open_scanned(self, source: Any, kt: KeyType) -> IndexReader:
+        """A reader of rows indexed in memory, sharing the block and bitmap caches (its name is unique)."""
+        return family("bitmap").open_reader(source, kt, cache=self.blocks, bitmap_cache=self.bitmaps)
 
     def file_row_ids(self, table: Table, f: DataFile) -> tuple[np.ndarray, BitMap64]:
         """A row_id_column table's ids of one data file, in file order, and as a set (cached by the

@@ -11,6 +11,7 @@ from typing import Any
 
 from service.observability.metrics import Metrics
 from service.query.query_service import QueryService
+from service.query.row_scan import planned_scan
 from service.query.results import Cursor, file_matches, file_matches_by_value, page_ids, page_runs, query_fingerprint
 
 
@@ -24,6 +25,7 @@ class QueryAsk:
     limit: int = 10_000
     cursor: str | None = None
     explain: bool | str = False   # True: with the answer; "plan": the plan only (nothing read)
+    scan: str = "auto"            # "auto": what no index answers is read within the budget; "never": indexes only
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +52,7 @@ def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, dead
     if ask.explain == "plan":
         return _plan_reply(qs, metrics, name, ask, node)
     outcome = qs.query(name, node, explain=bool(ask.explain), deadline=deadline, text=ask.where,
-                       count_only=result == "count")
+                       count_only=result == "count", scan=ask.scan)
     answer = outcome.answer
     rows = answer.rows
     count = answer.row_count()
@@ -97,11 +99,11 @@ def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, dead
 
 
 def _plan_reply(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, node: Any) -> QueryReply:
-    plan, _, used = qs.plan(name, node, text=ask.where, count_only=ask.result == "count")
+    plan, needs, used = qs.plan(name, node, text=ask.where, count_only=ask.result == "count")
     metrics.queries.labels(result="plan").inc()
     uncovered = [list(r) for r in plan.coverage.uncovered or ()]   # the view's rows outside the plan's coverage
     payload: dict[str, object] = {"result": "plan", "snapshots": used,
                                   "coverage": {"complete": not uncovered, "uncovered_ranges": uncovered},
-                                  "plan": plan.to_json()}
+                                  "plan": plan.to_json(), "scan": planned_scan(needs, ask.scan, qs.scan_max_rows)}
     return QueryReply(result="plan", count=None, exact=False, snapshots=used, coverage_complete=not uncovered,
                       payload=payload)

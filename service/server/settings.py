@@ -70,6 +70,12 @@ class Settings(BaseSettings):
     query_timeout_s: float = Field(
         30.0, gt=0, description="Time budget of one query in seconds; a query over it gets 503 query_timeout."
     )
+    query_scan_max_rows: int = Field(
+        2_000_000, ge=0, description="Data rows one query may read to answer exactly what no index covers (rows "
+        "appended since the last build, stale files, columns with no index) or answers (leaves the indexes "
+        "decline); past it the answer is the indexes' with `exact`/`coverage` saying what is missing. 0: never "
+        "scan. Scanned rows are indexed in memory and kept in the cache (a repeated query reads nothing).",
+    )
     query_threads: int = Field(
         8, ge=1, description="Threads that evaluate queries (off the event loop); more queries wait for one."
     )

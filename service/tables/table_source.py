@@ -6,6 +6,7 @@ the implementation; nothing else branches on the table format. Imports service.c
 """
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -125,6 +126,19 @@ class TableSource(Protocol):
 
     def unreadable_files(self) -> list[UnreadableFile]:
         """Data files the last scan could not read ([] when the source has no scan of its own)."""
+
+    def arrow_schema(self) -> pa.Schema:
+        """The table's columns as the Arrow types read_rows returns (what a query binds a column no index covers
+        to); an empty schema while there is no data to read one from."""
+
+    def read_rows(self, columns: Sequence[str], row_ranges: Sequence[Range], *, version: int | None,
+                  data_files: Sequence[DataFile]) -> pa.Table:
+        """The live rows whose ids lie in `row_ranges` (inclusive), as `columns` plus build_tasks.ROW_ID (int64 ids), at the
+        view that saw `version` and `data_files` (Paimon: deletion vectors applied, data-evolution files merged).
+
+        Raises:
+            DataFileError naming a file that does not read; a kind's column-not-found error.
+        """
 
     def row_id_values(self, f: DataFile) -> np.ndarray:
         """The row ids of data file `f`'s rows in file order (int64): its own row-id column's values where the

@@ -118,13 +118,19 @@ def test_rows_of_a_rewritten_file_are_never_answered(tmp_path: Path) -> None:
         new_first = by_path["part-000.parquet"]["first_row_id"]
         assert new_first == 200  # the rewritten file got fresh ids after the maximum
         old = df.iloc[100:].reset_index(drop=True)
-        for where, mask in (("status = 'vip'", old.status == "vip"),
-                            ("NOT status = 'vip'", old.status.notna() & (old.status != "vip")),
-                            ("status IS NULL", old.status.isna())):
-            body = client.post("/v1/tables/t/query", json={"where": where, "limit": 1000}).json()
+        for where, mask, new_mask in (
+                ("status = 'vip'", old.status == "vip", new.status == "vip"),
+                ("NOT status = 'vip'", old.status.notna() & (old.status != "vip"),
+                 new.status.notna() & (new.status != "vip")),
+                ("status IS NULL", old.status.isna(), new.status.isna())):
+            body = client.post("/v1/tables/t/query", json={"where": where, "limit": 1000, "scan": "never"}).json()
             # Ids 0..99 named the old rows of part-000: they name no row now and must not come back.
             assert set(body["row_ids"]) == _ids(mask, 100), where
             assert body["coverage"]["uncovered_ranges"] == [[new_first, new_first + 59]]
+            # by default the rewritten file's rows are read and answered too: exact over every live row
+            body = client.post("/v1/tables/t/query", json={"where": where, "limit": 1000}).json()
+            assert set(body["row_ids"]) == _ids(mask, 100) | _ids(new_mask, new_first), where
+            assert body["exact"] is True and body["coverage"] == {"complete": True, "uncovered_ranges": []}
         (index,) = client.get("/v1/tables/t/indexes").json()["indexes"]
         assert index["stale"] is True
         assert index["uncovered_ranges"] == [[new_first, new_first + 59]]
@@ -188,16 +194,23 @@ def test_constant_predicates_report_the_coverage_they_were_answered_on(tmp_path:
         job = client.post("/v1/create_global_index", json={"table": "p", "index_column": "v",
                                                            "partitions": "dt=1"}).json()
         assert wait_job(client, job["job_id"])["state"] == "succeeded"
-        body = client.post("/v1/tables/p/query", json={"where": "TRUE", "limit": 1000}).json()
+        body = client.post("/v1/tables/p/query", json={"where": "TRUE", "limit": 1000, "scan": "never"}).json()
         # SQL: TRUE holds for all 80 rows; the index covers dt=1 (ids 0..39) only, and must say so.
         assert body["row_ids"] == list(range(40))
         assert body["coverage"] == {"complete": False, "uncovered_ranges": [[40, 79]]}
-        body = client.post("/v1/tables/p/query", json={"where": "v = 'a' OR TRUE", "result": "count"}).json()
+        body = client.post("/v1/tables/p/query", json={"where": "v = 'a' OR TRUE", "result": "count",
+                                                       "scan": "never"}).json()
         assert body["count"] == 40 and body["coverage"]["uncovered_ranges"] == [[40, 79]]
+        # by default the partition never built is read: every row, exactly
+        body = client.post("/v1/tables/p/query", json={"where": "TRUE", "limit": 1000}).json()
+        assert body["row_ids"] == list(range(80)) and body["coverage"]["complete"] is True
+        body = client.post("/v1/tables/p/query", json={"where": "v = 'a'", "result": "count"}).json()
+        assert body["count"] == int((frames["1"].v == "a").sum() + (frames["2"].v == "a").sum())
+        assert body["exact"] is True and body["coverage"]["complete"] is True
         # result "files": each entry names its hive partition (README), the directory the file is in
         body = client.post("/v1/tables/p/query", json={"where": "v = 'a'", "result": "files"}).json()
         assert [(Path(f["path"]).parent.name, f["partition"], f["matches"]) for f in body["files"]] == \
-            [("dt=1", {"dt": "1"}, int((frames["1"].v == "a").sum()))]
+            [(f"dt={dt}", {"dt": dt}, int((frames[dt].v == "a").sum())) for dt in ("1", "2")]
 
 
 def test_a_build_process_that_cannot_start_does_not_block_the_index(tmp_path: Path, monkeypatch) -> None:

@@ -85,9 +85,13 @@ def test_build_job_reports_progress_and_snapshot(tmp_path: Path) -> None:
         files = client.get("/v1/tables/t/files", params={"refresh": True}).json()
         assert files["total_rows"] == 510
         # the new file's rows are not covered yet: reported, and never returned as matches
-        data = client.post("/v1/tables/t/query", json={"where": "age >= 0 OR age IS NULL", "result": "count"}).json()
+        data = client.post("/v1/tables/t/query", json={"where": "age >= 0 OR age IS NULL", "result": "count",
+                                                       "scan": "never"}).json()
         assert data["coverage"] == {"complete": False, "uncovered_ranges": [[500, 509]]}
         assert data["count"] == 500
+        # by default they are read from the new file: the whole table, exactly
+        data = client.post("/v1/tables/t/query", json={"where": "age >= 0 OR age IS NULL", "result": "count"}).json()
+        assert data["coverage"] == {"complete": True, "uncovered_ranges": []} and data["count"] == 510
         listing = client.get("/v1/tables/t/indexes").json()["indexes"][0]
         assert listing["uncovered_ranges"] == [[500, 509]]
         old_cursor = client.post("/v1/tables/t/query", json={"where": "age >= 0", "limit": 5}).json()["next_cursor"]

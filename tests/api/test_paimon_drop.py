@@ -103,8 +103,17 @@ def test_drop_commits_index_deletes_for_one_column_only(paimon: tuple[TestClient
     assert {p.name for p in (location / "index").iterdir()} == files
     assert not (stats / "status" / "stats").exists() and any((stats / "flag" / "stats").glob("*.json"))
 
-    # the serving side: status has no index any more (as on plain tables: unknown column), flag still exact
-    err = client.post("/v1/tables/events/query", json={"where": "status = 'ok'"})
+    # the serving side: status has no index any more; its rows are read from the data (exact), or with
+    # "scan": "never" not answered (coverage says every row is missing); flag still exact from its index
+    p_status = {"op": "eq", "column": "status", "value": "ok"}
+    got = client.post("/v1/tables/events/query", json={"where": "status = 'ok'", "limit": 100_000,
+                                                       "explain": True}).json()
+    assert got["row_ids"] == sorted(expected_ids(p_status, data_before)) and got["exact"] is True
+    assert got["coverage"]["complete"] is True and got["explain"]["scan"]["decision"] == "scanned"
+    assert got["explain"]["scan"]["columns"][0]["reason"] == "no index on the column"
+    got = client.post("/v1/tables/events/query", json={"where": "status = 'ok'", "scan": "never"}).json()
+    assert got["row_ids"] == [] and got["coverage"]["complete"] is False
+    err = client.post("/v1/tables/events/query", json={"where": "nope = 'ok'"})
     assert err.status_code == 400 and err.json()["error"]["code"] == "unknown_column", err.text
     for p in ({"op": "eq", "column": "flag", "value": True}, {"op": "is_null", "column": "flag"},
               {"op": "ne", "column": "flag", "value": True}):
@@ -134,8 +143,8 @@ def test_other_servers_see_the_drop_on_their_next_refresh(paimon: tuple[TestClie
         while {i["column"] for i in second.get("/v1/tables/events/indexes").json()["indexes"]} != {"status"}:
             assert time.monotonic() < deadline, "the other server never saw the drop"
             time.sleep(0.05)
-        got = second.post("/v1/tables/events/query", json={"where": "flag = true"})
-        assert got.status_code == 400 and got.json()["error"]["code"] == "unknown_column"
+        got = second.post("/v1/tables/events/query", json={"where": "flag = true", "scan": "never"})
+        assert got.status_code == 200 and got.json()["coverage"]["complete"] is False   # no index: nothing covered
 
 
 def test_drop_refused_while_a_build_of_the_column_runs(paimon: tuple[TestClient, Path]) -> None:

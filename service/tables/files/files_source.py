@@ -5,6 +5,7 @@ Imports service.catalog and service.tables; never pypaimon, pyspark or the web l
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -19,8 +20,10 @@ from service.jobs.inflight_builds import InflightBuild
 from service.jobs.jobspec import JobSpec, RequestedOptions, check_column_name, resolve_options
 from service.catalog.model import DataFile, Table, UnreadableFile
 from service.jobs.partitions import check_matches, check_readable, select_files
-from service.tables.files.scan import hive_keys, list_data_files, parse_partition, read_columns, read_schema, relative_dir
-from service.tables.build_tasks import BuildOutcome, BuildPlan
+from service.tables.files.scan import (
+    hive_keys, list_data_files, parse_partition, read_columns, read_schema, read_slice, relative_dir,
+)
+from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan
 from service.tables.files.plan import check_family, commit_build, plan_build
 from service.tables.table_source import IndexViewSource, OrphanReport
 from service.tables.files.data_files import DataFileMap
@@ -135,6 +138,51 @@ class FileSource:
 
     def unreadable_files(self) -> list[UnreadableFile]:
         return self.files.unreadable(self.table.name)
+
+    def arrow_schema(self) -> pa.Schema:
+        """The first live data file's schema (a build reads every file with the types it finds there)."""
+        files = sorted(self.files.live(self.table.name), key=lambda f: f.first_row_id)
+        if not files:
+            return pa.schema([])
+        return read_schema(self.catalog.storage, files[0].path, self.table.format, files[0].size)
+
+    def read_rows(self, columns: Sequence[str], row_ranges: Sequence[Range], *, version: int | None,
+                  data_files: Sequence[DataFile]) -> pa.Table:
+        """`data_files` (the view's live files) read with pyarrow: with dense ids only the files and, in Parquet,
+        the row groups overlapping the ranges; with a row_id_column every file's ids first, then the files
+        holding ids in the ranges."""
+        merged = ranges.merge(row_ranges)
+        wanted = list(dict.fromkeys(columns))
+        parts = []
+        for f in sorted(data_files, key=lambda f: f.first_row_id):
+            part = self._rows_in(f, wanted, merged)
+            if part is not None and part.num_rows:
+                parts.append(part)
+        if not parts:
+            schema = self.arrow_schema()
+            return pa.schema([*(schema.field(c) for c in wanted), pa.field(ROW_ID, pa.int64(), nullable=False)]
+                             ).empty_table()
+        return pa.concat_tables(parts, promote_options="permissive")
+
+    def _rows_in(self, f: DataFile, columns: list[str], merged: list[Range]) -> pa.Table | None:
+        storage, fmt = self.catalog.storage, self.table.format
+        if self.table.row_id_column is None:
+            inside = ranges.intersect(merged, [(f.first_row_id, f.end_row_id - 1)])
+            if not inside:
+                return None
+            start, stop = inside[0][0] - f.first_row_id, inside[-1][1] - f.first_row_id + 1
+            try:
+                t = read_slice(storage, f.path, fmt, columns, start, stop, f.size)
+            except FileNotFoundError as exc:
+                raise DataFileError(f.path, "removed since the table was read") from exc
+            ids = np.arange(f.first_row_id + start, f.first_row_id + start + t.num_rows, dtype=np.int64)
+        else:
+            ids = self.row_id_values(f)
+            if not ranges.contains(ids, merged).any():
+                return None
+            t = read_columns(storage, f.path, fmt, columns, f.size)
+        t = t.append_column(pa.field(ROW_ID, pa.int64(), nullable=False), pa.array(ids, type=pa.int64()))
+        return t.filter(pa.array(ranges.contains(ids, merged)))
 
     def row_id_values(self, f: DataFile) -> np.ndarray:
         column = self.table.row_id_column

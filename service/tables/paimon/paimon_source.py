@@ -5,7 +5,7 @@ snapshot. Imports pypaimon only through this package's modules.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -35,7 +35,8 @@ from service.tables.paimon.orphan_files import remove_orphan_index_files
 from service.tables.paimon.origins import BGIX_JOB_PROPERTY, OriginsCache
 from service.tables.table_summary import TableSummary
 from service.tables.paimon.rows import ROW_ID as PAIMON_ROW_ID
-from service.tables.paimon.table import PaimonTable, open_paimon_table, table_storage
+from service.tables.paimon.rows import arrow_schema, read_rows_in
+from service.tables.paimon.table import PaimonTable, open_paimon_table, reopen, table_storage
 from service.tables.paimon.view import latest_snapshot_id, load_paimon_view
 from service.tables.table_source import IndexViewSource, OrphanReport
 
@@ -169,6 +170,18 @@ class PaimonSource:
 
     def unreadable_files(self) -> list[UnreadableFile]:
         return []
+
+    def arrow_schema(self) -> pa.Schema:
+        return arrow_schema(self._open())
+
+    def read_rows(self, columns: Sequence[str], row_ranges: Sequence[tuple[int, int]], *, version: int | None,
+                  data_files: Sequence[DataFile]) -> pa.Table:
+        """Through pypaimon at snapshot `version` (the view's; the latest when None or -1)."""
+        table = self._open()
+        if version is not None and version >= 0 and table.snapshot_id != version:
+            table = reopen(table, version)
+        rows = read_rows_in(table, columns, row_ranges)
+        return rows.rename_columns([ROW_ID if n == PAIMON_ROW_ID else n for n in rows.column_names])
 
     def row_id_values(self, f: DataFile) -> np.ndarray:
         """A Paimon data file's `_ROW_ID`s run from its first_row_id (row tracking)."""

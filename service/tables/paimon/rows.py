@@ -1,6 +1,7 @@
 """Plan a Paimon table's splits and read `[columns…, _ROW_ID]` as Arrow through pypaimon's read builder.
 
-The build job's input (one split per Spark task: DataSplit objects pickle) and the tests' oracle.
+The build job's input (one split per Spark task: DataSplit objects pickle), the query side's scan of rows no index
+covers (read_rows_in) and the tests' oracle.
 pypaimon applies the snapshot's deletion vectors and merges data-evolution files, so deleted rows
 are absent and every row carries its current values.
 """
@@ -13,6 +14,7 @@ import pyarrow as pa
 from pypaimon.schema.data_types import PyarrowFieldParser
 from pypaimon.table.special_fields import SpecialFields
 
+from index_format import ranges
 from service.tables.paimon.broken_files import naming_data_files, reading_metadata
 from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
 from service.tables.paimon.table import PaimonTable
@@ -21,7 +23,7 @@ if TYPE_CHECKING:
     from pypaimon.read.split import Split
     from pypaimon.table.file_store_table import FileStoreTable
 
-__all__ = ["ROW_ID", "plan_splits", "read_rows"]
+__all__ = ["ROW_ID", "arrow_schema", "plan_splits", "read_rows", "read_rows_in"]
 
 ROW_ID: str = SpecialFields.ROW_ID.name  # '_ROW_ID'
 _READ_BATCH_OPTION = "read.batch-size"
@@ -67,6 +69,38 @@ def read_rows(table: PaimonTable, columns: Sequence[str], splits: Sequence[Split
     with naming_data_files(table, (f for split in chosen for f in split.files)):
         result = builder.new_read().to_arrow(chosen) if chosen else None
     return _empty(table, projection) if result is None else result
+
+
+def read_rows_in(table: PaimonTable, columns: Sequence[str], row_ranges: Sequence[tuple[int, int]]) -> pa.Table:
+    """Live rows whose `_ROW_ID` lies in `row_ranges` (inclusive): `columns` plus `_ROW_ID`, through pypaimon (deletion
+    vectors applied, data-evolution files merged). Only splits with a file overlapping the ranges are read; the rows
+    of those splits outside the ranges are dropped here (pypaimon's own row-range filter needs a data-evolution
+    table, and the query side asks the same of every row-tracked one).
+
+    Raises: as read_rows.
+    """
+    merged = ranges.merge(row_ranges)
+    if not merged:
+        return read_rows(table, columns, [])
+    splits = [s for s in plan_splits(table) if any(_overlaps(f, merged) for f in s.files)]
+    rows = read_rows(table, columns, splits)
+    if rows.num_rows == 0:
+        return rows
+    ids = rows.column(ROW_ID).to_numpy()
+    return rows.filter(pa.array(ranges.contains(ids, merged)))
+
+
+def _overlaps(meta: object, merged: list[tuple[int, int]]) -> bool:
+    first = getattr(meta, "first_row_id", None)
+    if first is None:
+        return True   # not row-tracked: read it, the filter keeps what lies inside
+    last = int(first) + int(getattr(meta, "row_count")) - 1
+    return bool(ranges.intersect([(int(first), last)], merged))
+
+
+def arrow_schema(table: PaimonTable) -> pa.Schema:
+    """The pinned schema's fields as the Arrow types pypaimon reads them with."""
+    return pa.schema([PyarrowFieldParser.from_paimon_field(f) for f in table.table.fields])
 
 
 def _batched(table: FileStoreTable) -> FileStoreTable:
