@@ -110,13 +110,14 @@ class BindError(PredicateError):
 
 
 class UnknownColumnError(BindError):
-    """The predicate names a column that has no index; `known` lists the indexed columns."""
+    """The predicate names a column that has no index (or, `what` = "columns of the table", that the table does not
+    have); `known` lists the columns it could name."""
 
-    def __init__(self, column: str, known: list[str]) -> None:
+    def __init__(self, column: str, known: list[str], what: str = "indexed columns") -> None:
         self.column = column
         self.known = sorted(known)
         super().__init__(
-            f"unknown column {column!r}; indexed columns: {', '.join(self.known) or '(none)'}"
+            f"unknown column {column!r}; {what}: {', '.join(self.known) or '(none)'}"
         )
 
 

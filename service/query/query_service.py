@@ -407,7 +407,10 @@ class QueryService:
             if not extra:
                 raise
             arrays = arrays | (table_arrays & set(extra))
-            bound = bind(node, {**extra, **types}, arrays=arrays)
+            try:
+                bound = bind(node, {**extra, **types}, arrays=arrays)
+            except fmt.UnknownColumnError as exc:   # named among the table's columns, not the indexed ones
+                raise fmt.UnknownColumnError(exc.column, list({**extra, **types}), "columns of the table") from None
             unindexed = {c: extra[c] for c in referenced_columns(bound) if c in extra}
         # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
         used_cols = sorted(referenced_columns(bound) & set(view.columns))
