@@ -64,6 +64,11 @@ RANGE_DICT_HEADER = struct.Struct(">ibiii")       # its dictionary: headerLength
 # offsetsLength, keysLength (variable-width keys)
 RANGE_DICT_CHUNK_TAIL = struct.Struct(">iiiii")
 
+# Paimon's GlobalIndexResultSerializer (a query answer as Java's scans ship it): version 2, result kind
+# (0 unscored, 1 scored), then the row-id bitmap's length; version 1 had no kind byte
+GLOBAL_INDEX_RESULT_HEAD = struct.Struct(">ibi")
+GLOBAL_INDEX_RESULT_V1_HEAD = struct.Struct(">ii")
+
 
 @functools.lru_cache(maxsize=128)
 def be_i32s(count: int) -> struct.Struct:

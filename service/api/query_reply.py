@@ -1,5 +1,6 @@
 """The HTTP form of a query: a validated QueryRequest → the use case's QueryAsk, and its QueryReply → the response
-(JSON through orjson, or portable Roaring bytes with the answer's exactness in headers). The route and its fast
+(JSON through orjson, or the whole result as bytes — portable Roaring, or Paimon's GlobalIndexResultSerializer form —
+with the answer's count, exactness, coverage and snapshots in headers). The route and its fast
 path both answer through `answer_query`.
 """
 from __future__ import annotations
@@ -24,13 +25,18 @@ def answer_query(services: Services, name: str, body: schemas.QueryRequest, acce
     return respond(run_query(services.query_service, services.metrics, name, ask, deadline))
 
 
+_BINARY_MEDIA_TYPES = {"roaring": schemas.ROARING_MEDIA_TYPE,
+                       "global_index_result": schemas.GLOBAL_INDEX_RESULT_MEDIA_TYPE}
+
+
 def respond(reply: QueryReply) -> Response:
     headers = {} if reply.count is None else {schemas.COUNT_HEADER: str(reply.count)}
-    if reply.roaring is not None:
-        headers["X-Bgix-Exact"] = "true" if reply.exact else "false"
-        headers["X-Bgix-Coverage-Complete"] = "true" if reply.coverage_complete else "false"
-        headers["X-Bgix-Snapshots"] = ",".join(f"{c}={s}" for c, s in sorted(reply.snapshots.items()))
-        return Response(reply.roaring, media_type=schemas.ROARING_MEDIA_TYPE, headers=headers)
+    if reply.binary is not None:
+        # the bytes hold only row ids: what JSON says beside them rides in headers, so exactness is never lost
+        headers[schemas.EXACT_HEADER] = "true" if reply.exact else "false"
+        headers[schemas.COVERAGE_HEADER] = "true" if reply.coverage_complete else "false"
+        headers[schemas.SNAPSHOTS_HEADER] = ",".join(f"{c}={s}" for c, s in sorted(reply.snapshots.items()))
+        return Response(reply.binary, media_type=_BINARY_MEDIA_TYPES[reply.result], headers=headers)
     payload = dict(reply.payload or {})
     if reply.explain is not None:
         payload["explain"] = jsonable_encoder(reply.explain)

@@ -14,10 +14,16 @@ from index_format.families import BUILT_NAMES
 
 TABLE_NAME_PATTERN = r"^[A-Za-z0-9_][A-Za-z0-9_.\-]{0,127}$"
 COLUMN_NAME_PATTERN = r"^[^/\\\x00]{1,256}$"
-ResultKind = Literal["count", "row_ids", "ranges", "roaring", "files"]
+ResultKind = Literal["count", "row_ids", "ranges", "roaring", "global_index_result", "files"]
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 ROARING_MEDIA_TYPE = "application/vnd.bgix.roaring64"
+# result "global_index_result": Paimon's GlobalIndexResultSerializer bytes, which Paimon gives no media type of its own
+GLOBAL_INDEX_RESULT_MEDIA_TYPE = "application/octet-stream"
 COUNT_HEADER = "X-Bgix-Count"
+# a binary result's exactness, coverage and snapshots (its JSON fields `exact`, `coverage.complete`, `snapshots`)
+EXACT_HEADER = "X-Bgix-Exact"
+COVERAGE_HEADER = "X-Bgix-Coverage-Complete"
+SNAPSHOTS_HEADER = "X-Bgix-Snapshots"
 MAX_LIMIT = 100_000
 DEFAULT_LIMIT = 1000
 

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from index_format import global_index_result
 from service.observability.metrics import Metrics
 from service.query.query_service import QueryService
 from service.query.row_scan import planned_scan
@@ -21,7 +22,7 @@ class QueryAsk:
 
     where: str | None
     predicate: Mapping[str, Any] | None
-    result: str = "row_ids"        # count | row_ids | ranges | files | roaring
+    result: str = "row_ids"        # count | row_ids | ranges | files | roaring | global_index_result
     limit: int = 10_000
     cursor: str | None = None
     explain: bool | str = False   # True: with the answer; "plan": the plan only (nothing read)
@@ -30,16 +31,16 @@ class QueryAsk:
 
 @dataclass(frozen=True, slots=True)
 class QueryReply:
-    """A query's answer: `roaring` holds the whole result as portable bytes (result "roaring"); otherwise
-    `payload` is the JSON object of the result (its `explain` left as the engine made it). A plan (`"explain":
-    "plan"`) has no count."""
+    """A query's answer: `binary` holds the whole result as bytes (result "roaring": portable Roaring64;
+    "global_index_result": Paimon's GlobalIndexResultSerializer version 2); otherwise `payload` is the JSON object
+    of the result (its `explain` left as the engine made it). A plan (`"explain": "plan"`) has no count."""
 
     result: str
     count: int | None
     exact: bool
     snapshots: dict[str, int]
     coverage_complete: bool
-    roaring: bytes | None = None
+    binary: bytes | None = None
     payload: dict[str, object] | None = None
     explain: dict[str, Any] | None = None
 
@@ -59,13 +60,15 @@ def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, dead
     metrics.queries.labels(result=result).inc()
     explain = (answer.explain or {}) if ask.explain else None
 
-    def reply(roaring: bytes | None = None, payload: dict[str, object] | None = None) -> QueryReply:
+    def reply(binary: bytes | None = None, payload: dict[str, object] | None = None) -> QueryReply:
         return QueryReply(result=result, count=count, exact=bool(answer.exact), snapshots=outcome.used,
-                          coverage_complete=not outcome.uncovered, roaring=roaring, payload=payload,
+                          coverage_complete=not outcome.uncovered, binary=binary, payload=payload,
                           explain=explain)
 
     if result == "roaring":
-        return reply(roaring=rows.serialize())
+        return reply(binary=rows.serialize())
+    if result == "global_index_result":   # for JVM drivers: what Paimon Java's scans take (withGlobalIndexResult)
+        return reply(binary=global_index_result.encode(rows))
 
     fingerprint = query_fingerprint(name, ask.where, ask.predicate, result)
     after = -1
