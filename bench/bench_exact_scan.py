@@ -40,16 +40,18 @@ import argparse
 import json
 import os
 import platform
+import re
 import shutil
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
 import pyarrow as pa
+import pyarrow.parquet as pq
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -69,6 +71,9 @@ TABLES = ("full", "tail")
 RESULT_KINDS = ("count", "row_ids")
 TARGETS = {"tail_over_full": 2.0, "rust_over_tail": 10.0}
 PAGE = 100_000   # MAX_LIMIT: every answer here fits one page
+# pypaimon-rust's ways per table: "index" = the same predicate (its scan uses the global indexes), "scan" =
+# no_index(predicate), every row read (only over `tail`, the baseline, where its indexed count is short)
+RUST_WAYS = {"full": ("index",), "tail": ("index", "scan")}
 
 
 # ---- the tail rows ---------------------------------------------------------------------------------
@@ -81,24 +86,59 @@ def shifted(batches: Iterator[pa.RecordBatch], offset: int) -> Iterator[pa.Recor
 
 # ---- queries ---------------------------------------------------------------------------------------
 class Shape:
-    """One query shape: `wheres` (one per predicate), the columns it names."""
+    """One query shape: per predicate its SQL text (`wheres`) and its numpy mask over the truth's codes (`masks`),
+    the columns it names."""
 
-    def __init__(self, key: str, title: str, columns: list[str], wheres: list[str]) -> None:
-        self.key, self.title, self.columns, self.wheres = key, title, columns, wheres
+    def __init__(self, key: str, title: str, columns: list[str], wheres: list[str],
+                 masks: list[Callable[[dict[str, np.ndarray]], np.ndarray]]) -> None:
+        self.key, self.title, self.columns, self.wheres, self.masks = key, title, columns, wheres, masks
 
 
 def shapes(n: int, seed: int) -> list[Shape]:
     rng = np.random.default_rng([seed, 30])
     v = Generated.value
-    eq = [f"k = '{v('k', i)}'" for i in rng.choice(DISTINCT["k"], n, replace=False)]
-    and3 = []
-    for i in range(n):
+    ks = [int(i) for i in rng.choice(DISTINCT["k"], n, replace=False)]
+    eq = [f"k = '{v('k', i)}'" for i in ks]
+    eq_masks = [lambda t, i=i: t["k"] == i for i in ks]
+    and3, and3_masks = [], []
+    for _ in range(n):
         a = int(rng.integers(DISTINCT["a"]))
-        bs = ", ".join(f"'{v('b', j)}'" for j in sorted(rng.choice(DISTINCT["b"], 5, replace=False)))
+        bs = sorted(int(j) for j in rng.choice(DISTINCT["b"], 5, replace=False))
         c = int(rng.integers(DISTINCT["c"]))
-        and3.append(f"a = '{v('a', a)}' AND b IN ({bs}) AND c <> '{v('c', c)}'")
-    return [Shape("eq", "`k = 'v'`", ["k"], eq),
-            Shape("and3", "`a = 'x' AND b IN (5 values) AND c <> 'y'`", ["a", "b", "c"], and3)]
+        and3.append(f"a = '{v('a', a)}' AND b IN ({', '.join(repr(v('b', j)) for j in bs)}) AND c <> '{v('c', c)}'")
+        and3_masks.append(lambda t, a=a, bs=bs, c=c: (t["a"] == a) & np.isin(t["b"], bs) & (t["c"] != c))
+    return [Shape("eq", "`k = 'v'`", ["k"], eq, eq_masks),
+            Shape("and3", "`a = 'x' AND b IN (5 values) AND c <> 'y'`", ["a", "b", "c"], and3, and3_masks)]
+
+
+def no_index(where: str) -> str:
+    """`where` with every column wrapped in `concat(col, '')`: pypaimon-rust cannot use a global index for it and
+    reads every row (its exact answer, see Rust)."""
+    return re.sub(r"\b([kabc]) (=|<>|IN) ", r"concat(\1, '') \2 ", where)
+
+
+# ---- the truth -------------------------------------------------------------------------------------
+class Truth:
+    """Every row the table's data files hold, read with pyarrow (bucket-0/*.parquet: nothing is deleted or
+    rewritten here), as the generator's value numbers per column (`col-00042` → 42) and `id` (= `_ROW_ID`,
+    checked once against pypaimon-rust)."""
+
+    def __init__(self, location: Path) -> None:
+        files = sorted(str(f) for f in location.glob("bucket-*/*.parquet"))
+        table = pq.ParquetDataset(files, read_dictionary=list(DISTINCT)).read(columns=["id", *DISTINCT])
+        self.rows = table.num_rows
+        self.ids = np.asarray(table.column("id").to_numpy(), dtype=np.int64)
+        self.codes: dict[str, np.ndarray] = {}
+        for c in DISTINCT:
+            parts = []
+            for chunk in table.column(c).chunks:
+                d = chunk.dictionary_encode() if not pa.types.is_dictionary(chunk.type) else chunk
+                numbers = np.array([int(x[len(c) + 1:]) for x in d.dictionary.to_pylist()], dtype=np.int16)
+                parts.append(numbers[np.asarray(d.indices.to_numpy(zero_copy_only=False))])
+            self.codes[c] = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int16)
+
+    def ids_where(self, mask: Callable[[dict[str, np.ndarray]], np.ndarray]) -> np.ndarray:
+        return np.sort(self.ids[mask(self.codes)])
 
 
 def body(where: str, kind: str, **extra: Any) -> dict[str, Any]:
@@ -116,10 +156,10 @@ def ask(client: KeepAlive, table: str, where: str, kind: str, **extra: Any) -> t
 
 
 def check(table: str, where: str, kind: str, answer: dict[str, Any], want: int, failures: list[str]) -> None:
-    """bgix's answer against pypaimon-rust's count: equal, exact, complete coverage; row ids: one page of `count`."""
+    """bgix's answer against the truth's count: equal, exact, complete coverage; row ids: one page of `count`."""
     got = int(answer["count"])
     if got != want:
-        failures.append(f"{table}: `{where}` ({kind}) counted {got:,}, pypaimon-rust {want:,}")
+        failures.append(f"{table}: `{where}` ({kind}) counted {got:,}, pyarrow over the data files {want:,}")
     if not answer.get("exact", False) or not answer["coverage"]["complete"]:
         failures.append(f"{table}: `{where}` ({kind}) not exact/complete: exact {answer.get('exact')}, "
                         f"coverage {answer['coverage']}")
@@ -137,10 +177,13 @@ def scan_line(scan: dict[str, Any]) -> str:
 
 # ---- pypaimon-rust ---------------------------------------------------------------------------------
 class Rust:
-    """pypaimon-rust's SQL over one warehouse through one SQLContext (its catalog registered once)."""
+    """pypaimon-rust's SQL over one warehouse through one SQLContext (its catalog registered once).
+
+    With a global index on a predicate's columns its scan answers from the index and leaves out the rows no index
+    covers (a table with appended rows counts short: seen here with bgix's and with its own bitmap files), so its
+    exact answer over such a table is the full scan of `no_index(where)`."""
 
     def __init__(self, warehouse: Path) -> None:
-        self.warehouse = warehouse
         self.ctx = rt.sql_context(warehouse)
         self.count("TRUE")   # untimed: first use of the context
 
@@ -148,9 +191,6 @@ class Rust:
         t0 = time.perf_counter()
         got = rt.run(self.ctx, f"SELECT count(*) AS n FROM {rt.DB}.{NAME} WHERE {where}")
         return int(got.column("n")[0].as_py()), (time.perf_counter() - t0) * 1000
-
-    def row_ids(self, where: str) -> list[int]:
-        return rt.matching_row_ids(self.warehouse, NAME, where)
 
 
 # ---- timing ----------------------------------------------------------------------------------------
@@ -195,8 +235,6 @@ def main() -> int:
     ap.add_argument("--predicates", type=int, default=20, help="different literals per shape")
     ap.add_argument("--queries", type=int, default=200, help="timed requests per shape, result and table")
     ap.add_argument("--rounds", type=int, default=4, help="blocks the two tables take turns in")
-    ap.add_argument("--check-ids", type=int, default=3,
-                    help="predicates per shape whose row ids are compared with pypaimon-rust's _ROW_IDs")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--cache-bytes", type=int, default=None, help="BGIX_CACHE_BYTES (default: the service's)")
     ap.add_argument("--build-timeout", type=float, default=1800)
@@ -207,10 +245,14 @@ def main() -> int:
     root = scratch_dir("bgix-bench-exact-")
     started, load0 = time.time(), os.getloadavg()
     failures: list[str] = []
+    notes: list[str] = []
     proc = None
     the_shapes = shapes(args.predicates, args.seed)
     truth: dict[tuple[str, str], int] = {}
-    rust_ms: dict[tuple[str, str], list[float]] = {}
+    # pypaimon-rust per (shape, table, way): ms per predicate; way "index" = the same predicate (its scan uses
+    # the global indexes), "scan" = no_index(predicate) (every row read)
+    rust_ms: dict[tuple[str, str, str], list[float]] = {}
+    rust_wrong: dict[tuple[str, str, str], list[tuple[str, int, int]]] = {}
     cold: dict[tuple[str, str], dict[str, Any]] = {}
     never: dict[str, dict[str, Any]] = {}
     warm_scan: dict[str, dict[str, Any]] = {}
@@ -251,35 +293,53 @@ def main() -> int:
                                                               "explain": "plan"}).json()
         warehouses = {"full": root / "src", "tail": tail_location.parent.parent}
 
+        print("the truth: pyarrow over each table's data files …", flush=True)
+        truths = {"full": Truth(full_location), "tail": Truth(tail_location)}
+        for t, want in (("full", args.rows), ("tail", args.rows + tail_rows)):
+            if truths[t].rows != want:
+                raise SystemExit(f"{t}: {truths[t].rows:,} rows in its data files, {want:,} written")
+        truth_ids = {(t, where): truths[t].ids_where(mask) for t in TABLES for s in the_shapes
+                     for where, mask in zip(s.wheres, s.masks, strict=True)}
+        truth = {key: len(ids) for key, ids in truth_ids.items()}
+        del truths
+
         with KeepAlive(url, timeout=600) as kc:
             for shape in the_shapes:
                 where = shape.wheres[0]
                 for t in TABLES:   # the first request naming these columns on each table
                     answer, ms = ask(kc, t, where, "count", explain=True)
                     cold[(shape.key, t)] = {"ms": ms, "answer": answer, "scan": answer["explain"]["scan"]}
+                    check(t, where, "count", answer, truth[(t, where)], failures)
                     print(f"{shape.key} cold on {t}: {ms:.1f} ms, count {answer['count']:,}, "
                           f"scan {scan_line(answer['explain']['scan'])}", flush=True)
                 answer, _ = ask(kc, "tail", where, "count", scan="never", explain=True)
-                never[shape.key] = answer
-                if answer.get("exact", True) or answer["coverage"]["complete"]:
-                    failures.append(f"tail: `{where}` with scan never answered exact {answer.get('exact')}, "
-                                    f"coverage {answer['coverage']} (the tail rows are not indexed)")
+                never[shape.key] = {**answer, "missing": truth[("tail", where)] - int(answer["count"])}
+                if answer["coverage"]["complete"]:
+                    failures.append(f"tail: `{where}` with scan never says coverage complete: {answer['coverage']}"
+                                    " (the tail rows are not indexed)")
 
-        print("pypaimon-rust SQL counts (every predicate once per table) …", flush=True)
+        print("pypaimon-rust SQL counts (every predicate once per table, each way) …", flush=True)
         rust = {t: Rust(w) for t, w in warehouses.items()}
+        n, _ = rust["tail"].count(no_index("k <> ''") + ' AND "_ROW_ID" <> id')
+        if n:
+            raise SystemExit(f"tail: {n:,} rows whose _ROW_ID is not their id: the row-id truth does not hold")
         for shape in the_shapes:
             for t in TABLES:
-                rust_ms[(shape.key, t)] = []
-                for where in shape.wheres:
-                    n, ms = rust[t].count(where)
-                    truth[(t, where)] = n
-                    rust_ms[(shape.key, t)].append(ms)
-                print(f"  {shape.key} on {t}: p50 {pct(rust_ms[(shape.key, t)], 50):.1f} ms", flush=True)
-            for t in TABLES:
-                where = shape.wheres[0]
-                check(t, where, "count", cold[(shape.key, t)]["answer"], truth[(t, where)], failures)
-            missing = truth[("tail", shape.wheres[0])] - int(never[shape.key]["count"])
-            never[shape.key]["missing"] = missing
+                for way in RUST_WAYS[t]:
+                    rust_ms[(shape.key, t, way)], rust_wrong[(shape.key, t, way)] = [], []
+                    for where in shape.wheres:
+                        got, ms = rust[t].count(where if way == "index" else no_index(where))
+                        rust_ms[(shape.key, t, way)].append(ms)
+                        if got != truth[(t, where)]:
+                            rust_wrong[(shape.key, t, way)].append((where, got, truth[(t, where)]))
+                    wrong = rust_wrong[(shape.key, t, way)]
+                    print(f"  {shape.key} on {t}, {way}: p50 {pct(rust_ms[(shape.key, t, way)], 50):.1f} ms, "
+                          f"{len(wrong)} of {len(shape.wheres)} counts differ from pyarrow's"
+                          + (f" (e.g. `{wrong[0][0]}`: {wrong[0][1]:,}, truth {wrong[0][2]:,})" if wrong else ""),
+                          flush=True)
+                    if way == "scan" and wrong:
+                        failures.append(f"{t}: pypaimon-rust's full-scan count of `{wrong[0][0]}` is "
+                                        f"{wrong[0][1]:,}, pyarrow's {wrong[0][2]:,}: the judges disagree")
 
         print("warm-up: every predicate once per table and result, checked …", flush=True)
         with KeepAlive(url, timeout=600) as kc:
@@ -289,12 +349,11 @@ def main() -> int:
                         for kind in RESULT_KINDS:
                             answer, _ = ask(kc, t, where, kind)
                             check(t, where, kind, answer, truth[(t, where)], failures)
-                            if kind == "row_ids" and i < args.check_ids:
-                                want = rust[t].row_ids(where)
+                            if kind == "row_ids":
                                 ids_checked += 1
-                                if sorted(answer["row_ids"]) != want:
-                                    failures.append(f"{t}: `{where}` row ids differ from pypaimon-rust's "
-                                                    f"({len(answer['row_ids'])} vs {len(want)})")
+                                if not np.array_equal(np.sort(np.asarray(answer["row_ids"], dtype=np.int64)),
+                                                      truth_ids[(t, where)]):
+                                    failures.append(f"{t}: `{where}` row ids differ from pyarrow's")
 
         for shape in the_shapes:
             for kind in RESULT_KINDS:
@@ -323,8 +382,14 @@ def main() -> int:
     load1 = os.getloadavg()
     missed: list[str] = []
     rows: list[str] = []
+
+    def rust_p(key: str, t: str, way: str, q: float = 50) -> float:
+        return pct(rust_ms[(key, t, way)], q)
+
     for shape in the_shapes:
-        rust_p50 = pct(rust_ms[(shape.key, "tail")], 50)
+        # the target's baseline: the faster of pypaimon-rust's two ways over `tail` (the same predicate, which
+        # uses the indexes, or the full scan, which is exact)
+        rust_p50 = min(rust_p(shape.key, "tail", "index"), rust_p(shape.key, "tail", "scan"))
         for kind in RESULT_KINDS:
             m = results[(shape.key, kind)]
             ratio_full = m["tail"]["p50"] / m["full"]["p50"]
@@ -339,24 +404,30 @@ def main() -> int:
             c = cold[(shape.key, "tail")]
             rows.append(
                 f"| {shape.title} | {kind} | {m['full']['p50']:.2f} / {m['full']['p90']:.2f} | "
-                f"{m['tail']['p50']:.2f} / {m['tail']['p90']:.2f} | {c['ms']:.1f} ms "
-                f"({c['scan']['rows_scanned']:,} rows read)" + (" |" if kind == "count" else " (the count's) |") +
-                f" {rust_p50:.1f} / {pct(rust_ms[(shape.key, 'tail')], 90):.1f} | **{ratio_full:.2f}×** "
-                f"({verdict(ok_full)}) | **{ratio_rust:.0f}×** ({verdict(ok_rust)}) |")
+                f"{m['tail']['p50']:.2f} / {m['tail']['p90']:.2f} | "
+                + (f"{c['ms']:.1f} ms, {c['scan']['rows_scanned']:,} rows read | " if kind == "count" else "〃 | ")
+                + f"{rust_p(shape.key, 'tail', 'index'):.1f} / {rust_p(shape.key, 'tail', 'index', 90):.1f} | "
+                f"{rust_p(shape.key, 'tail', 'scan'):.1f} / {rust_p(shape.key, 'tail', 'scan', 90):.1f} | "
+                f"**{ratio_full:.2f}×** ({verdict(ok_full)}) | **{ratio_rust:.0f}×** ({verdict(ok_rust)}) |")
 
     def q(key: str, kind: str, t: str) -> str:
         m = results[(key, kind)][t]
-        return f"{m['p50']:.2f} / {m['p90']:.2f} ms, CPU {m['cpu']:.2f} ms"
+        return f"{m['cpu']:.2f} ms"
+
+    def wrong(key: str, t: str, way: str) -> str:
+        w = rust_wrong[(key, t, way)]
+        if not w:
+            return "all equal pyarrow's"
+        where, got, want = w[0]
+        return (f"**{len(w)} of {args.predicates} differ from pyarrow's** (e.g. `{where}`: {got:,}, truth "
+                f"{want:,})")
 
     n_counts = sum(int(m[t]["n"]) for m in results.values() for t in TABLES) + \
         len(truth) * len(RESULT_KINDS) + 2 * len(the_shapes)
     lines = [
-        f"# Exact by scan: 1% unindexed tail rows against a fully indexed table and pypaimon-rust "
-        f"(`bench/bench_exact_scan.py`)",
-        "",
         f"Command: `SPARK_LOCAL_IP=127.0.0.1 .venv/bin/python bench/bench_exact_scan.py --rows {args.rows} "
         f"--tail-fraction {args.tail_fraction} --commits {args.commits} --predicates {args.predicates} "
-        f"--queries {args.queries} --rounds {args.rounds} --check-ids {args.check_ids} --seed {args.seed}"
+        f"--queries {args.queries} --rounds {args.rounds} --seed {args.seed}"
         + (f" --cache-bytes {args.cache_bytes}" if args.cache_bytes else "") + "`  ",
         f"git {git_sha()} · {platform.platform()} · {os.cpu_count()} cores · Python {platform.python_version()}  ",
         f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {time.time() - started:.0f} s in all · "
@@ -367,49 +438,53 @@ def main() -> int:
         f"bitmap indexes on {', '.join(f'`{c}` ({d:,} values)' for c, d in DISTINCT.items())} built by bgix's API "
         f"(engine local, one request, {job['seconds']:.1f} s; {layout}); `tail` = a copy of it plus "
         f"{tail_rows:,} rows ({args.tail_fraction:.0%}) appended by pypaimon-rust in one commit ({t_append:.1f} s), "
-        f"no index on them. Plan of the AND on `tail` before any query: "
-        f"{plan.get('scan', {}).get('rows_needed', '?'):,} rows to scan per column "
-        f"(decision `{plan.get('scan', {}).get('decision')}`). One `bgix serve` serves both"
+        f"no index on them. `\"explain\": \"plan\"` of the AND on `tail` before any query: scan decision "
+        f"`{plan.get('scan', {}).get('decision')}`, rows_needed {plan.get('scan', {}).get('rows_needed', 0):,} "
+        f"(3 columns × {tail_rows:,}). One `bgix serve` serves both"
         + (f" (BGIX_CACHE_BYTES={args.cache_bytes})" if args.cache_bytes else " (default BGIX_CACHE_BYTES)") + ".",
         "",
-        "| query | result | fully indexed p50 / p90 ms | tail, warm p50 / p90 ms | tail, cold first query | "
-        "pypaimon-rust SQL count over `tail` p50 / p90 ms | tail warm ÷ fully indexed (≤ 2×) | "
-        "pypaimon-rust ÷ tail warm (≥ 10×) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| query | result | fully indexed p50 / p90 ms | tail, warm p50 / p90 ms | tail, first query (cold) | "
+        "pypaimon-rust count, same predicate, over `tail` p50 / p90 ms | pypaimon-rust count, full scan, over "
+        "`tail` p50 / p90 ms | tail warm ÷ fully indexed (≤ 2×) | pypaimon-rust (faster way) ÷ tail warm (≥ 10×) |",
+        "|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
-        f"Warm: {args.queries} requests per table and result, cycling through {args.predicates} predicates per shape "
-        f"(each seen once, untimed, before), the tables taking turns in {args.rounds} blocks, one keep-alive "
+        f"bgix warm: {args.queries} requests per table and result, cycling through {args.predicates} predicates per "
+        f"shape (each asked once, untimed, before), the tables taking turns in {args.rounds} blocks, one keep-alive "
         "connection (http.client) on 127.0.0.1; latency is the client's round trip. Server CPU per request "
-        "(/proc, user + system), p50 / p90:",
+        "(/proc, user + system), fully indexed / tail: "
+        + "; ".join(f"{s.key} {k} {q(s.key, k, 'full')} / {q(s.key, k, 'tail')}"
+                    for s in the_shapes for k in RESULT_KINDS) + ".",
         "",
-        "| query | result | fully indexed | tail |",
-        "|---|---|---|---|",
-        *(f"| {s.title} | {k} | {q(s.key, k, 'full')} | {q(s.key, k, 'tail')} |"
-          for s in the_shapes for k in RESULT_KINDS),
-        "",
-        "Cold (the first request naming the shape's columns on each table, `\"explain\": true`) and the scan:",
+        "First query (the first request naming the shape's columns on each table, `\"explain\": true`) and the "
+        "scan:",
         "",
     ]
     for shape in the_shapes:
         cf, ct, nv = cold[(shape.key, "full")], cold[(shape.key, "tail")], never[shape.key]
         lines += [
             f"- {shape.title}: `full` {cf['ms']:.1f} ms (index files opened; scan `{cf['scan']['decision']}`); "
-            f"`tail` {ct['ms']:.1f} ms, {scan_line(ct['scan'])}; warm `tail`: {scan_line(warm_scan[shape.key])}. "
-            f"With `\"scan\": \"never\"`: count {int(nv['count']):,} ({nv['missing']:,} tail matches missing), "
-            f"exact {str(nv.get('exact')).lower()}, coverage complete {str(nv['coverage']['complete']).lower()} "
-            f"(uncovered {nv['coverage']['uncovered_ranges']}).",
+            f"`tail` {ct['ms']:.1f} ms, {scan_line(ct['scan'])}. Warm on `tail` (after the timed requests): "
+            f"{scan_line(warm_scan[shape.key])}. With `\"scan\": \"never\"`: count {int(nv['count']):,} "
+            f"({nv['missing']:,} matching tail rows left out), exact {str(nv.get('exact')).lower()}, coverage "
+            f"complete {str(nv['coverage']['complete']).lower()} (uncovered {nv['coverage']['uncovered_ranges']}).",
         ]
     lines += [
         "",
-        f"pypaimon-rust: `SELECT count(*) FROM default.t WHERE <predicate>` through one SQLContext per warehouse, "
-        f"each of the {args.predicates} predicates once: over `full` "
-        + "; ".join(f"{s.key} p50 {pct(rust_ms[(s.key, 'full')], 50):.1f} ms" for s in the_shapes)
-        + "; over `tail` " + "; ".join(f"{s.key} p50 {pct(rust_ms[(s.key, 'tail')], 50):.1f} ms"
-                                       for s in the_shapes) + ".",
+        f"pypaimon-rust: `SELECT count(*) FROM default.t WHERE <predicate>` through one SQLContext per warehouse "
+        f"(one untimed query first), each of the {args.predicates} predicates per shape once, two ways: the same "
+        "predicate (its scan answers from the global indexes) and the predicate with every column wrapped in "
+        "`concat(col, '')` (no index applies: every row read, the exact count).",
         "",
-        f"Correctness: {n_counts:,} bgix answers compared with pypaimon-rust's counts, every one exact with complete "
-        f"coverage; {ids_checked} row-id answers equal pypaimon-rust's `_ROW_ID`s "
+        "| query | table | same predicate p50 ms | its counts | full scan p50 ms | its counts |",
+        "|---|---|---|---|---|---|",
+        *(f"| {s.title} | `{t}` | {rust_p(s.key, t, 'index'):.1f} | {wrong(s.key, t, 'index')} | "
+          + (f"{rust_p(s.key, t, 'scan'):.1f} | {wrong(s.key, t, 'scan')} |" if "scan" in RUST_WAYS[t] else
+             "not run | |") for s in the_shapes for t in TABLES),
+        "",
+        f"Correctness: {n_counts:,} bgix answers compared with pyarrow's count over each table's Parquet data files "
+        f"(`_ROW_ID` = `id`, checked with pypaimon-rust), every one `exact: true` with complete coverage; "
+        f"{ids_checked} row-id answers equal pyarrow's ids "
         f"({'all equal' if not failures else '; '.join(failures[:5])}).",
         "",
         "Targets missed: " + ("; ".join(missed) if missed else "none") + ".",
