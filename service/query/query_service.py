@@ -179,7 +179,7 @@ class QueryService:
         # Rows no index covers (and columns of declined leaves), read and indexed in memory per row range.
         self.scan_max_rows = scan_max_rows
         self.scans = ScanCache(cache_bytes // 16, self._open_scanned)
-        self._table_types: dict[int, tuple[dict[str, KeyType], frozenset[str]]] = {}
+        self._table_types: dict[int, tuple[dict[str, KeyType], frozenset[str], pa.Schema]] = {}
         # Read at scrape time, so the gauge always equals what the caches under BGIX_CACHE_BYTES hold.
         metrics.cache_bytes.set_function(
             lambda: float(self.readers.bytes + self.blocks.bytes + self.bitmaps.bytes + self.sidecars.readers.bytes
@@ -410,7 +410,12 @@ class QueryService:
             try:
                 bound = bind(node, {**extra, **types}, arrays=arrays)
             except fmt.UnknownColumnError as exc:   # named among the table's columns, not the indexed ones
-                raise fmt.UnknownColumnError(exc.column, list({**extra, **types}), "columns of the table") from None
+                unreadable = self._unreadable_types(view).get(exc.column)
+                if unreadable is not None:
+                    raise fmt.BindError(f"column {exc.column!r} is {unreadable}: no index family holds that type, "
+                                        "so a predicate on it can neither be indexed nor evaluated") from None
+                names = {*types, *self._table_schema(view)[2].names}
+                raise fmt.UnknownColumnError(exc.column, list(names), "columns of the table") from None
             unindexed = {c: extra[c] for c in referenced_columns(bound) if c in extra}
         # Canonical names from the bound tree: `S` binds to the indexed `s`, whose snapshot the cursor checks.
         used_cols = sorted(referenced_columns(bound) & set(view.columns))
@@ -423,6 +428,10 @@ class QueryService:
         return frozenset(name for name, cv in view.columns.items() if family(cv.snapshot.index_type).element_keys)
 
     def _types_of_table(self, view: TableView) -> tuple[dict[str, KeyType], frozenset[str]]:
+        types, arrays, _ = self._table_schema(view)
+        return types, arrays
+
+    def _table_schema(self, view: TableView) -> tuple[dict[str, KeyType], frozenset[str], pa.Schema]:
         """Key types of the table's columns as its data holds them (ARRAY columns: the element type), read once per
         view; columns of a type no index holds are left out."""
         with self._lock:
@@ -441,12 +450,17 @@ class QueryService:
                 continue
             if is_list:
                 arrays.add(f.name)
-        out = (types, frozenset(arrays))
+        out = (types, frozenset(arrays), schema)
         with self._lock:
             if len(self._table_types) > 64:
                 self._table_types.clear()
             self._table_types[view.serial] = out
         return out
+
+    def _unreadable_types(self, view: TableView) -> dict[str, str]:
+        """The table's columns of a type no index holds (a struct, a map, bytes), case-folded, with their type."""
+        types, _, schema = self._table_schema(view)
+        return {k: str(f.type) for f in schema if f.name not in types for k in (f.name, f.name.lower())}
 
     def _open_scanned(self, source: Any, kt: KeyType) -> IndexReader:
         """A reader of rows indexed in memory, sharing the block and bitmap caches (its name is unique)."""

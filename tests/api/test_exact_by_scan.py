@@ -179,3 +179,19 @@ def test_scan_mode_is_validated(tmp_path: Path, table: Any) -> None:
         _build(client, data)
         r = client.post("/v1/tables/t/query", json={"where": "status = 'ok'", "scan": "sometimes"})
         assert r.status_code in (400, 422) and "scan" in r.text
+
+
+def test_a_column_of_a_type_nothing_evaluates_is_named(tmp_path: Path) -> None:
+    data = tmp_path / "data" / "t"
+    data.mkdir(parents=True)
+    pq.write_table(pa.table({"s": ["a", "b", None], "blob": [b"x", b"y", b"z"],
+                             "st": [{"k": 1}, {"k": 2}, None]}), data / "part-000.parquet")
+    with _client(tmp_path) as client:
+        assert client.put("/v1/tables/t", json={"location": str(data)}).status_code == 200
+        assert _query(client, "s = 'b'")["row_ids"] == [1]    # no index, read from the data
+        for where, kind in (("blob = 'x'", "binary"), ("st IS NULL", "struct")):
+            r = client.post("/v1/tables/t/query", json={"where": where})
+            assert r.status_code == 400 and kind in r.json()["error"]["message"], r.text
+        r = client.post("/v1/tables/t/query", json={"where": "nope = 1"})
+        assert r.status_code == 400 and r.json()["error"]["code"] == "unknown_column"
+        assert "columns of the table: blob, s, st" in r.json()["error"]["message"]
