@@ -39,7 +39,9 @@ from service.observability.metrics import Metrics
 from service.query.parse_cache import ParseCache
 from service.catalog import Catalog, warehouse_layout
 from service.query import index_stats
-from service.catalog.catalog_errors import CorruptDocumentError, IndexNotFoundError
+from service.catalog.catalog_errors import (
+    CorruptDocumentError, CorruptTableMetadataError, DataFileError, IndexNotFoundError,
+)
 from service.catalog.model import DataFile, Snapshot, Table
 from service.query.range_sidecars import Sidecars
 from service.query.row_scan import ScanCache, ScanNeed, ScanReport, scan_needs, unindexed_index, with_scanned
@@ -113,11 +115,17 @@ class TableView:
                 if broken.lower() == name.lower():
                     raise CorruptDocumentError(str(exc), exc.path)   # a fresh instance per request
 
+    # row_ranges(), worked out once per view (every query of it asks)
+    _row_ranges: tuple[tuple[int, int], ...] | None = field(default=None, init=False, repr=False, compare=False)
+
     def row_ranges(self) -> list[tuple[int, int]]:
         """Inclusive [first, last] ranges of the ids that hold rows (retired ids hold none)."""
-        if self.live_ranges is not None:
-            return list(self.live_ranges)
-        return ranges.complement(list(self.retired_ranges), self.total_rows)
+        if self._row_ranges is None:
+            rs = self.live_ranges if self.live_ranges is not None else \
+                ranges.complement(list(self.retired_ranges), self.total_rows)
+            object.__setattr__(self, "_row_ranges", tuple(rs))   # a memo of a frozen view
+        assert self._row_ranges is not None
+        return list(self._row_ranges)
 
     def uncovered(self, covered: Iterable[Sequence[int]]) -> list[list[int]]:
         """Inclusive [first, last] ranges of live row ids outside `covered` (retired ids hold no row to cover)."""
@@ -355,8 +363,14 @@ class QueryService:
             return source.read_rows(columns, row_ranges, version=view.version, data_files=view.data_files)
 
         sparse = view.table.row_id_column is not None
-        report, files = self.scans.run(view.table.name, needs, mode=mode, max_rows=self.scan_max_rows,
-                                       sparse=sparse, data_files=view.data_files, read=read)
+        try:
+            report, files = self.scans.run(view.table.name, needs, mode=mode, max_rows=self.scan_max_rows,
+                                           sparse=sparse, data_files=view.data_files, read=read)
+        except (DataFileError, CorruptTableMetadataError) as exc:
+            # One data file that does not read must not take every query of the table down: the answer is the
+            # indexes', its coverage naming the rows not read, and explain.scan says which file failed.
+            return ScanReport(mode, self.scan_max_rows, "failed", rows_needed=sum(n.rows for n in needs),
+                              reason=str(exc)[:1000]), plan
         if not files:
             return report, plan
         self.metrics.scanned_rows.inc(report.rows_scanned)

@@ -165,12 +165,12 @@ def test_a_corrupt_data_file_met_while_scanning_is_named(tmp_path: Path, table: 
         raw = (data / "part-009.parquet").read_bytes()
         # same size, garbled column chunks: the row-id map still lists the file, its rows no longer read
         (data / "part-009.parquet").write_bytes(raw[:4] + bytes(len(raw) - 8) + raw[-4:])
-        r = client.post("/v1/tables/t/query", json={"where": "status = 'error'"})
-        assert r.status_code == 422 and r.json()["error"]["code"] == "unreadable_data_file", r.text
-        assert "part-009.parquet" in r.json()["error"]["message"]
-        # the indexes' answer is still there for those who ask for it
-        got = _query(client, "status = 'error'", scan="never")
-        assert got["row_ids"] == _ids(first.status == "error") and got["coverage"]["complete"] is False
+        # the answer is the indexes' (never a wrong row), saying which rows are missing and which file failed
+        got = _query(client, "status = 'error'", explain=True)
+        assert got["row_ids"] == _ids(first.status == "error")
+        assert got["coverage"] == {"complete": False, "uncovered_ranges": [[ROWS, ROWS + APPENDED - 1]]}
+        scan = got["explain"]["scan"]
+        assert scan["decision"] == "failed" and "part-009.parquet" in scan["reason"], scan
 
 
 def test_scan_mode_is_validated(tmp_path: Path, table: Any) -> None:
