@@ -199,6 +199,19 @@ def cut_tasks(plan: PaimonBuildPlan, max_task_rows: int) -> PaimonBuildPlan:
     return replace(plan, tasks=tasks)
 
 
+def splits_meeting(table: PaimonTable, row_ranges: Sequence[Range]) -> list[Split]:
+    """The snapshot's splits cut to their contiguous parts, each with only the groups of files (a data file and
+    its data-evolution patches) whose row ids meet `row_ranges`: what a read of just those rows must open."""
+    need = ranges.merge(row_ranges)
+    out = []
+    for split in plan_splits(table):
+        for sub in split_by_contiguous_row_range([split]):
+            rr = calc_row_range(sub)
+            if ranges.intersect([(rr.from_, rr.to)], need):
+                out.append(_files_for(sub, {"": need}))
+    return out
+
+
 def _files_for(split: Split, todo: Mapping[str, Sequence[Range]]) -> Split:
     """`split` with only the groups of row-range-overlapping files that meet a range to build (an incremental
     build reads only the new files; a data file and its data-evolution patches stay together)."""

@@ -1,7 +1,7 @@
 """Plan a Paimon table's splits and read `[columns…, _ROW_ID]` as Arrow through pypaimon's read builder.
 
 The build job's input (one split per Spark task: DataSplit objects pickle), the query side's scan of rows no index
-covers (read_rows_in) and the tests' oracle.
+covers (with rows_in_ranges) and the tests' oracle.
 pypaimon applies the snapshot's deletion vectors and merges data-evolution files, so deleted rows
 are absent and every row carries its current values.
 """
@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pypaimon.read.split import Split
     from pypaimon.table.file_store_table import FileStoreTable
 
-__all__ = ["ROW_ID", "arrow_schema", "plan_splits", "read_rows", "read_rows_in"]
+__all__ = ["ROW_ID", "arrow_schema", "plan_splits", "read_rows", "rows_in_ranges"]
 
 ROW_ID: str = SpecialFields.ROW_ID.name  # '_ROW_ID'
 _READ_BATCH_OPTION = "read.batch-size"
@@ -71,31 +71,12 @@ def read_rows(table: PaimonTable, columns: Sequence[str], splits: Sequence[Split
     return _empty(table, projection) if result is None else result
 
 
-def read_rows_in(table: PaimonTable, columns: Sequence[str], row_ranges: Sequence[tuple[int, int]]) -> pa.Table:
-    """Live rows whose `_ROW_ID` lies in `row_ranges` (inclusive): `columns` plus `_ROW_ID`, through pypaimon (deletion
-    vectors applied, data-evolution files merged). Only splits with a file overlapping the ranges are read; the rows
-    of those splits outside the ranges are dropped here (pypaimon's own row-range filter needs a data-evolution
-    table, and the query side asks the same of every row-tracked one).
-
-    Raises: as read_rows.
-    """
-    merged = ranges.merge(row_ranges)
-    if not merged:
-        return read_rows(table, columns, [])
-    splits = [s for s in plan_splits(table) if any(_overlaps(f, merged) for f in s.files)]
-    rows = read_rows(table, columns, splits)
+def rows_in_ranges(rows: pa.Table, row_ranges: Sequence[tuple[int, int]]) -> pa.Table:
+    """The rows of a read (`[columns…, _ROW_ID]`) whose `_ROW_ID` lies in `row_ranges` (inclusive)."""
     if rows.num_rows == 0:
         return rows
     ids = rows.column(ROW_ID).to_numpy()
-    return rows.filter(pa.array(ranges.contains(ids, merged)))
-
-
-def _overlaps(meta: object, merged: list[tuple[int, int]]) -> bool:
-    first = getattr(meta, "first_row_id", None)
-    if first is None:
-        return True   # not row-tracked: read it, the filter keeps what lies inside
-    last = int(first) + int(getattr(meta, "row_count")) - 1
-    return bool(ranges.intersect([(int(first), last)], merged))
+    return rows.filter(pa.array(ranges.contains(ids, row_ranges)))
 
 
 def arrow_schema(table: PaimonTable) -> pa.Schema:
