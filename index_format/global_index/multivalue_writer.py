@@ -60,19 +60,23 @@ FLAVORS: tuple[str, ...] = tuple(_FLAVOR_ARGS)
 def write_multivalue_bytes(lists: pa.Array | pa.ChunkedArray | Sequence[Sequence[object] | None],
                            row_ids: pa.Array | np.ndarray | Sequence[int], kt: KeyType | str,
                            options: IndexOptions | Mapping[str, object] | str | None = None, *,
-                           flavor: str = "pypaimon-rust") -> tuple[bytes, WrittenFile]:
+                           flavor: str = "pypaimon-rust", record_nulls: bool = False) -> tuple[bytes, WrittenFile]:
     """One multivalue file's bytes from the arrays of a shard's rows and their local row ids.
 
     `lists`: an Arrow list/large-list array, or Python lists (None: a null array); `kt`: the ELEMENT type.
     Options: `multivalue-index.dictionary-block-size`, `-compression`, `-compression-level` (spec §8).
     flavor: "pypaimon-rust" or "java" (module docstring).
+    record_nulls: the null-rows bitmap holds the rows where a look-up that misses is UNKNOWN in SQL (a null
+    array, or one holding a null element) and the non-null-rows bitmap the others — bgix's in-memory files of
+    scanned rows (service.query.row_scan), which answer NOT over an array leaf exactly; Paimon's files keep both
+    empty (spec §8), so this is never written to storage.
     Raises:
         WriterInputError: row ids that do not match the rows (count, sign, type); lists that are not lists;
             an unknown flavor.
     """
     kt = parse_type(kt) if isinstance(kt, str) else kt
     with reuse_freed_pages():
-        data, written = _write(lists, row_ids, kt, options, "", flavor)
+        data, written = _write(lists, row_ids, kt, options, "", flavor, record_nulls=record_nulls)
     return data, written
 
 
@@ -109,7 +113,7 @@ def _row_count(lists: object) -> int:
 
 
 def _write(lists: object, row_ids: object, kt: KeyType, options: IndexOptions | Mapping[str, object] | str | None,
-           path: str, flavor: str, keep_rows: bool = False) -> tuple[bytes, WrittenFile]:
+           path: str, flavor: str, keep_rows: bool = False, record_nulls: bool = False) -> tuple[bytes, WrittenFile]:
     layout = _FLAVOR_ARGS.get(flavor)
     if layout is None:
         raise WriterInputError(f"unknown multivalue file flavor {flavor!r}; expected one of {', '.join(FLAVORS)}")
@@ -124,13 +128,25 @@ def _write(lists: object, row_ids: object, kt: KeyType, options: IndexOptions | 
     s = sort_rows(enc, rid[parent], split=not keep_rows)
     parts = [_distinct_pairs(p) for p in s.parts]
     # spec §8: empty null-rows and non-null-rows bitmaps; keys in logical order
-    data, first, last, count = encode_file(kt, enc, _NO_IDS, parts, block_size, codec, level, nn_rid=_NO_IDS,
+    null_rid, nn_rid = _unknown_on_miss(arr, elements, parent, rid) if record_nulls else (_NO_IDS, _NO_IDS)
+    data, first, last, count = encode_file(kt, enc, null_rid, parts, block_size, codec, level, nn_rid=nn_rid,
                                            **layout)
-    written = written_file(kt, path, data, n, first, last, False, count)
+    written = written_file(kt, path, data, n, first, last, len(null_rid) > 0, count)
     if keep_rows:
         (part,) = parts
         written = replace(written, rows=FileRows(parent[part.rows], part.rid, key_starts(part.rep)))
     return data, written
+
+
+def _unknown_on_miss(arr: pa.Array, elements: pa.Array, parent: np.ndarray, rid: np.ndarray
+                     ) -> tuple[np.ndarray, np.ndarray]:
+    """(row ids of null arrays and arrays holding a null element, row ids of the other rows), each ascending."""
+    unknown = ~np.asarray(arr.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if elements.null_count:
+        null_elements = ~np.asarray(elements.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        unknown[parent[null_elements]] = True
+    ids = np.asarray(rid, dtype=np.int64)
+    return np.sort(ids[unknown]), np.sort(ids[~unknown])
 
 
 def _list_array(lists: object, kt: KeyType) -> pa.Array:

@@ -70,6 +70,10 @@ class ColumnIndex:
     rank: int = 0
     # The column's other indexes (other families): each leaf is answered by the cheapest that can (the plan picks).
     alternatives: tuple[ColumnIndex, ...] = ()
+    # An array index whose null-rows bitmaps hold the rows where a look-up that misses is UNKNOWN (a null array
+    # or one with a null element), so NOT over its array leaves is exact (the in-memory files of scanned rows;
+    # a multivalue index cannot tell a null array from one without the value, spec §8).
+    element_nulls: bool = False
     # Derived once per index (a view serves many queries): its merged row ranges and, for dense ids, their rows.
     _merged_ranges: list[ranges.Range] | None = field(default=None, init=False, repr=False, compare=False)
     _rows: FrozenBitMap64 | None = field(default=None, init=False, repr=False, compare=False)

@@ -237,8 +237,13 @@ class _Run:
             matches = self.positive_matches(leaf, ci, start, end, refs, candidates)
         if op.element_op is not None:
             # spec §8: the index holds which rows have an element; a row without it is FALSE or, for a null
-            # array or one with null elements, UNKNOWN — the index cannot tell which, so it says UNKNOWN.
-            return _Result(matches, self.range_rows(ci, start, end, refs) - matches if need_u else None)
+            # array or one with null elements, UNKNOWN — a multivalue index cannot tell which, so it says
+            # UNKNOWN; an index with element_nulls keeps those rows in its null bitmaps.
+            if not need_u:
+                return _Result(matches, None)
+            if ci.element_nulls and not leaf.null_in_list:
+                return _Result(matches, self.range_nulls(ci, start, end, refs) - matches)
+            return _Result(matches, self.range_rows(ci, start, end, refs) - matches)
         if leaf.null_in_list:  # spec §5.5: a NULL in the list makes every row that is not a match UNKNOWN
             unknown = self.range_rows(ci, start, end, refs) - matches if need_u else None
             return _Result(BitMap64() if op.complement else matches, unknown)

@@ -32,6 +32,8 @@ __all__ = ["BudgetCheck", "CountPlan", "Coverage", "LeafPlan", "QueryPlan", "Ran
 # per interval would cost more than the look-ups).
 SIDECAR_MAX_INTERVALS = 64
 CONSTANT_OPS = frozenset(("always_true", "always_false", "always_unknown"))
+# Array operators whose NOT an index with ColumnIndex.element_nulls answers exactly (Planner.knows_misses).
+NOT_EXACT_ARRAY_OPS = frozenset(("array_contains", "arrays_overlap"))
 
 
 def _json_ranges(rs: Sequence[Range]) -> list[list[int]]:
@@ -267,7 +269,8 @@ class _Planner:
         if isinstance(node, Not):
             child = node.child
             spec = OPERATORS.get(child.op) if isinstance(child, BoundLeaf) else None
-            if isinstance(child, BoundLeaf) and spec is not None and spec.element_op is not None:
+            if isinstance(child, BoundLeaf) and spec is not None and spec.element_op is not None \
+                    and not self.knows_misses(child):
                 # a multivalue index cannot tell a null array (UNKNOWN) from one without the value (FALSE)
                 self.steps[(id(node), need_u)] = LeafPlan(
                     child, True, negated=True,
@@ -285,11 +288,22 @@ class _Planner:
         else:
             raise TypeError(f"not a bound predicate node: {node!r}")
 
-    def pick(self, leaf: BoundLeaf) -> ColumnIndex | None:
+    def knows_misses(self, leaf: BoundLeaf) -> bool:
+        """Whether an index of the leaf's column tells which rows an array look-up that misses leaves UNKNOWN
+        (ColumnIndex.element_nulls), for an operator whose UNKNOWN rows are just those: array_contains, and
+        arrays_overlap with a list without NULL (SQL: no common element, and a null array or element)."""
+        if leaf.op not in NOT_EXACT_ARRAY_OPS or leaf.null_in_list or leaf.unsupported is not None:
+            return False
+        return any(ci.element_nulls and ci.answers_op(leaf.op) for ci in all_indexes(self.columns[leaf.column]))
+
+    def pick(self, leaf: BoundLeaf, need_u: bool = False) -> ColumnIndex | None:
         """The index of the leaf's column that answers it best: the one covering most rows, then one that
         seeks rather than scans for it (a btree for a range: no fallback budget, no sidecar to wait for), then
-        the family's rank. None when no index of the column answers the operator."""
+        the family's rank. None when no index of the column answers the operator. An array leaf whose UNKNOWN
+        rows are asked for (under NOT) is answered only by an index that knows them (knows_misses)."""
         able = [ci for ci in all_indexes(self.columns[leaf.column]) if ci.answers_op(leaf.op)]
+        if need_u and spec_of(leaf.op).element_op is not None:
+            able = [ci for ci in able if ci.element_nulls]
         if len(able) <= 1:
             return able[0] if able else None
         budgeted = spec_of(leaf.op).budgeted
@@ -301,7 +315,7 @@ class _Planner:
         if leaf.op in CONSTANT_OPS:
             return LeafPlan(leaf, need_u)
         considered = all_indexes(self.columns[leaf.column])
-        ci = self.pick(leaf)
+        ci = self.pick(leaf, need_u)
         if ci is None:
             families = " or ".join(c.family for c in considered)
             return LeafPlan(leaf, need_u, considered=considered,

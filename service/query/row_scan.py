@@ -29,7 +29,7 @@ from index_format.index_reader import IndexReader
 from index_format.lru import ByteLRU
 from index_format.predicate.column_index import ColumnIndex, IndexFileRef, all_indexes
 from index_format.predicate.operators import INTERNAL_OPERATORS, OPERATORS
-from index_format.predicate.query_plan import LeafPlan, QueryPlan
+from index_format.predicate.query_plan import NOT_EXACT_ARRAY_OPS, LeafPlan, QueryPlan
 from index_format.storage.sources import BytesSource
 from index_format.types import KeyType
 from service.catalog.model import DataFile
@@ -123,14 +123,18 @@ def unindexed_index(column: str, kt: KeyType, *, array: bool, sparse: bool) -> C
     """A column no index covers, as an index of no files: its leaves answer nothing and its rows are uncovered
     (coverage says so) until a scan fills it."""
     return ColumnIndex(column=column, kt=kt, files=[], sparse=sparse, answers=_ARRAY_OPS if array else None,
-                       family=SCAN_FAMILY, seeks=_EVERY_OP, rank=9)
+                       family=SCAN_FAMILY, seeks=_EVERY_OP, rank=9, element_nulls=array)
 
 
 def _scan_fixes(lp: LeafPlan) -> str | None:
-    """Why a leaf needs its column scanned whole: no index of the column answers its operator, or the fallback
-    budget declines it (a scan index answers both); None when a scan cannot help (a bind-time refusal, a NOT over
-    an array leaf) or the leaf is answered."""
-    if lp.leaf.unsupported is not None or lp.negated or lp.constant is not None:
+    """Why a leaf needs its column scanned whole: no index of the column answers its operator, the fallback
+    budget declines it, or it is a NOT over an array look-up (a scan index answers all three); None when a scan
+    cannot help (a bind-time refusal, a NOT over array_contains_all or over a list holding NULL) or the leaf is
+    answered."""
+    if lp.negated:   # NOT over an array leaf: a scan index knows which arrays make a miss UNKNOWN
+        fixable = lp.leaf.op in NOT_EXACT_ARRAY_OPS and not lp.leaf.null_in_list and lp.leaf.unsupported is None
+        return f"declined: {lp.declined}" if fixable else None
+    if lp.leaf.unsupported is not None or lp.constant is not None:
         return None
     if lp.index is None and lp.declined is not None:
         return f"declined: {lp.declined}"
@@ -266,7 +270,7 @@ class ScanCache:
         values = column.filter(pa.array(inside)).combine_chunks()
         local = ids[inside] - s
         if need.array:
-            data, written = write_multivalue_bytes(values, local, need.kt)
+            data, written = write_multivalue_bytes(values, local, need.kt, record_nulls=True)
         else:
             data, written = write_index_bytes(values, local, need.kt)
         name = f"scan://{table}/{need.column}/{s}-{e}/{next(_NAMES)}"   # unique: shared block caches key by name
@@ -287,14 +291,17 @@ def _count_in(ids: np.ndarray, r: Range) -> int:
 def with_scanned(columns: Mapping[str, ColumnIndex], needs: Sequence[ScanNeed],
                  files: Mapping[str, list[IndexFileRef]], *, sparse: bool) -> dict[str, ColumnIndex]:
     """`columns` with the scanned files: a column's gaps filled in each of its indexes (each gets the files of the
-    ranges it lacks), or a scan index over the whole column added as its most preferred alternative."""
+    ranges it lacks), or a scan index over the whole column as its main index (the others its alternatives)."""
     out = dict(columns)
     for n in needs:
         ci = out[n.column]
         scanned = files.get(n.column, [])
         if n.full:
+            # the scan index covers every live row: it is the column's main index (the universe NOT and constants
+            # work in), the indexes it had stay as alternatives
             scan = replace(unindexed_index(n.column, n.kt, array=n.array, sparse=sparse), files=scanned)
-            out[n.column] = replace(ci, alternatives=(*ci.alternatives, scan)) if ci.files else scan
+            kept = tuple(a for a in (replace(ci, alternatives=()), *ci.alternatives) if a.files)
+            out[n.column] = replace(scan, alternatives=kept)
             continue
         out[n.column] = _fill(ci, scanned)
     return out

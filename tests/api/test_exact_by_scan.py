@@ -23,10 +23,19 @@ APPENDED = 400
 def _frame(rng: np.random.Generator, n: int, first_uid: int = 0) -> pd.DataFrame:
     status = rng.choice(np.array(["ok", "error", "warn", "vip-user", None], dtype=object), n)
     country = rng.choice(np.array(["us", "de", "fr", None], dtype=object), n)
-    tags = [None if rng.random() < 0.05 else list(rng.choice(["vip", "eu", "new", "old"], int(rng.integers(0, 3)),
-                                                               replace=False)) for _ in range(n)]
+    def arrays() -> list[list[str | None] | None]:
+        out: list[list[str | None] | None] = []
+        for _ in range(n):
+            if rng.random() < 0.05:
+                out.append(None)
+                continue
+            a: list[str | None] = list(rng.choice(["vip", "eu", "new", "old"], int(rng.integers(0, 3)), replace=False))
+            out.append(a + [None] if rng.random() < 0.05 else a)   # a null element: a miss is UNKNOWN
+        return out
+
     return pd.DataFrame({"uid": np.arange(first_uid, first_uid + n, dtype=np.int64), "status": status,
-                         "country": country, "score": rng.integers(0, 100, n).astype(np.int64), "tags": tags})
+                         "country": country, "score": rng.integers(0, 100, n).astype(np.int64), "tags": arrays(),
+                         "more": arrays()})
 
 
 def _write(path: Path, df: pd.DataFrame) -> None:
@@ -38,8 +47,14 @@ def _ids(mask: pd.Series) -> list[int]:
 
 
 def _has(tags: pd.Series, value: str) -> pd.Series:
-    """array_contains with SQL's NULLs: a null array is UNKNOWN (never TRUE)."""
+    """array_contains(tags, value) is TRUE (SQL: a null array, or a miss in one holding NULL, is UNKNOWN)."""
     return tags.map(lambda t: t is not None and value in list(t))
+
+
+def _has_not(tags: pd.Series, *values: str) -> pd.Series:
+    """NOT array_contains (NOT arrays_overlap with `values`) is TRUE: a non-null array without NULL elements that
+    holds none of `values`."""
+    return tags.map(lambda t: t is not None and None not in list(t) and not set(values) & set(t))
 
 
 # (where, pandas truth over a frame)
@@ -53,7 +68,13 @@ CASES = [
     ("country = 'de' AND status = 'error'", lambda d: (d.country == "de") & (d.status == "error")),
     ("NOT country IN ('us', 'fr')", lambda d: d.country.notna() & ~d.country.isin(["us", "fr"])),
     ("status LIKE '%user%'", lambda d: d.status.fillna("").str.contains("user")),   # btree declines LIKE '%x%'
-    ("array_contains(tags, 'vip')", lambda d: _has(d.tags, "vip")),        # an ARRAY column, no index
+    ("array_contains(more, 'vip')", lambda d: _has(d.more, "vip")),        # an ARRAY column, no index
+    ("array_contains(tags, 'vip') AND NOT array_contains(tags, 'eu')", lambda d: _has(d.tags, "vip")
+     & _has_not(d.tags, "eu")),                                            # NOT: the multivalue index declines
+    ("NOT arrays_overlap(more, array('vip', 'new')) OR score = 1", lambda d: _has_not(d.more, "vip", "new")
+     | (d.score == 1)),
+    ("NOT (array_contains(tags, 'old') OR status = 'ok')", lambda d: _has_not(d.tags, "old")
+     & d.status.notna() & (d.status != "ok")),
 ]
 
 
@@ -72,7 +93,7 @@ def _client(tmp_path: Path, **settings: Any) -> TestClient:
 
 def _build(client: TestClient, location: Path) -> None:
     assert client.put("/v1/tables/t", json={"location": str(location)}).status_code == 200
-    for column, family in (("status", "btree"), ("score", "bitmap")):
+    for column, family in (("status", "btree"), ("score", "bitmap"), ("tags", "multivalue")):
         r = client.post("/v1/create_global_index", json={"table": "t", "index_column": column, "index_type": family})
         assert r.status_code == 202, r.text
         assert wait_job(client, r.json()["job_id"])["state"] == "succeeded"
