@@ -27,9 +27,9 @@ def answer_query(services: Services, name: str, body: schemas.QueryRequest, acce
 def respond(reply: QueryReply) -> Response:
     headers = {} if reply.count is None else {schemas.COUNT_HEADER: str(reply.count)}
     if reply.roaring is not None:
-        headers["X-Bgix-Exact"] = "true" if reply.exact else "false"
-        headers["X-Bgix-Coverage-Complete"] = "true" if reply.coverage_complete else "false"
-        headers["X-Bgix-Snapshots"] = ",".join(f"{c}={s}" for c, s in sorted(reply.snapshots.items()))
+        headers[schemas.EXACT_HEADER] = "true" if reply.exact else "false"
+        headers[schemas.COVERAGE_COMPLETE_HEADER] = "true" if reply.coverage_complete else "false"
+        headers[schemas.SNAPSHOTS_HEADER] = ",".join(f"{c}={s}" for c, s in sorted(reply.snapshots.items()))
         return Response(reply.roaring, media_type=schemas.ROARING_MEDIA_TYPE, headers=headers)
     payload = dict(reply.payload or {})
     if reply.explain is not None:

@@ -18,6 +18,10 @@ ResultKind = Literal["count", "row_ids", "ranges", "roaring", "files"]
 JobState = Literal["queued", "running", "succeeded", "failed", "cancelled"]
 ROARING_MEDIA_TYPE = "application/vnd.bgix.roaring64"
 COUNT_HEADER = "X-Bgix-Count"
+# A roaring answer's exactness rides in headers (the body is the bitmap): `true`/`false`, and `column=snapshot,…`.
+EXACT_HEADER = "X-Bgix-Exact"
+COVERAGE_COMPLETE_HEADER = "X-Bgix-Coverage-Complete"
+SNAPSHOTS_HEADER = "X-Bgix-Snapshots"
 MAX_LIMIT = 100_000
 DEFAULT_LIMIT = 1000
 
