@@ -353,7 +353,7 @@ def spark_filter(client: _FilesAndRows, spark: SparkSession, table: str, where: 
     `_ROW_ID`s come from pypaimon on the driver (Spark's reads of the data files do not apply deletion vectors;
     `catalog_options` reach pypaimon's catalog, e.g. S3 credentials).
 
-    The table's registration (`client.tables()`) supplies its format (unless `format` is given), its
+    The table's registration (`client.table(name)`) supplies its format (unless `format` is given), its
     `row_id_column` and, for partitioned tables, the location used to keep partition columns.
 
     Raises:
@@ -411,7 +411,7 @@ def _all_ids(files: Sequence[Mapping[str, object] | object]) -> BitMap64:
 
 @dataclass(frozen=True)
 class _Layout:
-    """What spark_filter needs of the table's registration (`client.tables()`)."""
+    """What spark_filter needs of the table's registration."""
 
     row_id_column: str | None = None
     base_path: str | None = None        # for partition discovery of a partitioned plain table
@@ -421,11 +421,11 @@ class _Layout:
 
 
 def _table_layout(client: object, table: str) -> _Layout:
-    """The registration of `table` from `client.tables()` (an empty _Layout when the client lists no tables)."""
-    tables = getattr(client, "tables", None)
-    if tables is None:
-        return _Layout()
-    for t in tables():
+    """The registration of `table`: `client.table(name)` (a Paimon table's with its snapshot's deleted rows), else
+    from `client.tables()`; an empty _Layout when the client has neither."""
+    one = getattr(client, "table", None)
+    listed = [one(table)] if callable(one) else getattr(client, "tables", lambda: [])()
+    for t in listed:
         def field(key: str, t: object = t) -> object:
             return t.get(key) if isinstance(t, Mapping) else getattr(t, key, None)
         if field("name") == table:
