@@ -6,6 +6,7 @@ column's type compared exactly, NULL literals, columns named in another case.
 """
 from __future__ import annotations
 
+import datetime as dt
 from decimal import Decimal
 
 import pyarrow as pa
@@ -63,6 +64,23 @@ NUMBER_CASES = [
     ("TRUE AND NOT FALSE", [True] * 4),
 ]
 
+_UTC = dt.timezone.utc
+TIMES = pa.table({
+    "ts": pa.array([dt.datetime(2024, 1, 1, tzinfo=_UTC), dt.datetime(2024, 1, 2, tzinfo=_UTC), None],
+                   pa.timestamp("us", tz="UTC")),
+    "nt": pa.array([dt.datetime(2024, 1, 1), dt.datetime(2024, 1, 2, 0, 0, 0, 5), None], pa.timestamp("us")),
+    "day": pa.array([dt.date(2024, 1, 1), dt.date(2024, 1, 2), None], pa.date32()),
+})
+TIME_CASES = [
+    ("ts > TIMESTAMP '2024-01-01 12:00:00'", [False, True, None]),      # a zone-less literal is UTC (bind's rule)
+    ("ts = CAST('2024-01-02T00:00:00Z' AS TIMESTAMP)", [False, True, None]),
+    ("nt > TIMESTAMP '2024-01-02 00:00:00'", [False, True, None]),      # microseconds count
+    ("nt BETWEEN TIMESTAMP '2024-01-01 00:00:00' AND TIMESTAMP '2024-01-01 00:00:00'", [True, False, None]),
+    ("day = DATE '2024-01-02'", [False, True, None]),
+    ("day IN ('2024-01-01', NULL)", [True, None, None]),                # text literals coerced to the column type
+]
+
 CASES = [(table, where, want) for table, group in ((STRINGS, LIKE_CASES), (FLOATS, FLOAT_CASES),
-                                                   (ARRAYS, ARRAY_CASES), (NUMBERS, NUMBER_CASES))
+                                                   (ARRAYS, ARRAY_CASES), (NUMBERS, NUMBER_CASES),
+                                                   (TIMES, TIME_CASES))
          for where, want in group]

@@ -54,7 +54,8 @@ def test_spark_condition_agrees_with_the_oracle_and_with_spark_sql(spark) -> Non
 
 def _spark_schema(table: pa.Table) -> str:
     names = {pa.string(): "string", pa.float64(): "double", pa.int32(): "int", pa.int64(): "bigint",
-             pa.list_(pa.int64()): "array<bigint>", pa.decimal128(10, 2): "decimal(10,2)"}
+             pa.list_(pa.int64()): "array<bigint>", pa.decimal128(10, 2): "decimal(10,2)",
+             pa.timestamp("us", tz="UTC"): "timestamp", pa.timestamp("us"): "timestamp_ntz", pa.date32(): "date"}
     return ", ".join(f"`{f.name}` {names[f.type]}" for f in table.schema)
 
 
