@@ -1,15 +1,18 @@
 """Python client of the bgix HTTP API (httpx): register tables, build indexes, query row-id sets.
 
 Imports only httpx, pyroaring, service.api.schemas, the error modules (with service.api.error_codes, the
-service's one status table) and index_format.predicate: never
-fastapi or pyspark (a test checks sys.modules in a fresh interpreter). Error envelopes are mapped back to
-the exception classes the library raises, so callers catch BindError exactly as with local code.
+service's one status table), service.query_answer and index_format.predicate: never fastapi or pyspark (a test
+checks sys.modules in a fresh interpreter); pypaimon and pyarrow only inside the Paimon reads (paimon_scan,
+read_arrow). Error envelopes are mapped back to the exception classes the library raises, so callers catch
+BindError exactly as with local code. No answer loses its exactness: `query()` returns a QueryAnswer (exact,
+coverage, plan), and the calls that return plain rows or counts raise InexactAnswerError for an inexact one.
 """
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from pyroaring import BitMap64
@@ -20,6 +23,17 @@ from index_format.predicate.tree import Node
 from service.api import schemas
 from service.api.error_codes import ERROR_TABLE
 from service.catalog import catalog_errors as cat
+from service.predicate_translation import UntranslatablePredicateError
+from service.query_answer import Coverage, InexactAnswerError, QueryAnswer
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+    from service.paimon_answers import PaimonRowScan
+
+__all__ = ["ApiError", "Client", "Coverage", "InexactAnswerError", "InvalidRequestError", "JobFailedError",
+           "QueryAnswer", "SnapshotRaceError", "UnauthorizedError", "UntranslatablePredicateError",
+           "error_from_response"]
 
 _TERMINAL = ("succeeded", "failed", "cancelled")
 
@@ -51,10 +65,16 @@ class JobFailedError(fmt.BgixError):
         super().__init__(f"job {job.id} {job.state}: {job.error or ''}".rstrip(": "))
 
 
-# Classes the server may name in details.type (library and catalog errors).
+class SnapshotRaceError(fmt.BgixError):
+    """A roaring answer and its coverage kept coming from different snapshots (commits landing in between)."""
+
+
+# Classes the server may name in details.type: the library and catalog errors, and every class of the service's
+# error table (service.api.error_codes), so e.g. a query's SnapshotChangedError comes back as itself.
 _KNOWN: dict[str, type[BaseException]] = {
-    name: obj for module in (fmt, cat) for name, obj in vars(module).items()
-    if isinstance(obj, type) and issubclass(obj, fmt.BgixError)
+    **{name: obj for module in (fmt, cat) for name, obj in vars(module).items()
+       if isinstance(obj, type) and issubclass(obj, fmt.BgixError)},
+    **{cls.__name__: cls for cls, _, _ in ERROR_TABLE if cls.__name__ != "UnauthorizedError"},
 }
 
 
@@ -109,10 +129,14 @@ class Client:
     """Synchronous client. `Client(url, token=None)`; use as a context manager or call close()."""
 
     def __init__(self, url: str, token: str | None = None, *, timeout: float = 60.0,
-                 transport: httpx.BaseTransport | None = None) -> None:
+                 transport: httpx.BaseTransport | None = None,
+                 query_options: Mapping[str, Any] | None = None) -> None:
+        """`query_options`: members every query request carries besides its own (a service's query options the
+        client has no argument for); `transport`: httpx's (tests hand an in-process app's)."""
         headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._http = httpx.Client(base_url=url.rstrip("/"), headers=headers, timeout=timeout,
                                   transport=transport)
+        self._query_options = dict(query_options or {})
 
     def __enter__(self) -> Client:
         return self
@@ -201,46 +225,191 @@ class Client:
         r = self._request("GET", f"/v1/tables/{table}/indexes/{column}/values", params=params)
         return schemas.ValuesPublic.model_validate(r.json())
 
+    def table(self, name: str) -> schemas.TablePublic:
+        """The table as the service describes it (a Paimon table: its snapshot, fields, deleted rows, indexes)."""
+        return schemas.TablePublic.model_validate(self._request("GET", f"/v1/tables/{name}").json())
+
     # ---- queries ----------------------------------------------------------------------------
     def query(self, table: str, where: str | None = None,
               predicate: Node | Mapping[str, Any] | None = None, result: str = "roaring",
               limit: int | None = None, cursor: str | None = None,
-              explain: bool = False) -> BitMap64 | dict[str, Any]:
-        """Rows where the predicate is TRUE: a BitMap64 for result='roaring', else the JSON dict."""
-        body: dict[str, Any] = {"result": result, "explain": explain}
-        if where is not None:
-            body["where"] = where
-        if predicate is not None:
-            body["predicate"] = predicate_to_json(predicate) if isinstance(predicate, Node) else dict(predicate)
-        if limit is not None:
-            body["limit"] = limit
-        if cursor is not None:
-            body["cursor"] = cursor
+              explain: bool | str = False) -> QueryAnswer:
+        """The service's answer with its exactness: a QueryAnswer whatever `result` is (`rows`, a BitMap64, for
+        "roaring"; this page's `row_ids` / `ranges` / `files` and `next_cursor` otherwise; `count` always).
+
+        `exact` and `coverage` (with the uncovered ranges) are always filled: a roaring answer that is not complete
+        asks once more for its coverage (result "ranges", one run), and a roaring answer with `explain` for its
+        explain, from a second evaluation at the same snapshots. `explain="plan"`: the plan only (`plan`,
+        `coverage`; no rows, no count). Never raises for an inexact answer; `require_exact()` does.
+        """
+        body = {**self._query_options, **_query_body(where, predicate, result, limit, cursor, explain)}
+        if result == "roaring" and explain != "plan":
+            return self._roaring(table, body)
         r = self._request("POST", f"/v1/tables/{table}/query", json=body)
-        if result == "roaring":
-            return BitMap64.deserialize(r.content)
-        data: dict[str, Any] = r.json()
-        return data
+        return _json_answer(table, r.json(), body)
+
+    def _roaring(self, table: str, body: dict[str, Any], attempts: int = 3) -> QueryAnswer:
+        """A roaring answer with its coverage: its headers say whether it is exact and complete, not which rows are
+        uncovered nor how it was reached, so those come from a second, one-run `ranges` evaluation of the same
+        predicate at the same snapshots (retried when a commit came between the two)."""
+        for _ in range(attempts):
+            r = self._request("POST", f"/v1/tables/{table}/query", json=body)
+            rows = BitMap64.deserialize(r.content)
+            exact = r.headers.get(schemas.EXACT_HEADER, "true") == "true"
+            complete = r.headers.get(schemas.COVERAGE_COMPLETE_HEADER, "true") == "true"
+            shown = r.headers.get(schemas.SNAPSHOTS_HEADER, "")
+            count = int(r.headers.get(schemas.COUNT_HEADER, len(rows)))
+            answer = QueryAnswer(table=table, result="roaring", exact=exact, coverage=Coverage(complete),
+                                 count=count, rows=rows, snapshots=_snapshots_of(shown),
+                                 where=body.get("where"), predicate=body.get("predicate"))
+            if complete and not body["explain"]:
+                return answer
+            more = self._request("POST", f"/v1/tables/{table}/query",
+                                 json={**body, "result": "ranges", "limit": 1, "cursor": None}).json()
+            if _snapshots_text(more.get("snapshots") or {}) != shown:
+                continue   # a commit between the two requests: ask both again
+            return replace(answer, coverage=Coverage.from_json(more.get("coverage")), explain=more.get("explain"),
+                           plan=_plan_of(more))
+        raise SnapshotRaceError(f"table {table!r} changed between a query and its coverage {attempts} times; "
+                                "try again")
+
+    def rows(self, table: str, where: str | None = None, predicate: Node | Mapping[str, Any] | None = None,
+             *, allow_inexact: bool = False) -> BitMap64:
+        """Every matching row id as a BitMap64 (one roaring request).
+
+        Raises:
+            InexactAnswerError: the answer is not exact, unless `allow_inexact` (then: the answer's rows, a superset
+                of the covered matches or nothing, without the uncovered rows).
+        """
+        answer = self.query(table, where=where, predicate=predicate, result="roaring")
+        rows = (answer if allow_inexact else answer.require_exact()).rows
+        assert rows is not None
+        return rows
 
     def count(self, table: str, where: str | None = None,
-              predicate: Node | Mapping[str, Any] | None = None) -> int:
-        data = self.query(table, where=where, predicate=predicate, result="count")
-        assert isinstance(data, dict)
-        return int(data["count"])
+              predicate: Node | Mapping[str, Any] | None = None, *, allow_inexact: bool = False) -> int:
+        """The number of matching rows.
+
+        Raises:
+            InexactAnswerError: the answer is not exact, unless `allow_inexact` (then: the service's count as it is).
+        """
+        answer = self.query(table, where=where, predicate=predicate, result="count")
+        if not allow_inexact:
+            answer.require_exact()
+        assert answer.count is not None
+        return answer.count
 
     def row_ids(self, table: str, where: str | None = None,
-                predicate: Node | Mapping[str, Any] | None = None, page_size: int = 100_000) -> list[int]:
-        """Every matching row id, fetched page by page with the cursor."""
+                predicate: Node | Mapping[str, Any] | None = None, page_size: int = 100_000,
+                *, allow_inexact: bool = False) -> list[int]:
+        """Every matching row id, fetched page by page with the cursor (each page at the first page's snapshots).
+
+        Raises:
+            InexactAnswerError: the answer is not exact, unless `allow_inexact`.
+        """
         out: list[int] = []
         cursor = None
         while True:
-            data = self.query(table, where=where, predicate=predicate, result="row_ids",
-                              limit=page_size, cursor=cursor)
-            assert isinstance(data, dict)
-            out.extend(data["row_ids"])
-            cursor = data.get("next_cursor")
+            answer = self.query(table, where=where, predicate=predicate, result="row_ids",
+                                limit=page_size, cursor=cursor)
+            if not allow_inexact:
+                answer.require_exact()
+            out.extend(answer.row_ids or ())
+            cursor = answer.next_cursor
             if not cursor:
                 return out
+
+    # ---- Paimon's readers -------------------------------------------------------------------
+    def paimon_scan(self, table: str, where: str | None = None,
+                    predicate: Node | Mapping[str, Any] | None = None, *, columns: Sequence[str] | None = None,
+                    catalog_options: Mapping[str, str] | None = None,
+                    allow_inexact: bool = False) -> PaimonRowScan:
+        """A pypaimon scan of a Paimon table restricted to the answer's rows (`TableScan.with_row_ranges`), pinned
+        at the snapshot the service answered from: `.read_builder`, `.scan`, `.splits()`, `.to_arrow()`.
+
+        The scan selects whole rows, so it reads exactly the matching rows when the answer is exact. With
+        `allow_inexact` an inexact answer gives the scan of its candidate rows (its rows plus the uncovered
+        ranges; every row when the indexes declined): a superset to filter. `catalog_options` go to pypaimon's
+        catalog (e.g. S3 credentials); the table is opened by the location the service registered.
+
+        Raises:
+            InexactAnswerError: the answer is not exact and `allow_inexact` is False.
+            UnsupportedOperationError: not a Paimon table, or one without data evolution (pypaimon restricts
+                scans to row ranges only on data-evolution tables; `read_arrow` reads those too).
+        """
+        from service.paimon_answers import paimon_row_scan
+
+        return paimon_row_scan(self, table, where, predicate, columns=columns, catalog_options=catalog_options,
+                               allow_inexact=allow_inexact)
+
+    def read_arrow(self, table: str, where: str | None = None,
+                   predicate: Node | Mapping[str, Any] | None = None, columns: Sequence[str] | None = None, *,
+                   catalog_options: Mapping[str, str] | None = None) -> pa.Table:
+        """Exactly the rows of a Paimon table where the predicate is TRUE, read through pypaimon (deletion vectors
+        and data-evolution merges applied), as an Arrow table of `columns` (default: every column; add
+        "_ROW_ID" to get the row ids).
+
+        An exact answer is read through `paimon_scan`'s row ranges. An inexact one is never returned as it is:
+        its candidate rows are read and filtered with the predicate in pyarrow, with SQL three-valued logic
+        (service.arrow_predicate), so the rows are exact either way.
+
+        Raises:
+            UntranslatablePredicateError: the answer is inexact and part of the predicate has no pyarrow
+                evaluation (named); nothing is returned rather than a superset.
+            UnsupportedOperationError: not a Paimon table.
+        """
+        from service.paimon_answers import read_matching_rows
+
+        return read_matching_rows(self, table, where, predicate, columns=columns, catalog_options=catalog_options)
+
+
+def _query_body(where: str | None, predicate: Node | Mapping[str, Any] | None, result: str, limit: int | None,
+                cursor: str | None, explain: bool | str) -> dict[str, Any]:
+    body: dict[str, Any] = {"result": result, "explain": explain}
+    if where is not None:
+        body["where"] = where
+    if predicate is not None:
+        body["predicate"] = predicate_to_json(predicate) if isinstance(predicate, Node) else dict(predicate)
+    if limit is not None:
+        body["limit"] = limit
+    if cursor is not None:
+        body["cursor"] = cursor
+    return body
+
+
+def _json_answer(table: str, data: Mapping[str, Any], body: Mapping[str, Any]) -> QueryAnswer:
+    """A JSON query response (a result or a plan) as a QueryAnswer; a plan is never exact (nothing was read)."""
+    plan = data.get("result") == "plan"
+    count = data.get("count")
+    return QueryAnswer(
+        table=table, result=str(data.get("result", body["result"])), exact=bool(data.get("exact", not plan)),
+        coverage=Coverage.from_json(data.get("coverage")), count=None if count is None else int(count),
+        row_ids=data.get("row_ids"), ranges=data.get("ranges"), files=data.get("files"),
+        next_cursor=data.get("next_cursor"), snapshots=dict(data.get("snapshots") or {}),
+        explain=data.get("explain"), plan=_plan_of(data), where=body.get("where"), predicate=body.get("predicate"))
+
+
+def _plan_of(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The plan of a response: a plan response's own, or the one inside `explain`."""
+    if isinstance(data.get("plan"), dict):
+        return dict(data["plan"])
+    explain = data.get("explain")
+    plan = explain.get("plan") if isinstance(explain, dict) else None
+    return dict(plan) if isinstance(plan, dict) else None
+
+
+def _snapshots_text(snapshots: Mapping[str, Any]) -> str:
+    """Snapshots in the roaring answer's header form (service.api.query_reply), to compare two answers by."""
+    return ",".join(f"{c}={s}" for c, s in sorted(snapshots.items()))
+
+
+def _snapshots_of(text: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for item in filter(None, text.split(",")):
+        column, _, snapshot = item.rpartition("=")
+        if snapshot.isdigit():
+            out[column] = int(snapshot)
+    return out
 
 
 def __getattr__(name: str) -> Any:

@@ -1,17 +1,23 @@
-"""Spark DataFrame helper for drivers: keep only the rows whose row id is in a bgix answer (BitMap64).
+"""Spark DataFrame helper for drivers: exactly the rows of a bgix answer, read from the table's data files.
 
-Reads only the data files that contain matching rows; pyspark is imported lazily (inside functions), so
-importing this module never loads it. Imports no fastapi and nothing from service.api or service.build_job.
+Reads only the data files that contain matching (or, for an inexact answer, candidate) rows; an inexact answer's
+candidates are filtered with the predicate in Spark (service.spark_predicate). pyspark is imported lazily (inside
+functions), so importing this module never loads it. Imports no fastapi and nothing from service.api or
+service.build_job.
 """
 from __future__ import annotations
 
 import operator
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from functools import reduce
 from typing import TYPE_CHECKING, Protocol, cast
 
 import numpy as np
 from pyroaring import BitMap64
+
+from service.predicate_translation import parse_predicate
+from service.query_answer import QueryAnswer, ids_of_ranges
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -174,9 +180,10 @@ def _union(frames: Sequence[DataFrame]) -> DataFrame:
 
 
 def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
-                      row_ids: BitMap64, format: str = "parquet", *, row_id_column: str | None = None,
+                      row_ids: BitMap64 | None, format: str = "parquet", *, row_id_column: str | None = None,
                       base_path: str | None = None) -> DataFrame:
-    """A DataFrame of exactly the rows whose row id is in `row_ids`, plus a `_row_id` (bigint) column.
+    """A DataFrame of exactly the rows whose row id is in `row_ids` (None: every row), plus a `_row_id` (bigint)
+    column.
 
     `table_files` is the table's row-id map (`GET /v1/tables/{t}/files`, `Client.files()`): each entry has
     `path`, `first_row_id`, `row_count`; row id = first_row_id + the row's position in its file
@@ -198,6 +205,8 @@ def filter_by_row_ids(spark: SparkSession, table_files: Sequence[Mapping[str, ob
     """
     if row_id_column is not None:
         return _filter_by_id_column(spark, table_files, row_ids, format, row_id_column, base_path)
+    if row_ids is None:
+        row_ids = _all_ids(table_files)
     if format != "parquet":
         # Positions come from Spark's `_metadata.row_index`, which only the Parquet reader provides.
         from service.catalog.catalog_errors import RowIdError
@@ -236,9 +245,10 @@ def _with_row_id(df: DataFrame, first: int) -> DataFrame:
 
 
 def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
-                         row_ids: BitMap64, format: str, row_id_column: str, base_path: str | None) -> DataFrame:
+                         row_ids: BitMap64 | None, format: str, row_id_column: str, base_path: str | None
+                         ) -> DataFrame:
     """Tables whose row ids are the values of `row_id_column`: which file holds an id is unknown, so all
-    files are read and the id column is filtered (exact, like a scan of the table)."""
+    files are read and the id column is filtered (exact, like a scan of the table; None: not filtered)."""
     from pyspark.sql import functions as F
 
     paths = [_file_fields(f)[0] for f in table_files]
@@ -247,14 +257,17 @@ def _filter_by_id_column(spark: SparkSession, table_files: Sequence[Mapping[str,
     df = _read(spark, paths, format, base_path)
     frame = df.select(*[F.col(f"`{c}`") for c in df.columns],
                       F.col(f"`{row_id_column}`").cast("bigint").alias(ROW_ID_COLUMN))
+    if row_ids is None:
+        return frame
     if not row_ids:
         return frame.limit(0)
     return _Selection(spark, [_sorted_ids(row_ids)]).apply([frame])
 
 
 def filter_paimon_rows(spark: SparkSession, table_files: Sequence[Mapping[str, object] | object],
-                       row_ids: BitMap64) -> DataFrame:
-    """The rows of a Paimon table whose `_ROW_ID` is in `row_ids` (as `_row_id`), read from its data files.
+                       row_ids: BitMap64 | None) -> DataFrame:
+    """The rows of a Paimon table whose `_ROW_ID` is in `row_ids` (None: every id its files hold; deleted rows
+    included, as the files hold them), as `_row_id`, read from its data files.
 
     `table_files` is the Paimon table's file map (`GET /v1/tables/{t}/files`): `_ROW_ID` = first_row_id +
     position, and each file's format is its extension (Paimon's `file.format`). Partition columns are
@@ -263,6 +276,8 @@ def filter_paimon_rows(spark: SparkSession, table_files: Sequence[Mapping[str, o
     Paimon's reader merges them: each column from the newest file (highest `max_sequence_number`) that writes
     it. Deleted rows need no care here: bgix's answers already exclude them.
     """
+    if row_ids is None:
+        row_ids = _all_ids(table_files)
     selected = select_files(table_files, row_ids)
     if not selected or not _overlapping(selected):
         by_format: dict[str, list[Mapping[str, object] | object]] = {}
@@ -326,40 +341,101 @@ def _merge_paimon_files(spark: SparkSession, table_files: Sequence[Mapping[str, 
 
 
 def spark_filter(client: _FilesAndRows, spark: SparkSession, table: str, where: str,
-                 format: str | None = None) -> DataFrame:
-    """Ask the service which rows match `where` (a roaring answer) and return just those rows as a DataFrame.
+                 format: str | None = None, *, catalog_options: Mapping[str, str] | None = None) -> DataFrame:
+    """Exactly the rows of `table` where `where` is TRUE, as a DataFrame (plus `_row_id`), reading only the files
+    that hold candidate rows.
 
-    The table's registration (`client.tables()`) supplies its format (unless `format` is given), its
+    An exact answer's rows (`client.query(..., result="roaring")`, a QueryAnswer) are read as they are. An inexact
+    one (`exact: false`, or rows no index covers) is never returned as it is: its candidate rows are read (the
+    answer's rows, a superset when a declined part was dropped; every row of the uncovered ranges; every row when
+    the indexes declined the whole predicate) and filtered with the predicate in Spark, with the same SQL
+    three-valued logic (service.spark_predicate). On a Paimon table with deleted rows, the uncovered rows' live
+    `_ROW_ID`s come from pypaimon on the driver (Spark's reads of the data files do not apply deletion vectors;
+    `catalog_options` reach pypaimon's catalog, e.g. S3 credentials).
+
+    The table's registration (`client.table(name)`) supplies its format (unless `format` is given), its
     `row_id_column` and, for partitioned tables, the location used to keep partition columns.
+
+    Raises:
+        UntranslatablePredicateError: the answer is inexact and part of the predicate has no Spark evaluation with
+            bgix's meaning (named); nothing is returned rather than a superset.
+        TypeError: `client.query` returned something other than a QueryAnswer (its exactness unknown).
     """
-    row_ids = client.query(table, where=where, result="roaring")
-    if not isinstance(row_ids, BitMap64):
-        raise TypeError(f"expected a BitMap64 from Client.query(result='roaring'), got {type(row_ids).__name__}")
+    answer = client.query(table, where=where, result="roaring")
+    if not isinstance(answer, QueryAnswer) or answer.rows is None:
+        raise TypeError(f"expected a roaring QueryAnswer from Client.query(result='roaring'), got "
+                        f"{type(answer).__name__}: without its exactness the rows cannot be trusted")
     files = client.files(table)
     if isinstance(files, Mapping):
         files = files["files"]
     elif hasattr(files, "files"):
         files = files.files
-    entries = cast("Iterable[Mapping[str, object] | object]", files)   # the client's file map: a list
-    row_id_column, base_path, table_format = _table_layout(client, table)
-    if table_format == "paimon" and format is None:
-        return filter_paimon_rows(spark, list(entries), row_ids)
-    return filter_by_row_ids(spark, list(entries), row_ids,
-                             format=format or table_format or "parquet",
-                             row_id_column=row_id_column, base_path=base_path)
+    entries = list(cast("Iterable[Mapping[str, object] | object]", files))   # the client's file map: a list
+    layout = _table_layout(client, table)
+    paimon = layout.format == "paimon" and format is None
+    node = None if answer.is_exact else parse_predicate(where, None)   # before any read: a refusal costs nothing
+    row_ids = answer.rows if node is None else _candidates(answer, layout, paimon, catalog_options)
+    if paimon:
+        frame = filter_paimon_rows(spark, entries, row_ids)
+    else:
+        frame = filter_by_row_ids(spark, entries, row_ids, format=format or layout.format or "parquet",
+                                  row_id_column=layout.row_id_column, base_path=layout.base_path)
+    if node is None:
+        return frame
+    from service.spark_predicate import spark_condition
+
+    return frame.where(spark_condition(node, frame.schema))
 
 
-def _table_layout(client: object, table: str) -> tuple[str | None, str | None, str | None]:
-    """(row_id_column, base path for partition discovery, format) of `table` from `client.tables()`."""
-    tables = getattr(client, "tables", None)
-    if tables is None:
-        return None, None, None
-    for t in tables():
+def _candidates(answer: QueryAnswer, layout: _Layout, paimon: bool,
+                catalog_options: Mapping[str, str] | None) -> BitMap64 | None:
+    """Every row id where the predicate may be TRUE (None: every row of the table): the answer's rows and the rows
+    it left open, without a Paimon table's deleted rows."""
+    assert answer.rows is not None
+    extra: list[tuple[int, int]] | None = None if answer.declined else answer.candidate_ranges(())
+    if paimon and layout.deleted_rows:
+        from service.paimon_answers import live_row_ids
+
+        assert layout.location is not None
+        return answer.rows | live_row_ids(layout.location, answer, extra, catalog_options)
+    if extra is None:
+        return None
+    return answer.candidates(())
+
+
+def _all_ids(files: Sequence[Mapping[str, object] | object]) -> BitMap64:
+    """Every row id of the files of a table whose ids are positions: their [first_row_id, +row_count) spans."""
+    spans = [(first, first + count - 1) for _, first, count in map(_file_fields, files) if count > 0]
+    return ids_of_ranges(spans)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    """What spark_filter needs of the table's registration."""
+
+    row_id_column: str | None = None
+    base_path: str | None = None        # for partition discovery of a partitioned plain table
+    format: str | None = None
+    deleted_rows: int = 0               # a Paimon table's rows deletion vectors remove
+    location: str | None = None
+
+
+def _table_layout(client: object, table: str) -> _Layout:
+    """The registration of `table`: `client.table(name)` (a Paimon table's with its snapshot's deleted rows), else
+    from `client.tables()`; an empty _Layout when the client has neither."""
+    one = getattr(client, "table", None)
+    listed = [one(table)] if callable(one) else getattr(client, "tables", lambda: [])()
+    for t in listed:
         def field(key: str, t: object = t) -> object:
             return t.get(key) if isinstance(t, Mapping) else getattr(t, key, None)
         if field("name") == table:
             rid = field("row_id_column")
             base = str(field("location")) if field("partition_columns") else None
             fmt = field("format")
-            return (str(rid) if rid else None), base, (str(fmt) if fmt else None)
-    return None, None, None
+            paimon = field("paimon")
+            deleted = paimon.get("deleted_rows", 0) if isinstance(paimon, Mapping) else \
+                getattr(paimon, "deleted_rows", 0)
+            location = field("location")
+            return _Layout(str(rid) if rid else None, base, str(fmt) if fmt else None, int(deleted or 0),
+                           str(location) if location else None)
+    return _Layout()

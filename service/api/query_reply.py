@@ -34,7 +34,7 @@ def respond(reply: QueryReply) -> Response:
     if reply.binary is not None:
         # the bytes hold only row ids: what JSON says beside them rides in headers, so exactness is never lost
         headers[schemas.EXACT_HEADER] = "true" if reply.exact else "false"
-        headers[schemas.COVERAGE_HEADER] = "true" if reply.coverage_complete else "false"
+        headers[schemas.COVERAGE_COMPLETE_HEADER] = "true" if reply.coverage_complete else "false"
         headers[schemas.SNAPSHOTS_HEADER] = ",".join(f"{c}={s}" for c, s in sorted(reply.snapshots.items()))
         return Response(reply.binary, media_type=_BINARY_MEDIA_TYPES[reply.result], headers=headers)
     payload = dict(reply.payload or {})

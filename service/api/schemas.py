@@ -22,7 +22,7 @@ GLOBAL_INDEX_RESULT_MEDIA_TYPE = "application/octet-stream"
 COUNT_HEADER = "X-Bgix-Count"
 # a binary result's exactness, coverage and snapshots (its JSON fields `exact`, `coverage.complete`, `snapshots`)
 EXACT_HEADER = "X-Bgix-Exact"
-COVERAGE_HEADER = "X-Bgix-Coverage-Complete"
+COVERAGE_COMPLETE_HEADER = "X-Bgix-Coverage-Complete"
 SNAPSHOTS_HEADER = "X-Bgix-Snapshots"
 MAX_LIMIT = 100_000
 DEFAULT_LIMIT = 1000

@@ -242,7 +242,7 @@ def _pypaimon_reads_our_index(url: str, headers: dict[str, str], location: Path,
             if theirs is None:
                 print(f"      pypaimon found no index for {column}", flush=True)
                 continue
-            ours = client.query(TABLE, where=where)
+            ours = client.rows(TABLE, where=where)   # the demo's indexes cover every row: exact, else it raises
             same = "same row ids as bgix" if list(ours) == theirs else "DIFFERENT from bgix"
             # The e2e test parses `rows=<n>` and `where: <text>` from these lines.
             print(f"      pypaimon rows={len(theirs):>10,}  {ms:8.1f} ms  {same}  where: {where}", flush=True)

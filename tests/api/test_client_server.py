@@ -44,7 +44,7 @@ def test_client_full_loop_matches_pandas(server) -> None:
     url, df, _ = server
     with Client(url, token=TOKEN) as client:
         got = client.query("events", where="status IN ('vip','trial') AND NOT country = 'US'")
-        assert isinstance(got, BitMap64)
+        assert isinstance(got.rows, BitMap64) and got.is_exact
         mask = df.status.isin(["vip", "trial"]).fillna(False) & df.country.notna() & (df.country != "US")
         assert set(got) == set(df.index[mask.to_numpy(dtype=bool)].tolist())
         assert client.count("events", where="age IS NULL") == int(df.age.isna().sum())

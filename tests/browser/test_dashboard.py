@@ -124,6 +124,38 @@ def test_query_count_row_ids_and_explain(page, service) -> None:
     service.screenshot(page, "dashboard-query")
 
 
+def test_inexact_answers_are_shown_as_what_they_are(page, service) -> None:
+    """A declined answer is "not answered", never "0 rows"; a superset and rows no index covers say so. The
+    service's answers are stood in for (the page's query request answered by the test), so what is shown depends
+    only on the answer's own `exact` and `coverage`, however the service answers such predicates."""
+    answers = {
+        "declined": {"count": 0, "exact": False, "row_ids": [], "coverage": {"complete": True, "uncovered_ranges": []}},
+        "superset": {"count": 1234, "exact": False, "row_ids": [1, 2],
+                     "coverage": {"complete": True, "uncovered_ranges": []}},
+        "incomplete": {"count": 7, "exact": True, "row_ids": [3],
+                       "coverage": {"complete": False, "uncovered_ranges": [[100, 2099]]}},
+    }
+
+    def answer(route) -> None:
+        where = route.request.post_data_json["where"]
+        route.fulfill(json={"result": "row_ids", "snapshots": {}, "next_cursor": None, **answers[where]})
+
+    page.route("**/v1/tables/events/query", answer)
+    page.select_option("#query-table", "events")
+    shown = {}
+    for kind in answers:
+        page.fill("#query-where", kind)
+        page.click("#query-run")
+        page.locator(f"#query-count[data-answer={kind}]").wait_for()
+        shown[kind] = (page.locator("#query-count").inner_text(), page.locator("#query-exact").inner_text(),
+                       page.locator("#query-coverage").inner_text(), page.locator("#query-rowids").inner_text())
+    assert shown["declined"][0] == "not answered" and "declined" in shown["declined"][1]
+    assert "none answered" in shown["declined"][3] and "0" not in shown["declined"][0]
+    assert shown["superset"][0] == "≤ 1,234" and "superset" in shown["superset"][1]
+    assert shown["incomplete"][0] == "7 + ?" and shown["incomplete"][1].startswith("no")
+    assert shown["incomplete"][2] == "2,000 rows not covered by an index (not evaluated)"
+
+
 def test_query_error_is_shown_as_the_api_words_it(page, service) -> None:
     where = "no_such_column = 1"
     api = service.http.post("/v1/tables/events/query", json={"where": where, "result": "count"})

@@ -12,6 +12,7 @@ import pytest
 from pyroaring import BitMap64
 
 from service.demo.events import write_events
+from service.query_answer import Coverage, QueryAnswer
 from service.spark_filter import MAX_RANGE_PREDICATES, ROW_ID_COLUMN, filter_by_row_ids, select_files, spark_filter
 from tests.api.server import bgix_server
 from tests.factories import make_parquet_table
@@ -132,9 +133,10 @@ class _FakeClient:
     def files(self, table: str) -> list[dict]:
         return self._files
 
-    def query(self, table: str, where: str, result: str) -> BitMap64:
+    def query(self, table: str, where: str, result: str) -> QueryAnswer:
         assert result == "roaring"
-        return self._ids
+        return QueryAnswer(table, "roaring", exact=True, coverage=Coverage(True), count=len(self._ids),
+                           rows=self._ids)
 
     def tables(self) -> list[dict]:
         return [self._table]

@@ -31,7 +31,7 @@ _BINARY_RESPONSE: dict[int | str, dict[str, object]] = {
               schemas.EXACT_HEADER: {"schema": {"type": "string", "enum": ["true", "false"]},
                                      "description": "a binary result's `exact`: false when the rows are not "
                                                     "exactly the matching rows (a leaf the indexes declined)"},
-              schemas.COVERAGE_HEADER: {"schema": {"type": "string", "enum": ["true", "false"]},
+              schemas.COVERAGE_COMPLETE_HEADER: {"schema": {"type": "string", "enum": ["true", "false"]},
                                         "description": "a binary result's `coverage.complete`: false when rows no "
                                                        "index covers are left out (the JSON result lists them)"},
               schemas.SNAPSHOTS_HEADER: {"schema": {"type": "string"},

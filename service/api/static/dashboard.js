@@ -88,6 +88,28 @@ function fmtValue(v) { return v === null ? "NULL" : (typeof v === "string" ? v :
 // Row ranges in the catalog are inclusive [start, end] (spec §5.1).
 function rangeRows(ranges) { return (ranges || []).reduce((s, r) => s + (r[1] - r[0] + 1), 0); }
 
+// What a query's count means, from the answer's own `exact` and `coverage`: "exact"; "superset" (a part the
+// indexes declined was dropped under an AND); "declined" (the indexes answered nothing: not "0 rows");
+// "incomplete" (exact over the indexed rows, but rows no index covers were not evaluated).
+function answerKind(ans) {
+  if (ans.exact === false) return ans.count ? "superset" : "declined";
+  return ans.coverage && ans.coverage.complete === false ? "incomplete" : "exact";
+}
+
+function uncoveredText(ans) {
+  const cov = ans.coverage || {};
+  return cov.complete === false ? `${fmtInt(rangeRows(cov.uncovered_ranges))} rows not covered by an index (not evaluated)` : "";
+}
+
+// A count in words that never passes an inexact answer off as exact.
+function countText(ans) {
+  const kind = answerKind(ans), missing = uncoveredText(ans);
+  const main = kind === "declined" ? "not answered: the indexes declined this predicate"
+    : kind === "superset" ? `at most ${fmtInt(ans.count)} rows of the indexed ones (a superset)`
+    : `${fmtInt(ans.count)} rows`;
+  return missing ? `${main}, and ${missing}` : main;
+}
+
 function el(tag, attrs, ...children) {
   const node = document.createElement(tag);
   for (const [k, v] of Object.entries(attrs || {})) {
@@ -531,7 +553,7 @@ async function exactLookup() {
     const data = await api("POST", `/v1/tables/${enc(table)}/query`,
       { predicate: { op, column, value: literalFromText(text) }, result: "count" });
     if (stale()) return;
-    pickValue({ value: literalFromText(text), rows: data.count });
+    pickValue({ value: literalFromText(text), rows: data.count, answer: data });
   } catch (e) {
     if (stale()) return;
     box.className = "error-box"; box.textContent = e.message; box.hidden = false;
@@ -581,8 +603,10 @@ function pickValue(v) {
   const box = $("value-result");
   box.className = "";
   const where = valueWhere(state.explore, v.value);
+  // a look-up's answer says how sure it is; a suggestion's count is the index's own count of the value
+  const count = v.answer && answerKind(v.answer) !== "exact" ? countText(v.answer) : `${fmtInt(v.rows)} rows`;
   box.replaceChildren(el("strong", {}, fmtValue(v.value)),
-    ` — ${fmtInt(v.rows)} rows${state.explore.multi ? " whose array holds it" : ""}. `,
+    ` — ${count}${state.explore.multi ? " whose array holds it" : ""}. `,
     el("a", { href: "#query-section", class: "prefill", "data-where": where, onclick: () => prefillQuery(where) },
        "query these rows"));
 }
@@ -628,7 +652,8 @@ async function runRange(ev) {
     if (ex !== state.explore || seq !== ex.rangeSeq) return;  // another index or a newer range was asked
     box.className = "";
     box.dataset.count = String(data.count);
-    box.replaceChildren(el("code", {}, where), ` — ${fmtInt(data.count)} rows${data.exact === false ? " (superset)" : ""}. `,
+    box.dataset.answer = answerKind(data);
+    box.replaceChildren(el("code", {}, where), ` — ${countText(data)}. `,
       el("a", { href: "#query-section", class: "prefill", "data-where": where, onclick: () => prefillQuery(where) },
          "query these rows"));
   } catch (e) {
@@ -668,16 +693,23 @@ async function runQuery(ev) {
 
 function renderQuery(ans) {
   $("query-result").hidden = false;
-  $("query-count").textContent = fmtInt(ans.count);
-  $("query-count").dataset.count = String(ans.count);
-  $("query-exact").textContent = ans.exact === false ? "no (superset)" : "yes";
+  const kind = answerKind(ans), count = $("query-count");
+  count.textContent = kind === "declined" ? "not answered"
+    : kind === "superset" ? `≤ ${fmtInt(ans.count)}`
+    : kind === "incomplete" ? `${fmtInt(ans.count)} + ?` : fmtInt(ans.count);
+  count.dataset.count = String(ans.count);
+  count.dataset.answer = kind;
+  count.title = countText(ans);
+  $("query-exact").textContent = {
+    exact: "yes", superset: "no: a superset (a part the indexes declined was dropped)",
+    declined: "no: the indexes declined this predicate", incomplete: "no: rows no index covers were not evaluated",
+  }[kind];
   const cov = ans.coverage || {};
-  $("query-coverage").textContent = cov.complete ? "complete"
-    : `${fmtInt(rangeRows(cov.uncovered_ranges))} rows not covered by an index`;
+  $("query-coverage").textContent = cov.complete ? "complete" : uncoveredText(ans);
   const ids = ans.row_ids || [];
   $("query-rowids").textContent = ids.length
     ? ids.join(", ") + (ans.count > ids.length ? `, … (${fmtInt(ans.count - ids.length)} more)` : "")
-    : "(none)";
+    : kind === "declined" ? "(none answered: the indexes declined this predicate)" : "(none)";
   $("query-explain").replaceChildren(explainView(ans.explain, ans.snapshots));
 }
 

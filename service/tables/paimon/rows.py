@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from pypaimon.read.split import Split
     from pypaimon.table.file_store_table import FileStoreTable
 
-__all__ = ["ROW_ID", "arrow_schema", "plan_splits", "read_rows", "rows_in_ranges"]
+__all__ = ["ROW_ID", "arrow_schema", "batched_table", "empty_rows", "plan_splits", "read_rows", "rows_in_ranges"]
 
 ROW_ID: str = SpecialFields.ROW_ID.name  # '_ROW_ID'
 _READ_BATCH_OPTION = "read.batch-size"
@@ -58,9 +58,9 @@ def read_rows(table: PaimonTable, columns: Sequence[str], splits: Sequence[Split
         if c not in names and c != ROW_ID:
             raise PaimonColumnNotFoundError(c, names, table.location.identifier)
     projection = list(dict.fromkeys([*columns, ROW_ID]))
-    builder = _batched(table.table).new_read_builder().with_projection(projection)
+    builder = batched_table(table.table).new_read_builder().with_projection(projection)
     if table.snapshot is None:
-        return _empty(table, projection)
+        return empty_rows(table, projection)
     if splits is None:
         with reading_metadata(table):
             chosen = list(builder.new_scan().plan().splits())
@@ -68,7 +68,7 @@ def read_rows(table: PaimonTable, columns: Sequence[str], splits: Sequence[Split
         chosen = list(splits)
     with naming_data_files(table, (f for split in chosen for f in split.files)):
         result = builder.new_read().to_arrow(chosen) if chosen else None
-    return _empty(table, projection) if result is None else result
+    return empty_rows(table, projection) if result is None else result
 
 
 def rows_in_ranges(rows: pa.Table, row_ranges: Sequence[tuple[int, int]]) -> pa.Table:
@@ -84,14 +84,14 @@ def arrow_schema(table: PaimonTable) -> pa.Schema:
     return pa.schema([PyarrowFieldParser.from_paimon_field(f) for f in table.table.fields])
 
 
-def _batched(table: FileStoreTable) -> FileStoreTable:
+def batched_table(table: FileStoreTable) -> FileStoreTable:
     """`table` reading at least _MIN_READ_BATCH rows per batch (a table's larger setting is kept)."""
     if table.options.read_batch_size() >= _MIN_READ_BATCH:
         return table
     return table.copy({_READ_BATCH_OPTION: str(_MIN_READ_BATCH)})
 
 
-def _empty(table: PaimonTable, projection: list[str]) -> pa.Table:
+def empty_rows(table: PaimonTable, projection: list[str]) -> pa.Table:
     fields = {f.name: f for f in table.table.fields}
     arrow = [PyarrowFieldParser.from_paimon_field(fields[n]) for n in projection if n != ROW_ID]
     return pa.schema([*arrow, pa.field(ROW_ID, pa.int64(), nullable=False)]).empty_table()
