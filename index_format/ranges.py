@@ -3,13 +3,14 @@
 The one place coverage, not-yet-indexed rows and retired ids are computed (predicate.answer, the query engine, the
 catalog, the build job). Every function accepts ranges in any order, overlapping or touching, as tuples or
 lists, and returns them merged: sorted `(start, end)` tuples, no two overlapping or adjacent.
-Imports pyroaring only.
+Imports pyroaring and numpy only.
 """
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from pyroaring import BitMap64
+import numpy as np
+from pyroaring import AbstractBitMap64, BitMap64
 
 Range = tuple[int, int]
 """Inclusive row-id range: `(start, end)` holds `end - start + 1` ids; `start > end` holds none."""
@@ -118,3 +119,15 @@ def to_bitmap(ranges: Iterable[RangeLike]) -> BitMap64:
         if start <= end:
             out.add_range(int(start), int(end) + 1)
     return out
+
+
+def of_bitmap(ids: AbstractBitMap64) -> list[Range]:
+    """The runs of consecutive ids in `ids`, as merged ranges (sparse ids: one range per run, so as many as there
+    are gaps)."""
+    if not ids:
+        return []
+    arr = np.asarray(ids.to_array(), dtype=np.uint64)
+    breaks = np.flatnonzero(np.diff(arr) != 1)
+    starts = np.concatenate(([0], breaks + 1))
+    ends = np.concatenate((breaks, [len(arr) - 1]))
+    return [(int(arr[s]), int(arr[e])) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pyroaring import FrozenBitMap64
+from pyroaring import AbstractBitMap64, BitMap64, FrozenBitMap64
 
 from index_format import ranges
 from index_format.global_index.filemeta import FileMeta
@@ -67,6 +67,11 @@ class ColumnIndex:
     rank: int = 0
     # The column's other indexes (other families): each leaf is answered by the cheapest that can (the plan picks).
     alternatives: tuple[ColumnIndex, ...] = ()
+    # Sparse ids, when the caller knows them: the ids its files hold that still name the rows they were built from
+    # (a table's own id column: the ids of the data files it indexed, unchanged since). Coverage is then these
+    # ids, not the spans of its row ranges (which take in ids that never held a row), and rows its files list
+    # outside them (a data file removed or rewritten since) are not its to answer. None: its row ranges.
+    held: AbstractBitMap64 | None = None
     # Derived once per index (a view serves many queries): its merged row ranges and, for dense ids, their rows.
     _merged_ranges: list[ranges.Range] | None = field(default=None, init=False, repr=False, compare=False)
     _rows: FrozenBitMap64 | None = field(default=None, init=False, repr=False, compare=False)
@@ -85,6 +90,16 @@ class ColumnIndex:
     def file_ranges(self) -> list[ranges.Range]:
         """Each file's row range, as the manifest lists them (not merged)."""
         return [(r.range_start, r.range_end) for r in self.files]
+
+    def uncovered(self, table_ids: AbstractBitMap64) -> BitMap64:
+        """The ids of `table_ids` (a table's ids holding rows) this index does not cover: not `held`, or without
+        it outside its row ranges."""
+        if self.held is not None:
+            return BitMap64(table_ids) - self.held
+        out = BitMap64(table_ids)
+        for start, end in self.merged_ranges():
+            out.remove_range(start, end + 1)
+        return out
 
     def dense_rows(self) -> FrozenBitMap64:
         """Every id of the column's row ranges (dense ids only)."""
