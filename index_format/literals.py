@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -189,6 +190,73 @@ def _coerce_decimal(kt: KeyType, value: object) -> decimal.Decimal:
     if abs(unscaled) >= 10 ** kt.decimal_precision:
         raise _bind(kt, value, f"more than {kt.decimal_precision} digits")
     return quantized
+
+
+@dataclass(frozen=True, slots=True)
+class Neighbours:
+    """The values of a numeric key type nearest a number it cannot hold: `below`, the greatest value under it,
+    and `above`, the least value over it (canonical values; None: the type has no value on that side)."""
+
+    below: int | decimal.Decimal | None
+    above: int | decimal.Decimal | None
+
+
+def neighbours(kt: KeyType, value: object) -> Neighbours | None:
+    """For a number an integer or DECIMAL type cannot hold — a fraction, more fractional digits than the scale,
+    or beyond the type's range (`2.5` or `40000` for SMALLINT, `1.255` for DECIMAL(p,2)) — the type's values
+    nearest it: a comparison with it is one with them (SQL compares the numbers, `i > 2.5` is `i >= 3`).
+
+    None when `value` is not a finite number (a string, a boolean, NaN, infinity: a literal of another kind),
+    when `kt` holds it as it is, or when `kt` is not an integer or DECIMAL type.
+    """
+    if kt.name not in INT_STRUCTS and kt.name != "decimal":
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, decimal.Decimal, np.integer,
+                                                                      np.floating)):
+        return None
+    if isinstance(value, (float, np.floating)):
+        if not math.isfinite(value):
+            return None
+        d = decimal.Decimal(repr(float(value)))   # the number as written, as _coerce_decimal reads it
+    elif isinstance(value, (int, np.integer)):
+        n = int(value)
+        # beyond every type (a DECIMAL holds at most 38 digits): no digits of it are needed, nor safe to make
+        d = decimal.Decimal(n) if n.bit_length() <= 256 else decimal.Decimal(1 if n > 0 else -1).scaleb(100)
+    else:
+        d = value
+        if not d.is_finite():
+            return None
+    with decimal.localcontext() as ctx:
+        ctx.prec = 100   # exact for every bound and step below (38 digits at most)
+        return _neighbours(kt, d)
+
+
+def _neighbours(kt: KeyType, d: decimal.Decimal) -> Neighbours | None:
+    if kt.name == "decimal":
+        scale = kt.decimal_scale
+        step = decimal.Decimal(1).scaleb(-scale)
+        top = (decimal.Decimal(10) ** kt.decimal_precision - 1).scaleb(-scale)
+        lowest, highest = -top, top
+    else:
+        step = decimal.Decimal(1)
+        lo, hi = INT_BOUNDS[kt.name]
+        lowest, highest = decimal.Decimal(lo), decimal.Decimal(hi)
+
+    def canonical(x: decimal.Decimal) -> int | decimal.Decimal:
+        if kt.name != "decimal":
+            return int(x)
+        return x.quantize(step).copy_abs() if x == 0 else x.quantize(step)   # no -0.00
+
+    # Compared before any rounding: `1E+999999999` needs no billion-digit number.
+    if d > highest:
+        return Neighbours(canonical(highest), None)
+    if d < lowest:
+        return Neighbours(None, canonical(lowest))
+    floor = d.quantize(step, rounding=decimal.ROUND_FLOOR)
+    ceiling = d.quantize(step, rounding=decimal.ROUND_CEILING)
+    if floor == ceiling:
+        return None   # the type holds it
+    return Neighbours(canonical(floor), canonical(ceiling))
 
 
 def _coerce_date(kt: KeyType, value: object) -> dt.date:

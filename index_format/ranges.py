@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
-from pyroaring import BitMap64
+from pyroaring import AbstractBitMap64, BitMap64
 
 Range = tuple[int, int]
 """Inclusive row-id range: `(start, end)` holds `end - start + 1` ids; `start > end` holds none."""
@@ -132,3 +132,15 @@ def contains(ids: np.ndarray, ranges: Iterable[RangeLike]) -> np.ndarray:
     inside = at >= 0
     inside[inside] = ids[inside] <= ends[at[inside]]
     return inside
+
+
+def of_bitmap(ids: AbstractBitMap64) -> list[Range]:
+    """The runs of consecutive ids in `ids`, as merged ranges (sparse ids: one range per run, so as many as there
+    are gaps)."""
+    if not ids:
+        return []
+    arr = np.asarray(ids.to_array(), dtype=np.uint64)
+    breaks = np.flatnonzero(np.diff(arr) != 1)
+    starts = np.concatenate(([0], breaks + 1))
+    ends = np.concatenate((breaks, [len(arr) - 1]))
+    return [(int(arr[s]), int(arr[e])) for s, e in zip(starts.tolist(), ends.tolist(), strict=True)]

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from pyroaring import FrozenBitMap64
+from pyroaring import AbstractBitMap64, BitMap64, FrozenBitMap64
 
 from index_format import ranges
 from index_format.global_index.filemeta import FileMeta
@@ -74,6 +74,11 @@ class ColumnIndex:
     # or one with a null element), so NOT over its array leaves is exact (the in-memory files of scanned rows;
     # a multivalue index cannot tell a null array from one without the value, spec §8).
     element_nulls: bool = False
+    # Sparse ids, when the caller knows them: the ids its files hold that still name the rows they were built from
+    # (a table's own id column: the ids of the data files it indexed, unchanged since). Coverage is then these
+    # ids, not the spans of its row ranges (which take in ids that never held a row), and rows its files list
+    # outside them (a data file removed or rewritten since) are not its to answer. None: its row ranges.
+    held: AbstractBitMap64 | None = None
     # Derived once per index (a view serves many queries): its merged row ranges and, for dense ids, their rows.
     _merged_ranges: list[ranges.Range] | None = field(default=None, init=False, repr=False, compare=False)
     _rows: FrozenBitMap64 | None = field(default=None, init=False, repr=False, compare=False)
@@ -82,6 +87,8 @@ class ColumnIndex:
         return self.answers is None or op in self.answers
 
     def covered_rows(self) -> int:
+        if self.held is not None:   # sparse ids: the ids it holds, not the spans of its ranges
+            return len(self.held)
         return sum(e - s + 1 for s, e in self.merged_ranges())
 
     def merged_ranges(self) -> list[ranges.Range]:
@@ -92,6 +99,16 @@ class ColumnIndex:
     def file_ranges(self) -> list[ranges.Range]:
         """Each file's row range, as the manifest lists them (not merged)."""
         return [(r.range_start, r.range_end) for r in self.files]
+
+    def uncovered(self, table_ids: AbstractBitMap64) -> BitMap64:
+        """The ids of `table_ids` (a table's ids holding rows) this index does not cover: not `held`, or without
+        it outside its row ranges."""
+        if self.held is not None:
+            return BitMap64(table_ids) - self.held
+        out = BitMap64(table_ids)
+        for start, end in self.merged_ranges():
+            out.remove_range(start, end + 1)
+        return out
 
     def dense_rows(self) -> FrozenBitMap64:
         """Every id of the column's row ranges (dense ids only)."""

@@ -55,6 +55,9 @@ class Answer:
     # Set by answer_over_files(count_only=True) when range sidecars counted the rows without building them; `rows`
     # is then empty.
     count: int | None = None
+    # The table's live rows no index used covers (the plan's coverage.uncovered: what a scan of the data must
+    # read); None when the table's rows were not given.
+    table_uncovered: list[tuple[int, int]] | None = None
 
     @property
     def coverage_complete(self) -> bool:
@@ -96,13 +99,14 @@ def execute(plan: QueryPlan, *, explain: bool = False, deleted: BitMap64 | None 
             value = run.eval(plan.tree, plan.with_unknown)
     coverage = plan.coverage
     covered, partly = list(coverage.covered), list(coverage.partly_covered)
+    outside = None if coverage.uncovered is None else list(coverage.uncovered)
     info = run.summary()
     if isinstance(value, Unsupported):
-        return Answer(BitMap64(), BitMap64(), False, False, covered, info, partly)
+        return Answer(BitMap64(), BitMap64(), False, False, covered, info, partly, table_uncovered=outside)
     rows, unknown = value.t, value.u if value.u is not None else BitMap64()
     if deleted is not None:
         rows, unknown = rows - deleted, unknown - deleted
-    return Answer(rows, unknown, value.exact, True, covered, info, partly, count)
+    return Answer(rows, unknown, value.exact, True, covered, info, partly, count, outside)
 
 
 class _Run:
@@ -211,6 +215,11 @@ class _Run:
             if got.u is not None:
                 u |= got.u
         self.record_leaf(lp.leaf, detail, ci)
+        if ci.held is not None:
+            # sparse ids: what its files list for ids they no longer hold (a data file removed or rewritten since
+            # the build) is not the index's to answer; those ids are outside its coverage (UNKNOWN below)
+            t &= ci.held
+            u &= ci.held
         if not need_u:
             return _Result(t, None)
         # Rows another column (or index) covers but this index does not: this leaf is UNKNOWN there.
@@ -369,6 +378,8 @@ class _Run:
         """Every row id the column's index covers (the universe NOT and complements work in)."""
         if not ci.sparse:
             return ci.dense_rows()   # frozen: read-only use
+        if ci.held is not None:
+            return ci.held           # read-only use, as dense_rows
         return BitMap64.union(*(self.range_rows(ci, s, e, refs) for (s, e), refs in range_groups(ci.files)))
 
     def range_rows(self, ci: ColumnIndex, start: int, end: int, refs: list[IndexFileRef]) -> BitMap64:
@@ -381,6 +392,8 @@ class _Run:
             for ref in refs:
                 reader = self.reader(ci.column, ref)
                 out |= (reader.null_rows() | reader.non_null_rows()).shift(start)
+            if ci.held is not None:
+                out &= ci.held   # not the ids of a data file removed or rewritten since (ColumnIndex.held)
             self.present[key] = out
         return self.present[key]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pyroaring import BitMap64
+from pyroaring import AbstractBitMap64, BitMap64
 
 from index_format import ranges
 from index_format.errors import UnknownColumnError
@@ -25,8 +25,11 @@ from index_format.predicate.operators import OPERATORS, spec_of
 from index_format.predicate.tree import FALSE, TRUE, UNKNOWN, And, BoundLeaf, Node, Not, Or
 from index_format.predicate.visitors import referenced_columns, rewrite_not
 
-__all__ = ["BudgetCheck", "CountPlan", "Coverage", "LeafPlan", "QueryPlan", "RangePlan", "plan_query",
-           "sidecars_answer"]
+__all__ = ["BudgetCheck", "CountPlan", "Coverage", "LeafPlan", "QueryPlan", "RangePlan", "TableRows", "plan_query",
+           "sidecars_answer", "uncovered_rows"]
+
+# A table's live rows: inclusive row ranges, or for sparse ids (a table's own id column) the ids holding rows.
+TableRows = Sequence[RangeLike] | AbstractBitMap64
 
 # A merged range leaf with more intervals than this is answered from the bitmap file (two code comparisons
 # per interval would cost more than the look-ups).
@@ -224,11 +227,12 @@ class QueryPlan:
 
 def plan_query(bound: Node, columns: Mapping[str, ColumnIndex], *, with_unknown: bool = True,
                count_only: bool = False, explain: bool = False, deleted: BitMap64 | None = None,
-               table_ranges: Sequence[RangeLike] | None = None) -> QueryPlan:
+               table_ranges: TableRows | None = None) -> QueryPlan:
     """Plan a bound tree (bind.bind) over the indexed columns without reading any index file.
 
     `with_unknown`, `count_only`, `explain` and `deleted` are answer_over_files' (they change what is read);
-    `table_ranges` (the table's live row ranges, inclusive) gives `coverage.uncovered`.
+    `table_ranges` (the table's live rows: inclusive ranges, or a bitmap of sparse ids) gives
+    `coverage.uncovered` (uncovered_rows).
 
     Raises:
         UnknownColumnError: the tree names a column missing from `columns`.
@@ -396,11 +400,28 @@ def _count_plan(tree: Node, planner: _Planner, with_unknown: bool, count_only: b
     return CountPlan(True, via="sidecars", leaf=lp)
 
 
-def _coverage(indexes: list[ColumnIndex], table_ranges: Sequence[RangeLike] | None) -> Coverage:
+def _covered(indexes: Sequence[ColumnIndex]) -> list[Range]:
+    """The row ranges every one of `indexes` covers."""
     if len(indexes) == 1:
-        covered, partly = indexes[0].merged_ranges(), []
-    else:
-        covered = ranges.intersect(*(ci.file_ranges() for ci in indexes))
-        partly = ranges.subtract([r for ci in indexes for r in ci.file_ranges()], covered)
-    uncovered = None if table_ranges is None else tuple(ranges.subtract(table_ranges, covered))
+        return indexes[0].merged_ranges()
+    return ranges.intersect(*(ci.file_ranges() for ci in indexes))
+
+
+def _coverage(indexes: list[ColumnIndex], table_ranges: TableRows | None) -> Coverage:
+    covered = _covered(indexes)
+    partly = [] if len(indexes) == 1 else ranges.subtract([r for ci in indexes for r in ci.file_ranges()], covered)
+    uncovered = None if table_ranges is None else tuple(uncovered_rows(indexes, table_ranges))
     return Coverage(tuple(indexes), tuple(covered), tuple(partly), uncovered)
+
+
+def uncovered_rows(indexes: Sequence[ColumnIndex], table_rows: TableRows) -> list[Range]:
+    """The table's live rows that not every one of `indexes` covers: what a scan of the data must read.
+
+    `table_rows`: inclusive ranges (dense ids: rows outside the indexes' row ranges), or a bitmap of sparse ids
+    (compared id by id with what each index holds, ColumnIndex.uncovered: an id no row ever had is never
+    named, and an id inside an index's range that its files do not hold is)."""
+    if isinstance(table_rows, AbstractBitMap64):
+        if not indexes:
+            return ranges.of_bitmap(table_rows)
+        return ranges.of_bitmap(BitMap64.union(*(ci.uncovered(table_rows) for ci in indexes)))
+    return ranges.subtract(table_rows, _covered(indexes))

@@ -8,15 +8,16 @@ sources and the index_format readers.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyroaring import BitMap64
+from pyroaring import AbstractBitMap64, BitMap64, FrozenBitMap64
 
 from index_format import errors as fmt
 from index_format import ranges
@@ -26,7 +27,9 @@ from index_format.global_index.reader import BitmapCache, BlockCache, IndexReade
 from index_format.lru import ByteLRU
 from index_format.memory_cost import bitmap_bytes, lru_entry_bytes
 from index_format.options import parse_options
-from index_format.predicate.answer import Answer, ColumnIndex, IndexFileRef, QueryPlan, plan_query
+from index_format.predicate.answer import (
+    Answer, ColumnIndex, IndexFileRef, QueryPlan, TableRows, plan_query, uncovered_rows,
+)
 from index_format.predicate.bind import bind
 from index_format.predicate.execute import execute
 from index_format.predicate.file_pruning import literal_memo
@@ -45,10 +48,11 @@ from service.catalog.catalog_errors import (
 from service.catalog.model import DataFile, Snapshot, Table
 from service.query.range_sidecars import Sidecars
 from service.query.row_scan import ScanCache, ScanNeed, ScanReport, scan_needs, unindexed_index, with_scanned
-from service.tables import TableSources
+from service.tables import IndexViewSource, TableSources
 from service.tables.table_summary import TableSummary
 
 
+log = logging.getLogger("bgix.query")
 _VIEW_SERIALS = itertools.count()
 _STATS_KEPT = 64          # stored-statistics handles kept in memory (small: counts and Parquet footers)
 
@@ -98,6 +102,8 @@ class TableView:
     retired: BitMap64 | None = None
     retired_ranges: tuple[tuple[int, int], ...] = ()   # retired files' ids as inclusive [first, last] ranges
     live_ranges: tuple[tuple[int, int], ...] | None = None   # ids holding rows; None: all below total_rows
+    # Sparse ids (a plain table's own id column): the ids its data files hold (QueryService._sparse_ids).
+    live_ids: AbstractBitMap64 | None = None
     version: int | None = None        # the source's cheap change token (Paimon snapshot id), if any
     summary: TableSummary | None = None   # the source's own description of this version (IndexViewSource.summary)
     records_key_order: bool = True    # snapshots record their key order (IndexViewSource.records_key_order)
@@ -121,15 +127,24 @@ class TableView:
     def row_ranges(self) -> list[tuple[int, int]]:
         """Inclusive [first, last] ranges of the ids that hold rows (retired ids hold none)."""
         if self._row_ranges is None:
-            rs = self.live_ranges if self.live_ranges is not None else \
-                ranges.complement(list(self.retired_ranges), self.total_rows)
+            if self.live_ranges is not None:
+                rs = list(self.live_ranges)
+            elif self.live_ids is not None:
+                rs = ranges.of_bitmap(self.live_ids)
+            else:
+                rs = ranges.complement(list(self.retired_ranges), self.total_rows)
             object.__setattr__(self, "_row_ranges", tuple(rs))   # a memo of a frozen view
         assert self._row_ranges is not None
         return list(self._row_ranges)
 
-    def uncovered(self, covered: Iterable[Sequence[int]]) -> list[list[int]]:
-        """Inclusive [first, last] ranges of live row ids outside `covered` (retired ids hold no row to cover)."""
-        return [list(r) for r in ranges.subtract(self.row_ranges(), [tuple(r) for r in covered])]
+    def table_rows(self) -> TableRows:
+        """The ids that hold rows as coverage compares them: ranges, or with sparse ids the ids themselves."""
+        return self.live_ids if self.live_ids is not None else self.row_ranges()
+
+    def uncovered(self, index: ColumnIndex) -> list[list[int]]:
+        """Inclusive [first, last] ranges of live row ids `index` does not cover (predicate.answer.uncovered_rows,
+        the rule a query's coverage follows; retired ids hold no row to cover)."""
+        return [list(r) for r in uncovered_rows([index], self.table_rows())]
 
 
 @dataclass(frozen=True)
@@ -253,16 +268,37 @@ class QueryService:
 
     def _load_view(self, table: str) -> TableView:
         src = self.sources.open(table).view()
+        live_ids, held = self._sparse_ids(src) if src.sparse else (None, {})
         columns = {}
         for c, s in src.columns.items():
             more = tuple(self._column_view(m, src.sparse) for m in src.more_indexes.get(c, ()))
-            columns[c] = self._column_view(s, src.sparse, more)
+            columns[c] = self._column_view(s, src.sparse, more, held=held.get(c))
         return TableView(table=src.table, columns=columns, data_files=src.data_files, total_rows=src.total_rows,
                          retired=src.gone, retired_ranges=src.retired_ranges, live_ranges=src.live_ranges,
-                         version=src.version, summary=src.summary, records_key_order=src.records_key_order,
-                         broken_columns=src.broken_columns)
+                         live_ids=live_ids, version=src.version, summary=src.summary,
+                         records_key_order=src.records_key_order, broken_columns=src.broken_columns)
 
-    def _column_view(self, snap: Snapshot, sparse: bool, more: tuple[ColumnView, ...] = ()) -> ColumnView:
+    def _sparse_ids(self, src: IndexViewSource) -> tuple[FrozenBitMap64, dict[str, FrozenBitMap64]]:
+        """Sparse ids (a row_id_column table): the ids of its data files, and per indexed column those of the files
+        its index holds (IndexViewSource.held_files), from the files' id columns (file_row_ids: read once per file
+        version). A file whose ids cannot be read now (gone since the scan, broken) has no row to cover."""
+        by_file: dict[tuple[str, int, float], BitMap64] = {}
+        for f in src.data_files:
+            if not f.row_count:
+                continue
+            try:
+                by_file[(f.path, f.size, f.mtime)] = self.file_row_ids(src.table, f)[1]
+            except (DataFileError, FileNotFoundError) as exc:
+                log.warning("table %r: ids of data file %r not read: %s", src.table.name, f.path, exc)
+
+        def union(files: Iterable[DataFile]) -> FrozenBitMap64:
+            parts = [ids for f in files if (ids := by_file.get((f.path, f.size, f.mtime))) is not None]
+            return FrozenBitMap64(BitMap64.union(*parts)) if parts else FrozenBitMap64()
+
+        return union(src.data_files), {c: union(files) for c, files in src.held_files.items()}
+
+    def _column_view(self, snap: Snapshot, sparse: bool, more: tuple[ColumnView, ...] = (),
+                     held: AbstractBitMap64 | None = None) -> ColumnView:
         kt = parse_type(snap.key_type)
         try:
             options = parse_options(dict(snap.options))
@@ -288,7 +324,7 @@ class QueryService:
                 peek_sidecar=sidecar.peek if sidecar else None, is_open=self._is_open(e.path, e.file_size)))
         index = ColumnIndex(column=snap.column, kt=kt, files=refs, fallback_scan_max_size=budget, sparse=sparse,
                             answers=fam.answers, family=fam.name, seeks=fam.seeks, rank=fam.rank,
-                            alternatives=tuple(m.index for m in more))
+                            alternatives=tuple(m.index for m in more), held=held)
         return ColumnView(snapshot=snap, kt=kt, index=index, more=more)
 
     def _opener(self, path: str, size: int, kt: KeyType, open_index: Callable[..., IndexReader],
@@ -337,24 +373,24 @@ class QueryService:
         view = self.view(table)
         b = self._bind(view, node, text)
         columns = self._columns(view, b)
-        live = view.row_ranges()
+        rows = view.table_rows()
         with literal_memo():   # one sort of each IN list for pruning (plan) and narrowing (execution)
             plan = plan_query(b.tree, columns, with_unknown=False, count_only=count_only, explain=explain,
-                              deleted=view.retired, table_ranges=live if explain else None)
-            report, plan = self._scan(view, b, plan, live, mode=scan, count_only=count_only, explain=explain)
+                              deleted=view.retired, table_ranges=rows)
+            report, plan = self._scan(view, b, plan, rows, mode=scan, count_only=count_only, explain=explain)
             answer = execute(plan, explain=explain, deleted=view.retired, deadline=deadline)
         answer.explain["scan"] = report.to_json()
-        # the answer's coverage: the ranges indexed (or scanned) for every column used (for a constant predicate,
-        # which names no column, the ranges every index covers).
-        uncovered = view.uncovered(answer.coverage_ranges)
+        # the table's rows outside the answer's coverage: what no index used (nor the scan) covers (for a constant
+        # predicate, which names no column, what not every index covers)
+        uncovered = [list(r) for r in answer.table_uncovered or ()]
         used = {c: view.columns[c].snapshot.id for c in b.used}
         return QueryOutcome(answer=answer, view=view, used=used, uncovered=uncovered, scan=report)
 
-    def _scan(self, view: TableView, b: _Bound, plan: QueryPlan, live: list[tuple[int, int]], *, mode: str,
+    def _scan(self, view: TableView, b: _Bound, plan: QueryPlan, rows: TableRows, *, mode: str,
               count_only: bool, explain: bool) -> tuple[ScanReport, QueryPlan]:
         """The scan step (row_scan): what `plan` leaves unanswered read (or found cached) within the budget, and
         the plan again over the indexes and the scanned files; `plan` itself when nothing is read."""
-        needs = scan_needs(plan, live, b.arrays)
+        needs = scan_needs(plan, rows, b.arrays)
         if not needs:
             return ScanReport(mode, self.scan_max_rows, "not_needed"), plan
         source = self.sources.open(view.table)
@@ -376,7 +412,7 @@ class QueryService:
         self.metrics.scanned_rows.inc(report.rows_scanned)
         columns = with_scanned(plan.columns, needs, files, sparse=sparse)
         return report, plan_query(b.tree, columns, with_unknown=False, count_only=count_only, explain=explain,
-                                  deleted=view.retired, table_ranges=live if explain else None)
+                                  deleted=view.retired, table_ranges=rows)
 
     def plan(self, table: str, node: Any, *, text: str | None = None, count_only: bool = False
              ) -> tuple[QueryPlan, list[ScanNeed], dict[str, int]]:
@@ -386,10 +422,10 @@ class QueryService:
         snapshot id of the indexed columns used). Raises as query."""
         view = self.view(table)
         b = self._bind(view, node, text)
-        live = view.row_ranges()
+        rows = view.table_rows()
         plan = plan_query(b.tree, self._columns(view, b), with_unknown=False, count_only=count_only,
-                          deleted=view.retired, table_ranges=live)
-        return plan, scan_needs(plan, live, b.arrays), {c: view.columns[c].snapshot.id for c in b.used}
+                          deleted=view.retired, table_ranges=rows)
+        return plan, scan_needs(plan, rows, b.arrays), {c: view.columns[c].snapshot.id for c in b.used}
 
     def _columns(self, view: TableView, b: _Bound) -> dict[str, ColumnIndex]:
         """The indexes a tree runs over: each indexed column's, and an index of no files for each table column it

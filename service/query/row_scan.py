@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 import pyarrow as pa
+from pyroaring import AbstractBitMap64, BitMap64
 
 from index_format import ranges
 from index_format.global_index.filemeta import parse_meta
@@ -29,7 +30,7 @@ from index_format.index_reader import IndexReader
 from index_format.lru import ByteLRU
 from index_format.predicate.column_index import ColumnIndex, IndexFileRef, all_indexes
 from index_format.predicate.operators import INTERNAL_OPERATORS, OPERATORS
-from index_format.predicate.query_plan import NOT_EXACT_ARRAY_OPS, LeafPlan, QueryPlan
+from index_format.predicate.query_plan import NOT_EXACT_ARRAY_OPS, LeafPlan, QueryPlan, TableRows
 from index_format.storage.sources import BytesSource
 from index_format.types import KeyType
 from service.catalog.model import DataFile
@@ -45,13 +46,15 @@ SCAN_MODES = ("auto", "never")
 _EVERY_OP = frozenset(OPERATORS) | frozenset(INTERNAL_OPERATORS)
 _ARRAY_OPS = frozenset(name for name, op in OPERATORS.items() if op.element_op is not None)
 _NAMES = itertools.count()
+_MAX_SPANS = 64   # sparse ids: runs of uncovered ids read one file each up to this many, else as one span
 
 
 @dataclass(frozen=True, slots=True)
 class ScanNeed:
-    """One column's rows a query must read to be exact: `ranges` (inclusive, one in-memory file each) and why.
-    `full`: the whole column (a leaf its indexes decline), answered by a scan index of its own; otherwise the
-    ranges fill the gaps of the column's indexes."""
+    """One column's rows a query must read to be exact: `ranges` (inclusive, one in-memory file each; with sparse
+    ids a span may hold ids that hold no row), the live rows in each (`range_rows`) and why. `full`: the whole
+    column (a leaf its indexes decline), answered by a scan index of its own; otherwise the ranges fill the gaps
+    of the column's indexes."""
 
     column: str
     kt: KeyType
@@ -59,10 +62,11 @@ class ScanNeed:
     ranges: tuple[Range, ...]
     reason: str
     full: bool
+    range_rows: tuple[int, ...]
 
     @property
     def rows(self) -> int:
-        return sum(e - s + 1 for s, e in self.ranges)
+        return sum(self.range_rows)
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,10 +148,10 @@ def _scan_fixes(lp: LeafPlan) -> str | None:
     return None
 
 
-def scan_needs(plan: QueryPlan, live: Sequence[Range], arrays: Iterable[str]) -> list[ScanNeed]:
-    """The rows `plan` leaves unanswered, per column it uses: the live ranges (`live`, inclusive) outside each of
-    its indexes, or all of them for a column with a leaf its indexes decline (`_scan_fixes`). `arrays`: the
-    ARRAY columns (read into multivalue files)."""
+def scan_needs(plan: QueryPlan, table_rows: TableRows, arrays: Iterable[str]) -> list[ScanNeed]:
+    """The rows `plan` leaves unanswered, per column it uses: the table's live rows (`table_rows`: inclusive ranges,
+    or with sparse ids the ids themselves) outside each of its indexes, or all of them for a column with a leaf its
+    indexes decline (`_scan_fixes`). `arrays`: the ARRAY columns (read into array files)."""
     array_cols = set(arrays)
     full: dict[str, str] = {}
     for lp in plan.leaves:
@@ -155,17 +159,46 @@ def scan_needs(plan: QueryPlan, live: Sequence[Range], arrays: Iterable[str]) ->
         if why is not None:
             full.setdefault(lp.leaf.column, why)
     out: list[ScanNeed] = []
+    sparse = isinstance(table_rows, AbstractBitMap64)
     for c in plan.used:
         ci = plan.columns[c]
-        array = c in array_cols
         if c in full:
-            out.append(ScanNeed(c, ci.kt, array, tuple(live), full[c], True))
-            continue
-        gaps = ranges.merge(r for idx in all_indexes(ci) for r in ranges.subtract(live, idx.merged_ranges()))
-        if gaps:
-            why = "no index on the column" if not ci.files else "rows no index covers"
-            out.append(ScanNeed(c, ci.kt, array, tuple(gaps), why, False))
+            spans, why, whole = _spans(table_rows, None), full[c], True
+        else:
+            spans = _spans(table_rows, all_indexes(ci))
+            why, whole = ("no index on the column" if not ci.files else "rows no index covers"), False
+            if sparse and spans and ci.files:
+                # a table's own ids: an index's files may list stale rows under ids it no longer holds (a file
+                # rewritten in place), which only its `held` ids keep out; the column is read whole instead, into a
+                # scan index of its own
+                spans, why, whole = _spans(table_rows, None), why + " (a table's own ids: the column is read whole)", True
+        if spans:
+            out.append(ScanNeed(c, ci.kt, c in array_cols, tuple(spans), why, whole,
+                                tuple(_live_in(table_rows, r) for r in spans)))
     return out
+
+
+def _spans(table_rows: TableRows, indexes: Sequence[ColumnIndex] | None) -> list[Range]:
+    """The live rows not every one of `indexes` covers (None: every live row) as ranges to read. Sparse ids (a
+    bitmap) come as runs, one per gap between ids: past _MAX_SPANS runs they are read as one span (a data file's
+    rows are read whole anyway), the rows of other ids in it being read again, never answered twice wrong."""
+    if isinstance(table_rows, AbstractBitMap64):
+        ids = BitMap64(table_rows)
+        if indexes is not None:
+            ids = BitMap64.union(*(idx.uncovered(table_rows) for idx in indexes)) if indexes else ids
+        runs = ranges.of_bitmap(ids)
+        return runs if len(runs) <= _MAX_SPANS else [(runs[0][0], runs[-1][1])]
+    live = ranges.merge(table_rows)
+    if indexes is None:
+        return live
+    return ranges.merge(r for idx in indexes for r in ranges.subtract(live, idx.merged_ranges()))
+
+
+def _live_in(table_rows: TableRows, r: Range) -> int:
+    """Live rows of `table_rows` inside `r` (what reading it costs, held to the budget)."""
+    if isinstance(table_rows, AbstractBitMap64):
+        return int(table_rows.range_cardinality(r[0], r[1] + 1))
+    return sum(e - s + 1 for s, e in ranges.intersect([r], table_rows))
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,7 +262,7 @@ class ScanCache:
         keys = {(n.column, r): self._key(table, n, r, sparse, data_files) for n in needs for r in n.ranges}
         found = {k: f for k, key in keys.items() if (f := self._files.get(key)) is not None}
         missing = [(n, r) for n in needs for r in n.ranges if (n.column, r) not in found]
-        to_read = sum(e - s + 1 for _, (s, e) in missing)
+        to_read = sum(n.range_rows[n.ranges.index(r)] for n, r in missing)
         if to_read > max_rows:
             return ScanReport(mode, max_rows, "over_budget", rows_needed=needed,
                               reason=f"{to_read} rows to read, over the scan budget of {max_rows} rows "
@@ -308,7 +341,8 @@ def with_scanned(columns: Mapping[str, ColumnIndex], needs: Sequence[ScanNeed],
 
 
 def _fill(ci: ColumnIndex, scanned: list[IndexFileRef]) -> ColumnIndex:
-    """`ci` and its alternatives, each with the scanned files of the ranges it does not cover."""
+    """`ci` and its alternatives, each with the scanned files of the ranges it does not cover (dense ids only:
+    with a table's own ids the column is scanned whole, scan_needs)."""
     def gaps_of(idx: ColumnIndex) -> list[IndexFileRef]:
         # a file may also hold rows the index covers (it fills another index's wider gap): both answer those
         # rows alike, and the evaluator ORs each range's TRUE rows
@@ -317,4 +351,3 @@ def _fill(ci: ColumnIndex, scanned: list[IndexFileRef]) -> ColumnIndex:
 
     alts = tuple(replace(a, files=[*a.files, *gaps_of(a)], alternatives=()) for a in ci.alternatives)
     return replace(ci, files=[*ci.files, *gaps_of(ci)], alternatives=alts)
-

@@ -6,7 +6,7 @@ the implementation; nothing else branches on the table format. Imports service.c
 """
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -32,6 +32,10 @@ class IndexViewSource:
     `gone`: ids that name no live row (retired data files, Paimon deletion vectors), None when none.
     `retired_ranges`: the retired ids as ranges (bgix tables only; they count as covered).
     `live_ranges`: inclusive ranges of ids that hold rows; None means every id below total_rows.
+    `held_files`: with sparse ids (a plain table's own id column: ids are the data files' values), per indexed
+    column the live data files its index was built from, unchanged since: it holds their ids and no others.
+    The query side reads the ids of those and of all `data_files` (the table's ids) and compares coverage id by
+    id (ColumnIndex.held), not by the spans of row ranges.
     `version`: a cheap change token (the Paimon snapshot id) or None when there is none to compare.
     `summary`: the source's own description of the version served, shown with the table when present
     (Paimon: its PaimonView, with fields, index summaries and their origins); None for plain tables.
@@ -50,6 +54,7 @@ class IndexViewSource:
     gone: BitMap64 | None
     retired_ranges: tuple[Range, ...] = ()
     live_ranges: tuple[Range, ...] | None = None
+    held_files: Mapping[str, tuple[DataFile, ...]] = field(default_factory=dict)
     version: int | None = None
     summary: TableSummary | None = None
     records_key_order: bool = True

@@ -46,11 +46,28 @@ def test_unknown_column_lists_the_tables_columns(small) -> None:
     assert "columns of the table: " + ", ".join(sorted(df.columns)) in err["message"]
 
 
-def test_literal_that_does_not_fit_is_400(small) -> None:
+def test_literal_of_another_kind_is_400(small) -> None:
     client, _, _ = small
-    for where in ("age = 'abc'", "age = 1.5", "age IN (1, 99999999999999999999)"):
+    for where in ("age = 'abc'", "age = '1.5'", "age IN (1, 'x')", "status = 5", "age > TRUE"):
         err = assert_envelope(client.post("/v1/tables/t/query", json={"where": where}), 400, "invalid_literal")
         assert err["details"]["type"] == "BindError"
+
+
+def test_numbers_the_column_cannot_hold_are_answered_as_sql_compares_them(small) -> None:
+    """`age > 1.5` on a BIGINT column is `age >= 2`; past the type's range every value lies on one side; NULL rows
+    stay UNKNOWN, so NOT leaves them out (pandas over the source rows is the judge)."""
+    client, _, df = small
+    age = df.age.astype("float64")   # NaN for NULL: every comparison with it is False, as SQL's UNKNOWN
+    cases = {
+        "age > 1.5": age > 1.5, "NOT age > 1.5": age <= 1.5, "age = 1.5": age == 1.5,
+        "NOT age = 1.5": age.notna() & (age != 1.5), "age < 99999999999999999999": age.notna(),
+        "NOT age < 99999999999999999999": age.notna() & age.isna(), "age IN (1, 2.5, 99999999999999999999)": age == 1,
+        "age BETWEEN 17.5 AND 30.5": (age >= 17.5) & (age <= 30.5), "age < NULL OR age <= 3.5": age <= 3.5,
+    }
+    for where, mask in cases.items():
+        r = client.post("/v1/tables/t/query", json={"where": where, "limit": 10_000})
+        assert r.status_code == 200, (where, r.text)
+        assert r.json()["exact"] is True and r.json()["row_ids"] == df.index[mask].tolist(), where
 
 
 def test_parse_errors(small) -> None:

@@ -60,6 +60,18 @@ VALUE_STRATEGIES: dict[str, st.SearchStrategy[object]] = {
 }
 
 
+# Numbers an integer or DECIMAL column cannot hold (a fraction, past the range): compared as SQL compares numbers.
+UNHELD: dict[str, st.SearchStrategy[object]] = {
+    "int": st.sampled_from([decimal.Decimal("2.5"), decimal.Decimal("-0.5"), 2**31, -(2**31) - 1,
+                            decimal.Decimal("1e12")]),
+    "bigint": st.sampled_from([decimal.Decimal("0.5"), decimal.Decimal("-3.5"), 2**63, -(2**63) - 1]),
+    "tinyint": st.sampled_from([128, -129, decimal.Decimal("0.5"), decimal.Decimal("126.5")]),
+    "smallint": st.sampled_from([40000, -40000, decimal.Decimal("299.5"), decimal.Decimal("-300.5")]),
+    "decimal(10,2)": st.sampled_from([decimal.Decimal("1.255"), decimal.Decimal("-0.005"), decimal.Decimal("1e8"),
+                                      decimal.Decimal("-99999999.995")]),
+}
+
+
 @dataclass
 class Table:
     columns: dict[str, KeyType]
@@ -150,6 +162,8 @@ def leaves(draw: st.DrawFn, quiet: Quiet) -> Node:
     seen = [r[column] for r in table.rows.values() if r[column] is not None]
     own = VALUE_STRATEGIES[kt.spelling]
     literal = st.one_of(st.sampled_from(seen), own) if seen else own
+    if kt.spelling in UNHELD:
+        literal = st.one_of(literal, literal, literal, UNHELD[kt.spelling])
     maybe_null = st.one_of(literal, literal, literal, literal, st.none())
     op = draw(st.sampled_from(sorted(SCALAR_OPS)))   # the columns here are scalar (array ops: spec §8 tests)
     shape = OPERATORS[op].shape
@@ -298,8 +312,8 @@ def sql_eval(node: Node, row: dict[str, object]) -> bool | None:
 
 
 def _declinable(node: Node, table: Table) -> bool:
-    """True if some leaf may be UNSUPPORTED by the rules of spec §5.5/§6 (NULL bounds, string operators
-    on non-string columns, budgeted scans under a small budget)."""
+    """True if some leaf may be UNSUPPORTED by the rules of spec §6 (string operators on non-string columns,
+    budgeted scans under a small budget)."""
     if isinstance(node, (And, Or)):
         return _declinable(node.left, table) or _declinable(node.right, table)
     if isinstance(node, Not):
@@ -307,12 +321,6 @@ def _declinable(node: Node, table: Table) -> bool:
     assert isinstance(node, Leaf)
     spec = OPERATORS[node.op]
     if spec.strings_only and not table.columns[node.column].is_string:
-        return True
-    if node.op in ("lt", "le", "gt", "ge", "starts_with", "ends_with", "contains") and node.value is None:
-        return True
-    if spec.shape == "range" and (node.low is None or node.high is None):
-        return True
-    if node.op == "like" and node.pattern is None:
         return True
     return spec.budgeted or node.op == "like"  # a LIKE may stay a scan after rewriting
 
@@ -390,20 +398,14 @@ def _columns(node: Node) -> set[str]:
 
 
 def _has_bad_leaf(node: Node, table: Table) -> bool:
-    """Leaves unsupported whatever the budget (NULL bounds, string operators on other types)."""
+    """Leaves unsupported whatever the budget (string operators on other types; a NULL literal is UNKNOWN,
+    answered)."""
     if isinstance(node, (And, Or)):
         return _has_bad_leaf(node.left, table) or _has_bad_leaf(node.right, table)
     if isinstance(node, Not):
         return _has_bad_leaf(node.child, table)
     assert isinstance(node, Leaf)
-    spec = OPERATORS[node.op]
-    if spec.strings_only and not table.columns[node.column].is_string:
-        return True
-    if node.op in ("lt", "le", "gt", "ge", "starts_with", "ends_with", "contains") and node.value is None:
-        return True
-    if spec.shape == "range" and (node.low is None or node.high is None):
-        return True
-    return node.op == "like" and node.pattern is None
+    return OPERATORS[node.op].strings_only and not table.columns[node.column].is_string
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])

@@ -99,7 +99,7 @@ def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPubli
             column=column, index_type=snap.index_type, key_type=snap.key_type, snapshot_id=snap.id,
             files=len(snap.files), bytes=sum(f.file_size for f in snap.files),
             covered_ranges=[list(r) for r in snap.covered_ranges],
-            uncovered_ranges=view.uncovered([list(r) for r in snap.covered_ranges]),
+            uncovered_ranges=view.uncovered(cv.index),
             distinct_values=stats["distinct_values"], null_rows=stats["null_rows"],
             built_at=iso(snap.created_at), stale=bool(snap.stale or changed),
             options={str(k): str(v) for k, v in snap.options.items()},

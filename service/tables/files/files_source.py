@@ -18,13 +18,14 @@ from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import DataFileError, UnsupportedOperationError
 from service.jobs.inflight_builds import InflightBuild
 from service.jobs.jobspec import JobSpec, RequestedOptions, check_column_name, resolve_options
-from service.catalog.model import DataFile, Table, UnreadableFile
+from service.catalog.model import DataFile, Snapshot, Table, UnreadableFile
 from service.jobs.partitions import check_matches, check_readable, select_files
 from service.tables.files.scan import (
     hive_keys, list_data_files, parse_partition, read_columns, read_schema, read_slice, relative_dir,
 )
 from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan
 from service.tables.files.plan import check_family, commit_build, plan_build
+from service.tables.files.rowids import file_key
 from service.tables.table_source import IndexViewSource, OrphanReport
 from service.tables.files.data_files import DataFileMap
 
@@ -128,10 +129,11 @@ class FileSource:
         if not sparse:  # with a row_id_column, ids are values: a retired file frees no id range
             gone = tuple(ranges.merge((f.first_row_id, f.end_row_id - 1) for f in retired))
         snapshots, broken = self.catalog.load_indexes(name)
+        held = {s.column: _held_files(files, s) for s in snapshots} if sparse else {}
         return IndexViewSource(
             table=t, columns={s.column: s for s in snapshots}, data_files=files, total_rows=total,
             sparse=sparse, gone=ranges.to_bitmap(gone) if gone else None, retired_ranges=gone,
-            broken_columns=broken)
+            held_files=held, broken_columns=broken)
 
     def refresh(self) -> None:
         self.files.refresh(self.table.name)
@@ -254,6 +256,14 @@ class FileSource:
                 self.catalog.job_index_dir(spec.table, spec.index_column, spec.job_id), recursive=True)
         except Exception:
             log.warning("could not remove partial files of job %s", spec.job_id, exc_info=True)
+
+
+def _held_files(files: list[DataFile], snap: Snapshot) -> tuple[DataFile, ...]:
+    """The live data files `snap`'s index was built from, unchanged since: with a row_id_column (ids are values,
+    not positions) it holds their ids and no others, not those of a file added later or rewritten, whatever the
+    spans of its row ranges."""
+    built = {file_key(s) for s in snap.source_files}
+    return tuple(f for f in files if file_key(f) in built)
 
 
 def check_partitions_match(storage: Storage, table: Table, partitions: list[dict[str, str]]) -> None:

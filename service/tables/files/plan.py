@@ -28,7 +28,9 @@ from service.jobs.partitions import check_matches, check_readable
 from service.tables.files.scan import read_columns, read_schema
 from service.tables.build_tasks import BuildOutcome, BuildPlan, BuildRange, FileNames, SparkScan
 from service.tables.files.slice_reader import FileSlice, FileTaskReader
-from service.tables.files.rowids import RowRange, check_row_id_column, ranges_of_ids, select_files, uncovered_ranges
+from service.tables.files.rowids import (
+    RowRange, check_new_ids, check_row_id_column, file_ids, ranges_of_ids, select_files, uncovered_ranges,
+)
 from service.tables.files.data_files import DataFileMap
 from service.jobs.active_builds import collect_garbage
 
@@ -103,11 +105,11 @@ def make_plan(catalog: Catalog, table: Table, column: str, options: IndexOptions
     if partitions:
         check_matches(partitions, (f.partition for f in live), table.name)
     covered_paths = {s.path for s in base.source_files} if base else set()
-    covered = row_ranges.merge(base.covered_ranges) if base else []
     if table.row_id_column:
         todo = [f for f in selected if f.path not in covered_paths and f.row_count > 0]
-        ranges, rows = _ranges_from_column(catalog.storage, table, todo, covered, options.records_per_range)
+        ranges, rows = _ranges_from_column(catalog.storage, table, todo, base, live, options.records_per_range)
     else:
+        covered = row_ranges.merge(base.covered_ranges) if base else []
         ranges = uncovered_ranges(selected, covered, options.records_per_range)
         lo_hi = [(r.start, r.end) for r in ranges]
         todo = [f for f in selected if f.row_count and any(a <= f.end_row_id - 1 and f.first_row_id <= b
@@ -121,8 +123,8 @@ def make_plan(catalog: Catalog, table: Table, column: str, options: IndexOptions
     return FilePlan(table, column, options, previous, live, todo, ranges, rows, stale_files_of(base, live))
 
 
-def _ranges_from_column(storage: Storage, table: Table, files: list[DataFile], covered: list[row_ranges.Range],
-                        records_per_range: int) -> tuple[list[RowRange], list[int]]:
+def _ranges_from_column(storage: Storage, table: Table, files: list[DataFile], base: Snapshot | None,
+                        live: list[DataFile], records_per_range: int) -> tuple[list[RowRange], list[int]]:
     col = table.row_id_column
     assert col is not None
     if not files:
@@ -133,7 +135,8 @@ def _ranges_from_column(storage: Storage, table: Table, files: list[DataFile], c
         parts.append(t.column(col))
     ids = check_row_id_column(pa.chunked_array([c for p in parts for c in p.chunks],
                                                type=parts[0].type), col)
-    ranges = ranges_of_ids(ids, covered, records_per_range, col)
+    check_new_ids(ids, base, live, lambda s: file_ids(storage, table, s), col)
+    ranges = ranges_of_ids(ids, records_per_range)
     rows = [int(n) for n in np.diff(np.searchsorted(ids, [r.start for r in ranges] + [int(ids[-1]) + 1]))]
     return ranges, rows
 

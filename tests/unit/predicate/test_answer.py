@@ -97,8 +97,11 @@ def test_null_literal_rules_spec_5_5() -> None:
     assert ask("x IN (1, NULL)", X).rows == where(XROWS, lambda v: v == 1)
     assert ask("x NOT IN (1, NULL)", X, with_unknown=False).explain["files_read"] == 0
     assert ask("NOT x IN (1, NULL)", X).rows == BitMap64()
-    for text in ("x < NULL", "x BETWEEN NULL AND 3", "x >= NULL"):
-        assert not ask(text, X).supported, text
+    # `x < NULL` is NULL for every row, under NOT too; BETWEEN with a NULL bound is FALSE where the other bound fails
+    for text in ("x < NULL", "x >= NULL", "NOT x < NULL"):
+        answer = ask(text, X)
+        assert answer.supported and answer.exact and answer.rows == BitMap64(), text
+    assert ask("x NOT BETWEEN NULL AND 3", X).rows == where(XROWS, lambda v: v > 3)
 
 
 def test_budget_per_range_spec_6() -> None:
@@ -388,3 +391,25 @@ def test_sparse_row_ids_complements_only_return_rows_that_exist() -> None:
         assert ask(text, sparse).rows == rows, text
     # The dense reading (Java's range rule, spec §5.4) would claim the gaps: the flag is what prevents it.
     assert len(ask("x IS NOT NULL", dense).rows) == 99
+
+
+def test_sparse_ids_an_index_holds_decide_its_coverage_and_its_rows() -> None:
+    """Range [0, 99] lists ids 3, 10, 50, 97; the caller knows the index holds only 3, 10 and 97 now (50's data file
+    was rewritten) and the table's rows are 3, 10, 50, 60, 97: 50 and 60 are uncovered (not the gaps of the range,
+    which hold no row), and no answer takes 50 from the index, under NOT and complements too."""
+    kt = INT
+    ids = {3: 1, 10: None, 50: 1, 97: 2}
+    data, written = write_index_bytes(list(ids.values()), list(ids), kt)
+    ref = IndexFileRef("sparse", 0, 99, parse_meta(kt, written.meta), len(data),
+                       lambda: open_index(BytesSource(data), kt))
+    held = ColumnIndex("x", kt, [ref], sparse=True, held=BitMap64([3, 10, 97]))
+    table = BitMap64([3, 10, 50, 60, 97])
+    expect = {"x = 1": [3], "x != 2": [3], "NOT x = 2": [3], "x IS NOT NULL": [3, 97], "x IS NULL": [10],
+              "NOT (x IN (1) OR x IS NULL)": [97]}
+    for text, rows in expect.items():
+        answer = ask(text, held, table_ranges=table)
+        assert answer.rows == BitMap64(rows) and answer.exact, text
+        assert answer.table_uncovered == [(50, 50), (60, 60)], text
+    # without what it holds, the range's span decides: 50 is covered, 60 too (inside [0, 99])
+    assert ask("x = 1", ColumnIndex("x", kt, [ref], sparse=True), table_ranges=table).table_uncovered == []
+    assert ask("x = 1", held, table_ranges=[(0, 120)]).table_uncovered == [(100, 120)]   # dense rows: ranges

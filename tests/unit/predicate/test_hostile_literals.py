@@ -105,13 +105,16 @@ def test_huge_integers_are_parse_errors_not_value_errors() -> None:
     assert parse_where("n = " + "9" * 39).value == int("9" * 39)
 
 
-def test_out_of_range_literal_is_a_bind_error() -> None:
+def test_out_of_range_numbers_equal_no_value_and_other_kinds_are_bind_errors() -> None:
+    # a number past the type's range equals no value: FALSE for every value, NULL for null rows (SQL compares numbers)
+    for tree, kt in ((parse_where("n = 128"), "tinyint"), (parse_where("n = 1e999999999"), "bigint"),
+                     (from_json({"op": "eq", "column": "n", "value": 2 ** 64}), "bigint")):
+        bound = bind(tree, {"n": parse_type(kt)})
+        assert [leaf.op for leaf in (bound.left, bound.right)] == ["is_null", "always_unknown"], tree  # type: ignore[attr-defined]
+    with pytest.raises(BindError, match="not a number"):
+        bind(parse_where("n = '128x'"), {"n": parse_type("tinyint")})
     with pytest.raises(BindError, match="outside"):
-        bind(parse_where("n = 128"), {"n": parse_type("tinyint")})
-    with pytest.raises(BindError):
-        bind(parse_where("n = 1e999999999"), {"n": parse_type("bigint")})
-    with pytest.raises(BindError):
-        bind(from_json({"op": "eq", "column": "n", "value": 2 ** 64}), {"n": parse_type("bigint")})
+        bind(parse_where("n = '128'"), {"n": parse_type("tinyint")})   # a string is not compared as a number
 
 
 def test_surrogate_in_bound_string_is_refused() -> None:

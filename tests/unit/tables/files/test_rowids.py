@@ -6,11 +6,12 @@ import pyarrow as pa
 import pytest
 
 from service.tables.files.rowids import (
-    RowRange, check_row_id_column, parse_partitions, ranges_of_ids,
+    RowRange, check_new_ids, check_row_id_column, parse_partitions, ranges_of_ids,
     select_files, uncovered_ranges,
 )
 from index_format.errors import InvalidOptionError
 from service.catalog import DataFile, RowIdError, Table
+from service.catalog.model import Snapshot, SourceFile
 
 
 def _f(path: str, first: int, rows: int, **part: str) -> DataFile:
@@ -58,6 +59,29 @@ def test_row_id_column_checks() -> None:
     with pytest.raises(RowIdError, match="integer"):
         check_row_id_column(pa.array(["a"]), "rid")
     ids = np.array([2, 4, 6, 8, 10], dtype=np.int64)
-    assert [(r.start, r.end) for r in ranges_of_ids(ids, [], 2, "rid")] == [(2, 4), (6, 8), (10, 10)]
-    with pytest.raises(RowIdError, match="rebuild"):
-        ranges_of_ids(ids, [[5, 7]], 2, "rid")
+    assert [(r.start, r.end) for r in ranges_of_ids(ids, 2)] == [(2, 4), (6, 8), (10, 10)]
+
+
+def test_new_ids_are_checked_against_the_ids_the_index_holds_not_its_spans() -> None:
+    """An index built from file a (ids 1, 3, 9: range [1, 9]): new ids in its gaps are free, an id a holds is not;
+    with a rewritten or removed since, its ids cannot be read, so any id inside [1, 9] needs a rebuild."""
+    a = _f("a", 0, 3)
+    base = Snapshot(1, "t", "v", "int", covered_ranges=[[1, 9]], source_files=[SourceFile.of(a)])
+    held = {"a": np.array([1, 3, 9], dtype=np.int64)}
+    read: list[str] = []
+
+    def read_ids(s: SourceFile) -> np.ndarray:
+        read.append(s.path)
+        return held[s.path]
+
+    new = np.array([2, 4, 12], dtype=np.int64)
+    check_new_ids(new, base, [a], read_ids, "rid")              # 2 and 4 lie in gaps of [1, 9]: free
+    assert read == ["a"]
+    check_new_ids(np.array([10, 11], dtype=np.int64), base, [a], read_ids, "rid")
+    assert read == ["a"]                                         # nothing inside a range: no file read
+    check_new_ids(new, None, [], read_ids, "rid")                # no index yet
+    with pytest.raises(RowIdError, match=r"reuse id 3, which data file 'a' holds already"):
+        check_new_ids(np.array([3, 20], dtype=np.int64), base, [a], read_ids, "rid")
+    rewritten = DataFile("a", 2, 5.0, 3, 0)
+    with pytest.raises(RowIdError, match=r"id 2 inside the index range \[1, 9\].*'a'.*rebuild"):
+        check_new_ids(new, base, [rewritten], read_ids, "rid")
