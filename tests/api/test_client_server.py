@@ -64,7 +64,7 @@ def test_client_maps_errors_to_library_exceptions(server) -> None:
     with Client(url, token=TOKEN) as client:
         with pytest.raises(UnknownColumnError) as info:
             client.count("events", where="nope = 1")
-        assert info.value.known == ["age", "country", "status"]
+        assert info.value.known == ["age", "country", "score", "status"]   # the table's columns, indexed or not
         with pytest.raises(BindError):
             client.count("events", where="age = 'old'")
         with pytest.raises(ParseError):
