@@ -85,3 +85,11 @@ def test_large_ids_and_examples() -> None:
     assert ranges.subtract([(0, 9)], [[2, 3], [5, 5], [9, 20]]) == [(0, 1), (4, 4), (6, 8)]
     assert ranges.complement([[0, 4], [10, 30]], 12) == [(5, 9)]
     assert ranges.intersect() == [] and ranges.merge([]) == []
+
+
+@given(range_lists, st.lists(st.integers(min_value=-3, max_value=UNIVERSE + 3), max_size=40))
+def test_contains(rs: list[tuple[int, int]], probe: list[int]) -> None:
+    import numpy as np
+
+    got = ranges.contains(np.array(probe, dtype=np.int64), rs)
+    assert got.tolist() == [i in ids(rs) for i in probe]
