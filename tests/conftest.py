@@ -81,3 +81,23 @@ def _reads_stay_in_repo() -> object:
     yield
     seen = OUTSIDE_READS.take()
     assert not seen, f"test read outside the repository (a fresh clone lacks these): {sorted(set(seen))[:5]}"
+
+
+# BGIX_TEST_TIMELINE=<file>: each test's worker, start and end (epoch seconds) and id, one line each, appended by
+# every xdist worker: where a run's wall time goes (which worker ends last, and with what), docs/testing.md.
+_TIMELINE = os.environ.get("BGIX_TEST_TIMELINE")
+_STARTED: dict[str, float] = {}
+
+
+def pytest_runtest_logstart(nodeid: str, location: object) -> None:
+    if _TIMELINE:
+        import time
+        _STARTED[nodeid] = time.time()
+
+
+def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
+    if _TIMELINE:
+        import time
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(_TIMELINE, "a", encoding="utf-8") as fh:
+            fh.write(f"{worker}\t{_STARTED.pop(nodeid, time.time()):.3f}\t{time.time():.3f}\t{nodeid}\n")
