@@ -87,16 +87,22 @@ def _reads_stay_in_repo() -> object:
 # every xdist worker: where a run's wall time goes (which worker ends last, and with what), docs/testing.md.
 _TIMELINE = os.environ.get("BGIX_TEST_TIMELINE")
 _STARTED: dict[str, float] = {}
+_RECORDS = [True]   # False in xdist's controller, which is told of every worker's tests as well
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # a worker has `workerinput`; the controller of a parallel run has workers to start (`-n`), and does not
+    _RECORDS[0] = hasattr(config, "workerinput") or not getattr(config.option, "numprocesses", None)
 
 
 def pytest_runtest_logstart(nodeid: str, location: object) -> None:
-    if _TIMELINE:
+    if _TIMELINE and _RECORDS[0]:
         import time
         _STARTED[nodeid] = time.time()
 
 
 def pytest_runtest_logfinish(nodeid: str, location: object) -> None:
-    if _TIMELINE:
+    if _TIMELINE and _RECORDS[0]:
         import time
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(_TIMELINE, "a", encoding="utf-8") as fh:

@@ -34,6 +34,9 @@ def spark() -> Iterator[Any]:
                .config("spark.default.parallelism", "2")
                .config("spark.driver.memory", "1g")
                .config("spark.sql.session.timeZone", "UTC")
+               # the tests' jobs are small: the C2 compiler and a parallel collector would cost more CPU than
+               # they save (as service.build_job.engines' light driver)
+               .config("spark.driver.extraJavaOptions", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
                .getOrCreate())
     session.sparkContext.setLogLevel("ERROR")
     yield session

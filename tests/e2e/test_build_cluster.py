@@ -24,6 +24,7 @@ from tests.factories import assert_index_matches, make_parquet_table, oracle_tab
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 SPARK_HOME = os.path.dirname(pyspark.__file__)
 REPO = Path(__file__).resolve().parents[2]
+LIGHT_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 MASTER = "org.apache.spark.deploy.master.Master"
 WORKER = "org.apache.spark.deploy.worker.Worker"
 
@@ -32,7 +33,9 @@ def _daemon_env(tmp: Path) -> dict[str, str]:
     return {**os.environ, "SPARK_HOME": SPARK_HOME, "SPARK_PID_DIR": str(tmp / "pid"),
             "SPARK_LOG_DIR": str(tmp / "log"), "SPARK_WORKER_DIR": str(tmp / "work"),
             "SPARK_LOCAL_IP": "127.0.0.1", "SPARK_IDENT_STRING": "bgixtest",
-            "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": ""}
+            "PYSPARK_PYTHON": sys.executable, "SPARK_NO_DAEMONIZE": "",
+            # the master and worker only schedule: C1 and a serial collector start them for a fraction of the CPU
+            "SPARK_DAEMON_JAVA_OPTS": LIGHT_JVM}
 
 
 def _daemon(env: dict[str, str], *args: str) -> None:
