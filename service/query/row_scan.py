@@ -36,12 +36,11 @@ from index_format.types import KeyType
 from service.catalog.model import DataFile
 from service.tables.build_tasks import ROW_ID
 
-__all__ = ["SCAN_FAMILY", "SCAN_MODES", "ScanCache", "ScanNeed", "ScanReport", "planned_scan", "scan_needs",
+__all__ = ["SCAN_FAMILY", "ScanCache", "ScanNeed", "ScanReport", "planned_scan", "scan_needs",
            "unindexed_index", "with_scanned"]
 
 Range = tuple[int, int]
 SCAN_FAMILY = "scan"           # the family name in plans and explain of what a scan indexed in memory
-SCAN_MODES = ("auto", "never")
 # An in-memory index answers every operator by looking at its keys: nothing is held to the fallback budget.
 _EVERY_OP = frozenset(OPERATORS) | frozenset(INTERNAL_OPERATORS)
 _ARRAY_OPS = frozenset(name for name, op in OPERATORS.items() if op.element_op is not None)
@@ -97,10 +96,6 @@ class ScanReport:
     rows_needed: int = 0
     columns: tuple[ScannedColumn, ...] = ()
     reason: str | None = None
-
-    @property
-    def exact_by_scan(self) -> bool:
-        return self.decision == "scanned"
 
     def to_json(self) -> dict[str, object]:
         return {"mode": self.mode, "max_rows": self.max_rows, "decision": self.decision,
