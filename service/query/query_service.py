@@ -1,5 +1,7 @@
-"""The query service: resolve a table's current snapshots, answer predicates with predicate.answer (which also
-computes coverage), merge value counts and stats across index files, and cache readers and decoded blocks.
+"""The query service: resolve a table's current snapshots, answer predicates by planning them over the indexes
+(predicate.query_plan, which also computes coverage), reading what they leave unanswered from the data
+(row_scan: exact by scan) and executing the plan (predicate.execute); merge value counts and stats across index
+files, and cache readers, decoded blocks and scanned rows.
 
 Imports index_format, service.catalog, service.tables (the seam), service.observability and this package
 (never fastapi, service.api, service.build_job or pyspark); all file access goes through Storage, the table
