@@ -23,7 +23,7 @@ import pyarrow as pa
 from pyroaring import AbstractBitMap64, BitMap64
 
 from index_format import ranges
-from index_format.global_index.filemeta import parse_meta
+from index_format.global_index.filemeta import FileMeta, parse_meta
 from index_format.global_index.multivalue_writer import write_multivalue_bytes
 from index_format.global_index.writer import write_index_bytes
 from index_format.index_reader import IndexReader
@@ -204,7 +204,7 @@ class _ScanFile:
     start: int
     end: int
     reader: IndexReader
-    meta: bytes
+    meta: FileMeta
     size: int
 
 
@@ -276,7 +276,7 @@ class ScanCache:
         report = []
         fresh = set(missing)
         for n in needs:
-            files[n.column] = [self._ref(n.kt, found[(n.column, r)]) for r in n.ranges]
+            files[n.column] = [self._ref(found[(n.column, r)]) for r in n.ranges]
             report.append(ScannedColumn(n.column, n.reason, n.ranges, read_rows.get(n.column, 0),
                                         sum(1 for r in n.ranges if (n, r) not in fresh)))
         return ScanReport(mode, max_rows, "scanned", rows_scanned=sum(read_rows.values()), rows_needed=needed,
@@ -303,12 +303,12 @@ class ScanCache:
             data, written = write_index_bytes(values, local, need.kt)
         name = f"scan://{table}/{need.column}/{s}-{e}/{next(_NAMES)}"   # unique: shared block caches key by name
         reader = self._open(BytesSource(data, name), need.kt)
-        return _ScanFile(name, s, e, reader, written.meta, len(data))
+        return _ScanFile(name, s, e, reader, parse_meta(need.kt, written.meta), len(data))
 
     @staticmethod
-    def _ref(kt: KeyType, f: _ScanFile) -> IndexFileRef:
+    def _ref(f: _ScanFile) -> IndexFileRef:
         reader = f.reader
-        return IndexFileRef(path=f.name, range_start=f.start, range_end=f.end, meta=parse_meta(kt, f.meta),
+        return IndexFileRef(path=f.name, range_start=f.start, range_end=f.end, meta=f.meta,
                             file_size=f.size, open=lambda: reader, is_open=lambda: True, in_memory=True)
 
 

@@ -99,6 +99,13 @@ def _build(client: TestClient, location: Path) -> None:
         assert wait_job(client, r.json()["job_id"])["state"] == "succeeded"
 
 
+def _build_then_append(client: TestClient, location: Path, appended: pd.DataFrame) -> None:
+    """Indexes over the table's first files, then a data file no index covers, seen by a refresh."""
+    _build(client, location)
+    _write(location / "part-009.parquet", appended)
+    assert client.get("/v1/tables/t/files", params={"refresh": True}).json()["total_rows"] == ROWS + APPENDED
+
+
 def _query(client: TestClient, where: str, **extra: Any) -> dict[str, Any]:
     r = client.post("/v1/tables/t/query", json={"where": where, "limit": 100_000, **extra})
     assert r.status_code == 200, (where, r.text)
@@ -108,9 +115,7 @@ def _query(client: TestClient, where: str, **extra: Any) -> dict[str, Any]:
 def test_appended_rows_and_unindexed_columns_are_answered_exactly(tmp_path: Path, table: Any) -> None:
     data, first, appended = table
     with _client(tmp_path) as client:
-        _build(client, data)
-        _write(data / "part-009.parquet", appended)
-        assert client.get("/v1/tables/t/files", params={"refresh": True}).json()["total_rows"] == ROWS + APPENDED
+        _build_then_append(client, data, appended)
         whole = pd.concat([first, appended], ignore_index=True)
         for where, truth in CASES:
             got = _query(client, where, explain=True)
@@ -144,9 +149,7 @@ def test_appended_rows_and_unindexed_columns_are_answered_exactly(tmp_path: Path
 def test_the_first_scan_reports_the_rows_it_read(tmp_path: Path, table: Any) -> None:
     data, first, appended = table
     with _client(tmp_path) as client:
-        _build(client, data)
-        _write(data / "part-009.parquet", appended)
-        client.get("/v1/tables/t/files", params={"refresh": True})
+        _build_then_append(client, data, appended)
         scan = _query(client, "status = 'ok' AND score > 10", explain=True)["explain"]["scan"]
         assert scan["rows_scanned"] == 2 * APPENDED   # the appended rows of both columns, once each
         assert {c["column"]: c["reason"] for c in scan["columns"]} == {"status": "rows no index covers",
@@ -157,9 +160,7 @@ def test_the_first_scan_reports_the_rows_it_read(tmp_path: Path, table: Any) -> 
 def test_over_the_budget_the_answer_says_it_is_not_exact(tmp_path: Path, table: Any) -> None:
     data, first, appended = table
     with _client(tmp_path, query_scan_max_rows=APPENDED - 1) as client:
-        _build(client, data)
-        _write(data / "part-009.parquet", appended)
-        client.get("/v1/tables/t/files", params={"refresh": True})
+        _build_then_append(client, data, appended)
         got = _query(client, "status = 'error'", explain=True)
         assert got["row_ids"] == _ids(first.status == "error")
         assert got["coverage"]["complete"] is False
@@ -180,9 +181,7 @@ def test_over_the_budget_the_answer_says_it_is_not_exact(tmp_path: Path, table: 
 def test_a_corrupt_data_file_met_while_scanning_is_named(tmp_path: Path, table: Any) -> None:
     data, first, appended = table
     with _client(tmp_path) as client:
-        _build(client, data)
-        _write(data / "part-009.parquet", appended)
-        client.get("/v1/tables/t/files", params={"refresh": True})
+        _build_then_append(client, data, appended)
         raw = (data / "part-009.parquet").read_bytes()
         # same size, garbled column chunks: the row-id map still lists the file, its rows no longer read
         (data / "part-009.parquet").write_bytes(raw[:4] + bytes(len(raw) - 8) + raw[-4:])

@@ -24,9 +24,7 @@ from service.jobs.liveness import job_process_alive
 from service.catalog.model import DataFile, Table, UnreadableFile
 from service.jobs.partitions import check_keys, check_matches
 from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan, BuildRange, FileNames, job_stamp
-from service.tables.paimon.build_plan import (
-    PaimonBuildPlan, check_build_columns, cut_tasks, plan_build, read_task, splits_meeting,
-)
+from service.tables.paimon.build_plan import PaimonBuildPlan, check_build_columns, cut_tasks, plan_build, read_task
 from service.tables.paimon.commit import BuiltIndexFile, commit_index_files, index_dir
 from service.tables.paimon.confined_io import check_data_files, naming_refusals, roots_of
 from service.tables.paimon.direct_read import direct_batches
@@ -37,7 +35,8 @@ from service.tables.paimon.orphan_files import remove_orphan_index_files
 from service.tables.paimon.origins import BGIX_JOB_PROPERTY, OriginsCache
 from service.tables.table_summary import TableSummary
 from service.tables.paimon.rows import ROW_ID as PAIMON_ROW_ID
-from service.tables.paimon.rows import arrow_schema, read_rows, rows_in_ranges
+from service.tables.paimon.row_range_reads import live_rows_in
+from service.tables.paimon.rows import arrow_schema
 from service.tables.paimon.table import PaimonTable, open_paimon_table, reopen, table_storage
 from service.tables.paimon.view import latest_snapshot_id, load_paimon_view
 from service.tables.table_source import IndexViewSource, OrphanReport
@@ -182,12 +181,7 @@ class PaimonSource:
         table = self._open()
         if version is not None and version >= 0 and table.snapshot_id != version:
             table = reopen(table, version)
-        parts = []
-        for split in splits_meeting(table, row_ranges):   # only the files holding the rows
-            direct = direct_batches(table, split, columns)
-            part = pa.Table.from_batches(list(direct)) if direct is not None else read_rows(table, columns, [split])
-            parts.append(rows_in_ranges(part.select([*columns, PAIMON_ROW_ID]), row_ranges))
-        rows = pa.concat_tables(parts, promote_options="permissive") if parts else read_rows(table, columns, [])
+        rows = live_rows_in(table, columns, row_ranges)
         return rows.rename_columns([ROW_ID if n == PAIMON_ROW_ID else n for n in rows.column_names])
 
     def row_id_values(self, f: DataFile) -> np.ndarray:

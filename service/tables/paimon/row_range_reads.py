@@ -3,8 +3,8 @@ for a bgix answer (`TableScan.with_row_ranges`), and its read as Arrow.
 
 pypaimon selects whole rows by range, applies the snapshot's deletion vectors and merges data-evolution files, so
 the rows read are exactly the live rows of the ranges. It restricts scans to row ranges only on data-evolution
-tables; on a row-tracking table without data evolution `read_row_ranges` reads the splits whose files hold rows of
-the ranges and keeps those rows by `_ROW_ID` itself.
+tables; on a row-tracking table without data evolution `read_row_ranges` reads the file groups holding rows of the
+ranges and keeps those rows by `_ROW_ID` itself (`live_rows_in`, also the query side's scan of rows no index covers).
 """
 from __future__ import annotations
 
@@ -12,15 +12,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pypaimon.utils.range import Range
 
 from service.catalog.catalog_errors import UnsupportedOperationError
 from service.tables.paimon.broken_files import naming_data_files, reading_metadata
+from service.tables.paimon.build_plan import splits_meeting
+from service.tables.paimon.direct_read import direct_batches
 from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
-from service.tables.paimon.rows import ROW_ID, batched_table, empty_rows
+from service.tables.paimon.rows import ROW_ID, batched_table, empty_rows, read_rows, rows_in_ranges
 from service.tables.paimon.table import PaimonTable
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ if TYPE_CHECKING:
     from pypaimon.read.split import Split
     from pypaimon.read.table_scan import TableScan
 
-__all__ = ["RowRangeScan", "read_row_ranges", "row_range_scan"]
+__all__ = ["RowRangeScan", "live_rows_in", "read_row_ranges", "row_range_scan"]
 
 _DATA_EVOLUTION = "data-evolution.enabled"
 
@@ -96,20 +97,30 @@ def read_row_ranges(table: PaimonTable, ranges: Sequence[tuple[int, int]] | None
     """
     if table.table.options.data_evolution_enabled():
         return row_range_scan(table, ranges, columns).to_arrow()
-    wanted = list(dict.fromkeys([*(columns if columns is not None else table.table.field_names), ROW_ID]))
-    builder = _builder(table, wanted)
-    runs = None if ranges is None else sorted((int(a), int(b)) for a, b in ranges)
-    if runs == [] or table.snapshot is None:
-        return _trim(empty_rows(table, wanted), columns)
-    with reading_metadata(table):
-        splits = [s for s in builder.new_scan().plan().splits() if runs is None or _touches(s, runs)]
-    if not splits:
-        return _trim(empty_rows(table, wanted), columns)
-    with naming_data_files(table, (f for split in splits for f in split.files)):
-        rows = builder.new_read().to_arrow(splits)
-    if rows is None:
-        rows = empty_rows(table, wanted)
-    return _trim(rows if runs is None else rows.filter(_in_runs(rows.column(ROW_ID), runs)), columns)
+    wanted = [c for c in dict.fromkeys(columns if columns is not None else table.table.field_names) if c != ROW_ID]
+    if ranges is None:
+        return _trim(read_rows(table, wanted), columns)
+    return _trim(live_rows_in(table, wanted, [(int(a), int(b)) for a, b in ranges]), columns)
+
+
+def live_rows_in(table: PaimonTable, columns: Sequence[str], row_ranges: Sequence[tuple[int, int]]) -> pa.Table:
+    """The live rows whose `_ROW_ID` lies in `row_ranges` (inclusive), as `columns` + `_ROW_ID`: only the file
+    groups holding them are opened (build_plan.splits_meeting), read with pyarrow's direct read where pypaimon adds
+    nothing (direct_read), else through pypaimon (deletion vectors applied, data-evolution files merged). What the
+    query side's exact-by-scan step and the client's reads of tables without data evolution read.
+
+    Raises:
+        PaimonColumnNotFoundError; DataFileError (names the file); CorruptTableMetadataError.
+    """
+    names = [*dict.fromkeys(c for c in columns if c != ROW_ID), ROW_ID]
+    parts = []
+    for split in splits_meeting(table, row_ranges):
+        direct = direct_batches(table, split, names[:-1])
+        part = pa.Table.from_batches(list(direct)) if direct is not None else read_rows(table, names[:-1], [split])
+        parts.append(rows_in_ranges(part.select(names), row_ranges))
+    if not parts:
+        return read_rows(table, names[:-1], []).select(names)
+    return pa.concat_tables(parts, promote_options="permissive")
 
 
 def _builder(table: PaimonTable, columns: Sequence[str]) -> ReadBuilder:
@@ -119,28 +130,6 @@ def _builder(table: PaimonTable, columns: Sequence[str]) -> ReadBuilder:
         if c not in names and c != ROW_ID:
             raise PaimonColumnNotFoundError(c, names, table.location.identifier)
     return builder.with_projection(list(dict.fromkeys(columns)))
-
-
-def _touches(split: Any, runs: list[tuple[int, int]]) -> bool:
-    """Whether a split holds a row of `runs`, by its files' `_ROW_ID` spans (a file without one: assume it does)."""
-    for f in split.files:
-        first = getattr(f, "first_row_id", None)
-        if first is None:
-            return True
-        last = first + f.row_count - 1
-        if any(a <= last and first <= b for a, b in runs):
-            return True
-    return False
-
-
-def _in_runs(ids: pa.ChunkedArray | pa.Array, runs: list[tuple[int, int]]) -> pa.Array:
-    """Per row: is its `_ROW_ID` inside one of the sorted, disjoint `runs`."""
-    values = np.asarray(ids.to_numpy(zero_copy_only=False), dtype=np.int64)
-    starts = np.array([a for a, _ in runs], dtype=np.int64)
-    ends = np.array([b for _, b in runs], dtype=np.int64)
-    at = np.searchsorted(starts, values, side="right") - 1
-    inside = (at >= 0) & (values <= ends[np.clip(at, 0, None)])
-    return pa.array(inside)
 
 
 def _trim(rows: pa.Table, columns: Sequence[str] | None) -> pa.Table:
