@@ -66,6 +66,7 @@ class BuildRunner:
         self.stopping = False        # SIGTERM: cancel everything and leave
         self.jvm_dead = False        # the session's JVM died: take nothing new, leave once the builds have failed
         self._spark: SparkSession | None = None
+        self._app_id: str | None = None   # read once: the state file is written even after the JVM died
         self.sessions = 0            # Spark sessions this runner started (one, unless a stop made it start again)
         self._spark_lock = threading.Lock()
         self._idle_since = time.monotonic()
@@ -85,6 +86,7 @@ class BuildRunner:
                                          f"the job spec names {master!r}")
             if self._spark is None:
                 self._spark = runner_session(self.master)
+                self._app_id = self._spark.sparkContext.applicationId
                 self.sessions += 1
             return self._spark
 
@@ -110,9 +112,8 @@ class BuildRunner:
             self._state = state
             if self.draining or self.only_job is not None:
                 return   # a successor may own the directory's state by now; a one-build runner has none to tell
-            app = self._spark.sparkContext.applicationId if self._spark is not None else None
             self.box.write_state({"pid": os.getpid(), "state": state, "master": self.master, "builds": self.builds,
-                                  "running": sorted(self.running), "sessions": self.sessions, "spark_app": app,
+                                  "running": sorted(self.running), "sessions": self.sessions, "spark_app": self._app_id,
                                   "error": self._error})
 
     # ---- the loop -------------------------------------------------------------------------------
@@ -122,9 +123,10 @@ class BuildRunner:
             if self.stopping:
                 return self._stop()
             self._handle_cancels()
-            if not self.draining and not self.jvm_dead:
-                self._claim_new()
+            # reap first: a build that just failed because the JVM died must stop this runner taking the next one
             self._reap()
+            if not self.draining and not self.jvm_dead and self._waiting() and not self._jvm_died():
+                self._claim_new()
             if self.running:
                 continue
             if self.jvm_dead:   # exit non-zero: the service starts another runner for the builds still waiting
@@ -218,12 +220,20 @@ class BuildRunner:
             self.running.pop(job_id)
         if ended:
             self._idle_since = time.monotonic()
-            how = jvm_exit(self._spark) if self._spark is not None and not self.jvm_dead else None
-            if how is not None:   # its builds failed saying so; a new session needs a new process
+            self._jvm_died()
+            self.write_state(self._state)
+
+    def _jvm_died(self) -> bool:
+        """Whether the session's JVM has died (checked before every claim, not only when a build ends: it can die
+        between builds too). A new session needs a new process, so such a runner takes no new build."""
+        if self._spark is not None and not self.jvm_dead:
+            how = jvm_exit(self._spark)
+            if how is not None:   # its builds failed saying so
                 log.error("the Spark JVM of this build runner died (%s): taking no new build", how)
                 self.jvm_dead = True
                 self._error = f"Spark JVM died ({how})"
-            self.write_state(self._state)
+                self.write_state(self._state)
+        return self.jvm_dead
 
     def _stop(self) -> int:
         for run in self.running.values():
