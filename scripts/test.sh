@@ -11,6 +11,10 @@ for arg in "$@"; do
   if [ "$arg" = --quick ]; then quick=1; else args+=("$arg"); fi
 done
 if [ "$quick" = 1 ]; then bash scripts/setup.sh; else bash scripts/setup.sh --with-browser; fi
+# Bytecode caches on, whatever the machine's environment says: with PYTHONDONTWRITEBYTECODE set, every pytest
+# worker re-rewrites the asserts of ~480 test modules and every subprocess a test starts (servers, build jobs,
+# CLI runs) compiles bgix's modules again; about 7 of a worker's 12 s of collection (docs/testing.md).
+unset PYTHONDONTWRITEBYTECODE
 export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"
