@@ -159,7 +159,7 @@ def class_data_sharing_options(cache_dir: Path) -> str:
     (an archive holds code): it is created 0700 and not used when another user owns it.
     """
     key = _cds_key()
-    if key is None or not _private_dir(cache_dir):
+    if key is None or _conf_dirs_on_classpath() or not _private_dir(cache_dir):
         return ""
     final = cache_dir / f"spark-{key}.jsa"
     _settle_parts(cache_dir, key, final)
@@ -167,6 +167,27 @@ def class_data_sharing_options(cache_dir: Path) -> str:
     if final.exists():
         return f"-XX:SharedArchiveFile={final} {quiet}"
     return f"-XX:ArchiveClassesAtExit={cache_dir / f'spark-{key}.{os.getpid()}.part'} {quiet}"
+
+
+# Spark's launcher puts these directories on the JVM's class path; with a non-empty directory there the JVM can
+# neither use nor write an archive, and says so on stdout as it exits ("Cannot have non-empty directory in
+# paths"), after the build's result line.
+_CONF_DIR_VARIABLES = ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR")
+
+
+def _conf_dirs_on_classpath() -> bool:
+    """Whether a configuration directory Spark adds to the class path holds files (no archive then)."""
+    import pyspark
+    dirs = [os.environ.get(v) for v in _CONF_DIR_VARIABLES]
+    dirs.append(os.environ.get("SPARK_CONF_DIR") or str(Path(os.environ.get("SPARK_HOME")
+                                                             or Path(pyspark.__file__).parent, "conf")))
+    for d in dirs:
+        try:
+            if d and any(Path(d).iterdir()):
+                return True
+        except OSError:
+            continue
+    return False
 
 
 def _cds_key() -> str | None:

@@ -63,13 +63,6 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
     port, webui, worker_ui = free_port(), free_port(), free_port()
     url = f"spark://127.0.0.1:{port}"
     started: list[str] = []
-    # Every driver of the module (job processes, the warm runner) reads these defaults: the executors run small
-    # Python tasks, so C1 and a serial collector, as the daemons, start them for a fraction of the CPU.
-    conf_dir = tmp / "conf"
-    conf_dir.mkdir()
-    (conf_dir / "spark-defaults.conf").write_text(f"spark.executor.extraJavaOptions {LIGHT_JVM}\n")
-    saved_conf_dir = os.environ.get("SPARK_CONF_DIR")
-    os.environ["SPARK_CONF_DIR"] = str(conf_dir)
     try:
         _daemon(env, "start", MASTER, "1", "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(webui))
         started.append(MASTER)
@@ -84,10 +77,6 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, 
             time.sleep(0.5)
         yield url, webui
     finally:
-        if saved_conf_dir is None:
-            os.environ.pop("SPARK_CONF_DIR", None)
-        else:
-            os.environ["SPARK_CONF_DIR"] = saved_conf_dir
         for cls in reversed(started):
             try:
                 _daemon(env, "stop", cls, "1")

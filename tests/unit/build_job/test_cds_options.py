@@ -140,3 +140,17 @@ def test_spark_conf_without_cds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch)
     conf = engines.light_driver_conf()
     assert conf["spark.driver.extraJavaOptions"] == engines._JVM_OPTIONS
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("variable", ["SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR"])
+def test_no_archive_with_a_configuration_directory_on_the_class_path(
+        java: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, variable: str) -> None:
+    """Spark puts these directories on the class path, where a non-empty one makes the JVM refuse archives and
+    print so on stdout after the build's result (a cluster test once read that line as the result)."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    monkeypatch.setenv(variable, str(conf))
+    cache = tmp_path / "cds"
+    assert class_data_sharing_options(cache) != ""          # an empty directory is no obstacle
+    (conf / "spark-defaults.conf").write_text("spark.executor.memory 1g\n")
+    assert class_data_sharing_options(cache) == ""
