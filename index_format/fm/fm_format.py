@@ -47,7 +47,7 @@ _PART_FOOTER = struct.Struct(">QIIIIQIIIIIIII")
 _CONT_FOOTER = struct.Struct(">QIIIIQQIIIIII")
 
 
-def crc(data: bytes | memoryview, codec_id: int) -> int:
+def crc(data: bytes | bytearray | memoryview, codec_id: int) -> int:
     """Paimon's block checksum: CRC-32 over the stored bytes, then the compression id byte."""
     return zlib.crc32(bytes((codec_id,)), zlib.crc32(data))
 
@@ -151,7 +151,7 @@ def decode_block(stored: bytes | memoryview, info: BlockInfo, *, path: str, bloc
     if len(out) != n:
         raise CorruptFileError(f"decompressed {len(out)} bytes, block declares {n}", path=path, block=block,
                                offset=info.offset)
-    return out
+    return bytes(out)
 
 
 def check_block(info: BlockInfo, lo: int, hi: int, limit: int, *, path: str, block: str) -> None:

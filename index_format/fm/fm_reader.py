@@ -120,8 +120,8 @@ class _Part:
             p = 2 * int(s)
             return text[p:p + m]
 
-        lo = bisect.bisect_left(sa, pat16, key=key)   # type: ignore[call-overload]
-        hi = bisect.bisect_right(sa, pat16, lo=lo, key=key)   # type: ignore[call-overload]
+        lo = bisect.bisect_left(sa, pat16, key=key)
+        hi = bisect.bisect_right(sa, pat16, lo=lo, key=key)
         return np.asarray(sa[lo:hi], dtype=np.int64)
 
     def rows_at(self, positions: np.ndarray) -> np.ndarray:
@@ -254,11 +254,11 @@ class FMIndexReader:
     def eq(self, value: object) -> BitMap64:
         if value is None:
             return BitMap64()
-        data = _utf8(value)   # type: ignore[arg-type]
+        data = _utf8(value)
         return self._collect(lambda p: self._eq_rows(p, data))
 
     def isin(self, values: Iterable[object]) -> BitMap64:
-        wanted = {_utf8(v) for v in values if v is not None}   # type: ignore[arg-type]
+        wanted = {_utf8(v) for v in values if v is not None}
         if not wanted:
             return BitMap64()
         return self._collect(lambda p: np.concatenate([self._eq_rows(p, d) for d in wanted]))
@@ -269,7 +269,7 @@ class FMIndexReader:
     def like(self, pattern: str, escape: str | None = "\\") -> BitMap64:
         """Rows whose value matches the SQL LIKE `pattern` (`%` any run, `_` one character, `escape` quotes the
         next character): candidates from the longest literal piece, each verified against the whole pattern."""
-        from index_format.predicate.bind import like_regex
+        from index_format.literals import like_regex
         pattern = _to_backslash(pattern, escape)
         rx = re.compile(like_regex(pattern))   # ValueError: a lone trailing escape
         pieces, wild = _literal_pieces(pattern)
@@ -293,8 +293,8 @@ class FMIndexReader:
     def range(self, low: object = None, high: object = None, *, low_inclusive: bool = True,
               high_inclusive: bool = True) -> BitMap64:
         """Rows whose value lies between `low` and `high` in UTF-8 byte order (every value is compared)."""
-        lo = None if low is None else _utf8(low)   # type: ignore[arg-type]
-        hi = None if high is None else _utf8(high)   # type: ignore[arg-type]
+        lo = None if low is None else _utf8(low)
+        hi = None if high is None else _utf8(high)
 
         def ok(v: bytes) -> bool:
             if lo is not None and (v < lo or (v == lo and not low_inclusive)):
@@ -521,7 +521,8 @@ class FMIndexReader:
                      s2b[text].tobytes(), nulls, d.byte_to_symbol.astype(np.int32))
 
 
-def _utf8(value: str | bytes) -> bytes:
+def _utf8(value: object) -> bytes:
+    """A literal's UTF-8 bytes (bytes pass as they are: raw keys)."""
     return value if isinstance(value, bytes) else str(value).encode("utf-8")
 
 

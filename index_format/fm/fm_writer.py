@@ -81,7 +81,7 @@ def fm_options(options: FMOptions | Mapping[str, object] | str | None) -> FMOpti
     from index_format.options import parse_size
     d = FMOptions()
 
-    def get(key: str, default: object, parse: Callable[[str], object]) -> object:
+    def get(key: str, default: int, parse: Callable[[str], int] = int) -> int:
         if key not in raw:
             return default
         try:
@@ -89,11 +89,11 @@ def fm_options(options: FMOptions | Mapping[str, object] | str | None) -> FMOpti
         except (ValueError, InvalidOptionError):
             raise InvalidOptionError(f"option {key!r}: cannot parse {raw[key]!r}") from None
 
-    size = int(get(PARTITION_SIZE, d.partition_size, parse_size))  # type: ignore[call-overload]
-    rows = int(get(PARTITION_ROW_COUNT, d.partition_row_count, int))  # type: ignore[call-overload]
-    rate = int(get(SA_SAMPLE_RATE, d.sample_rate, int))  # type: ignore[call-overload]
-    codec = str(get(COMPRESSION, d.compression, str.lower))
-    level = int(get(COMPRESSION_LEVEL, d.compression_level, int))  # type: ignore[call-overload]
+    size = get(PARTITION_SIZE, d.partition_size, parse_size)
+    rows = get(PARTITION_ROW_COUNT, d.partition_row_count)
+    rate = get(SA_SAMPLE_RATE, d.sample_rate)
+    codec = str(raw.get(COMPRESSION, d.compression)).strip().lower()
+    level = get(COMPRESSION_LEVEL, d.compression_level)
     for key in raw:
         if key.startswith("fm-index.") and key not in (PARTITION_SIZE, PARTITION_ROW_COUNT, SA_SAMPLE_RATE,
                                                        COMPRESSION, COMPRESSION_LEVEL, *_READ_KEYS):
