@@ -1,0 +1,66 @@
+"""Corrupt, truncated or foreign fm files raise IndexFormatError subclasses naming the file and the part (the
+partition and its block); a flipped byte anywhere gives an error or the right rows, never wrong rows."""
+from __future__ import annotations
+
+import random
+
+import pytest
+from pyroaring import BitMap64
+
+from index_format.errors import ChecksumError, CorruptFileError, IndexFormatError, TruncatedFileError
+from index_format.fm.fm_reader import FMIndexReader, open_fm_index
+from index_format.fm.fm_writer import write_fm_bytes
+from index_format.storage import BytesSource, SizedSource
+
+ROWS = [None if i % 13 == 0 else f"row-{i % 37}-{'vip' if i % 5 == 0 else 'x'}" for i in range(400)]
+
+
+def _file(codec: str = "none") -> bytes:
+    return write_fm_bytes(ROWS, 0, {"fm-index.partition-row-count": "100", "fm-index.compression": codec})[0]
+
+
+def _open(data: bytes | bytearray) -> FMIndexReader:
+    return open_fm_index(BytesSource(bytes(data), name="bad.index"), "string")
+
+
+def _truth() -> BitMap64:
+    return BitMap64(i for i, v in enumerate(ROWS) if v is not None and "vip" in v)
+
+
+def test_a_corrupt_block_names_the_file_partition_and_block() -> None:
+    data = bytearray(_file())
+    good = _open(data)
+    p = good.partitions[2]
+    data[p.start + 40] ^= 0xFF   # inside partition 2's first wavelet block
+    bad = _open(data)
+    with pytest.raises(ChecksumError) as e:
+        bad.contains("vip")
+    assert e.value.path == "bad.index" and e.value.block == "partition 2 wavelet level 0 block 0"
+    assert "bad.index" in str(e.value) and "partition 2" in str(e.value)
+
+
+def test_bad_magic_and_truncation_are_named() -> None:
+    data = _file()
+    with pytest.raises(CorruptFileError, match="bad footer magic") as e:
+        _open(data[:-8] + b"XXXX" + data[-4:])
+    assert e.value.block == "container footer"
+    with pytest.raises(TruncatedFileError):
+        _open(data[:30])
+    with pytest.raises(IndexFormatError):
+        _open(data[:-100])
+    with pytest.raises(IndexFormatError):   # the manifest says the file is longer than it is
+        open_fm_index(SizedSource(BytesSource(data[:-1], name="short.index"), len(data)), "string").contains("x")
+
+
+@pytest.mark.parametrize("codec", ["none", "lz4", "zstd"])
+def test_a_flipped_byte_anywhere_never_gives_wrong_rows(codec: str) -> None:
+    data = _file(codec)
+    rng = random.Random(codec)
+    for _ in range(150):
+        bad = bytearray(data)
+        bad[rng.randrange(len(bad))] ^= 1 << rng.randrange(8)
+        try:
+            got = _open(bad).contains("vip")
+        except IndexFormatError:
+            continue
+        assert got == _truth()
