@@ -142,6 +142,9 @@ def _group_prefixes(per_word: np.ndarray) -> np.ndarray:
     return np.asarray(csum[idx])
 
 
+_LANES = 0x5555_5555_5555_5555
+
+
 def _quad_vector(digits: np.ndarray, out: _Out, opts: FMOptions) -> bytes:
     """Write one wavelet level (2-bit digits, 32 per little-endian u64 word) as blocks; return its metadata."""
     n = len(digits)
@@ -151,9 +154,11 @@ def _quad_vector(digits: np.ndarray, out: _Out, opts: FMOptions) -> bytes:
     b = padded.reshape(-1, 4)
     packed = (b[:, 0] | (b[:, 1] << 2) | (b[:, 2] << 4) | (b[:, 3] << 6)).astype(np.uint8)
     words = packed.view("<u8")
-    onehot = np.zeros((nwords * 32, 4), dtype=np.int64)
-    onehot[np.arange(n), digits] = 1
-    per_word = onehot.reshape(nwords, 32, 4).sum(axis=1)
+    per_word = np.empty((nwords, 4), dtype=np.int64)
+    for digit in range(4):   # popcount of the 2-bit lanes equal to `digit`
+        diff = words ^ np.uint64(digit * _LANES)
+        per_word[:, digit] = np.bitwise_count(~(diff | (diff >> np.uint64(1))) & np.uint64(_LANES))
+    per_word[-1, 0] -= nwords * 32 - n   # padding lanes are zeros: not values
     totals = per_word.sum(axis=0)
     meta = [_u32([n, *totals.tolist(), -(-nwords // BLOCK_WORDS)])]
     before = np.zeros(4, dtype=np.int64)
@@ -236,7 +241,7 @@ def _partition(sym: np.ndarray, nulls: np.ndarray, opts: FMOptions, out: _Out, f
         dcounts = np.bincount(digits, minlength=4)
         starts = np.concatenate([[0], np.cumsum(dcounts)[:3]])
         level_meta.append(_u32(starts) + _quad_vector(digits, out, opts))
-        current = current[np.argsort(digits, kind="stable")]
+        current = current[np.argsort(digits, kind="stable")]   # stable partition by digit (a radix sort)
     sampled_meta = _bit_vector(sampled, out, opts)
     sample_meta = _int_vector(samples, out, opts)
     null_meta = _bit_vector(nulls, out, opts)
