@@ -91,9 +91,9 @@ def compress(body: bytes, codec: str, level: int) -> tuple[bytes, int]:
     n = len(body)
     if codec == "none" or n == 0:
         return body, 0
-    if codec == "lz4":
-        import lz4.block
-        raw = lz4.block.compress(body, store_size=False)
+    if codec == "lz4":   # pypaimon-rust's encoder, so the bytes are its bytes
+        from index_format.fm.lz4_block import compress_block
+        raw = compress_block(body)
         stored = struct.pack("<ii", len(raw), n) + raw
     elif codec == "zstd":
         import zstandard

@@ -1,7 +1,7 @@
 """pypaimon-rust builds fm indexes on fresh tables at test time (two commits, several row ranges and partitions,
 nulls, empty strings, unicode, long values, `%` `_` `\\`): our reader over its files answers random substring,
 LIKE, prefix, suffix and equality predicates as plain Python does, and as its own SQL does; our writer's files
-for each range's rows are the same bytes (uncompressed and zstd) and its index metadata is the manifest's."""
+for each range's rows are the same bytes (none, lz4, zstd) and its index metadata is the manifest's."""
 from __future__ import annotations
 
 import random
@@ -62,13 +62,7 @@ def test_pypaimon_rust_fm_files(tmp_path: Path, codec: str) -> None:
         assert len(reader.partitions) > 1
         check_reader(reader, rows[a:b + 1], rng, rounds=40)
         ours, our_meta = write_fm_bytes(rows[a:b + 1], 0, dict(p.split("=") for p in options.split(",")))
-        if codec != "lz4":
-            assert (ours, our_meta) == (data, meta)
-        else:   # pypaimon-rust's lz4 encoder (lz4_flex) picks other matches than liblz4: same rows and partitions
-            mine = open_fm_index(str(_write(tmp_path, ours)), "string")
-            assert mine.values() == reader.values()
-            assert [(p.first_row_id, p.row_count) for p in mine.partitions] == \
-                [(p.first_row_id, p.row_count) for p in reader.partitions]
+        assert (ours, our_meta) == (data, meta)
     # its SQL (which uses these files) and plain Python agree on LIKE patterns
     for _ in range(6):
         p = random_like(rng)

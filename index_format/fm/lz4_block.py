@@ -1,0 +1,117 @@
+"""The LZ4 block encoder pypaimon-rust uses (the Rust crate lz4_flex's greedy hash-table compressor), re-implemented
+so an fm file compressed with lz4 is byte-identical to pypaimon-rust's. liblz4 (the `lz4` package) writes valid
+blocks too, but picks other matches; any LZ4 decoder reads either.
+
+Written from the algorithm, for inputs under 64 KiB (every fm block but an oversized directory; longer inputs
+fall back to liblz4): one 16-bit position per slot of a table sized to the input, a 4-byte multiplicative hash,
+a search step that grows by one every 32 misses, matches extended backwards over pending literals and forwards
+up to the last 5 bytes, the position two bytes before a match's end re-hashed, the last 12 bytes always literals.
+Hashes and 4-byte words of every position are computed up front with numpy; the loop itself is plain Python.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = ["compress_block"]
+
+_MIN_LENGTH = 13        # shorter inputs are one literal run
+_MFLIMIT = 12           # no match may start within the last 12 bytes
+_END_OFFSET = 6         # a match ends at least 6 bytes before the end
+_MINMATCH = 4
+_SKIP_SHIFT = 5         # the search step grows by one every 2^5 misses
+
+
+def _lsic(out: bytearray, n: int) -> None:
+    """LZ4's length continuation: 255s, then the remainder."""
+    out += b"\xff" * (n // 255)
+    out.append(n % 255)
+
+
+def _last_literals(out: bytearray, data: bytes, start: int) -> None:
+    n = len(data) - start
+    out.append(min(n, 15) << 4)
+    if n >= 15:
+        _lsic(out, n - 15)
+    out += data[start:]
+
+
+def _common(data: bytes, a: int, b: int, limit: int) -> int:
+    """Equal bytes at a and b (a > b), at most `limit`: galloping slice compares, then a binary search."""
+    if limit <= 0 or data[a] != data[b]:
+        return 0
+    lo, step = 1, 8
+    while lo < limit:
+        hi = min(limit, lo + step)
+        if data[a + lo:a + hi] != data[b + lo:b + hi]:
+            while hi - lo > 1:   # the mismatch lies in [lo, hi)
+                mid = (lo + hi) // 2
+                if data[a + lo:a + mid] == data[b + lo:b + mid]:
+                    lo = mid
+                else:
+                    hi = mid
+            return lo
+        lo, step = hi, step * 2
+    return limit
+
+
+def _table(n: int) -> tuple[int, int]:
+    """(slots, hash shift) of the position table for an input of n bytes."""
+    return 4096, 4
+
+
+def compress_block(data: bytes) -> bytes:
+    """`data` as one raw LZ4 block (no size header), as lz4_flex's `block::compress` writes it."""
+    n = len(data)
+    if n >= 0xFFFF:
+        import lz4.block
+        return bytes(lz4.block.compress(data, store_size=False))
+    out = bytearray()
+    if n < _MIN_LENGTH:
+        _last_literals(out, data, 0)
+        return bytes(out)
+    size, shift = _table(n)
+    arr = np.frombuffer(data, dtype=np.uint8)
+    words_np = (arr[:-3].astype(np.uint32) | (arr[1:-2].astype(np.uint32) << 8) | (arr[2:-1].astype(np.uint32) << 16)
+                | (arr[3:].astype(np.uint32) << 24))
+    slots = ((((words_np.astype(np.uint64) * np.uint64(2654435761)) & np.uint64(0xFFFFFFFF)) >> np.uint64(16))
+             >> np.uint64(shift)).tolist()
+    words = words_np.tolist()
+    table = [0] * size
+    end_check = n - _MFLIMIT
+    literal_start = 0
+    table[slots[0]] = 0
+    cur = 1
+    while True:
+        misses = 1 << _SKIP_SHIFT
+        next_cur = cur
+        while True:
+            step = misses >> _SKIP_SHIFT
+            misses += 1
+            cur = next_cur
+            next_cur += step
+            if cur > end_check:
+                _last_literals(out, data, literal_start)
+                return bytes(out)
+            slot = slots[cur]
+            cand = table[slot]
+            table[slot] = cur
+            if words[cand] == words[cur]:
+                break
+        offset = cur - cand
+        while cand > 0 and cur > literal_start and data[cur - 1] == data[cand - 1]:
+            cur -= 1
+            cand -= 1
+        lit = cur - literal_start
+        cur += _MINMATCH
+        cand += _MINMATCH
+        dup = _common(data, cur, cand, min(max(n - (cur + _END_OFFSET), 0), n - cand))
+        cur += dup
+        table[slots[cur - 2]] = cur - 2
+        out.append((min(lit, 15) << 4) | min(dup, 15))
+        if lit >= 15:
+            _lsic(out, lit - 15)
+        out += data[literal_start:literal_start + lit]
+        out += offset.to_bytes(2, "little")
+        if dup >= 15:
+            _lsic(out, dup - 15)
+        literal_start = cur
