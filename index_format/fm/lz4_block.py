@@ -81,14 +81,14 @@ def compress_block(data: bytes) -> bytes:
     literal_start = 0
     table[slots[0]] = 0
     cur = 1
+    append = out.append
     while True:
         misses = 1 << _SKIP_SHIFT
         next_cur = cur
-        while True:
-            step = misses >> _SKIP_SHIFT
-            misses += 1
+        while True:   # find a 4-byte match through the table, stepping faster after every 32 misses
             cur = next_cur
-            next_cur += step
+            next_cur += misses >> _SKIP_SHIFT
+            misses += 1
             if cur > end_check:
                 _last_literals(out, data, literal_start)
                 return bytes(out)
@@ -104,14 +104,29 @@ def compress_block(data: bytes) -> bytes:
         lit = cur - literal_start
         cur += _MINMATCH
         cand += _MINMATCH
-        dup = _common(data, cur, cand, min(max(n - (cur + _END_OFFSET), 0), n - cand))
+        limit = n - _END_OFFSET - cur
+        if limit > n - cand:
+            limit = n - cand
+        dup = 0
+        while dup + 4 <= limit and words[cur + dup] == words[cand + dup]:
+            dup += 4
+            if dup == 32:
+                dup = _common(data, cur, cand, limit)
+                break
+        else:
+            while dup < limit and data[cur + dup] == data[cand + dup]:
+                dup += 1
         cur += dup
         table[slots[cur - 2]] = cur - 2
-        out.append((min(lit, 15) << 4) | min(dup, 15))
-        if lit >= 15:
+        if lit < 15:
+            append((lit << 4) | (dup if dup < 15 else 15))
+            out += data[literal_start:cur - dup - _MINMATCH]
+        else:
+            append(0xF0 | (dup if dup < 15 else 15))
             _lsic(out, lit - 15)
-        out += data[literal_start:literal_start + lit]
-        out += offset.to_bytes(2, "little")
+            out += data[literal_start:literal_start + lit]
+        append(offset & 0xFF)
+        append(offset >> 8)
         if dup >= 15:
             _lsic(out, dup - 15)
         literal_start = cur
