@@ -27,7 +27,9 @@ CONTAINER_MAGIC = 0x464D4958      # "FMIX"
 META_MAGIC = 0x464D4D45           # "FMME"
 VERSION = 1
 META_VERSION = 1
-FEATURE_FLAGS = 1 | 2 | 4
+FEATURE_FLAGS = 1 | 2 | 4               # sampled SA, dense quad wavelet, separator row ids: what pypaimon-rust writes
+VERIFICATION_PAGES = 8                  # newer Java also writes exact-verification value pages (read, not written)
+MAX_VERIFICATION_BLOCK = 64 << 20
 FOOTER_SIZE = 64
 
 BLOCK_WORDS = 4096                # u64 words per bit or quad block
@@ -208,7 +210,7 @@ def _check_footer(data: bytes, magic: int, what: str, *, path: str, offset: int)
     if struct.unpack_from(">I", data, 60)[0] != crc(data[:60], 0):
         raise ChecksumError(f"FM {what} footer checksum mismatch", path=path, block=f"{what} footer",
                             offset=offset)
-    if struct.unpack_from(">II", data, 44) != (FEATURE_FLAGS, 0):
+    if struct.unpack_from(">II", data, 44) not in ((FEATURE_FLAGS, 0), (FEATURE_FLAGS | VERIFICATION_PAGES, 0)):
         raise UnsupportedVersionError(f"FM {what} feature flags {struct.unpack_from('>I', data, 44)[0]}",
                                       path=path, block=f"{what} footer", offset=offset)
 
@@ -240,12 +242,13 @@ class PartitionFooter:
     row_count: int
     text_length: int
     sample_rate: int
+    flags: int = FEATURE_FLAGS
 
 
 def decode_partition_footer(data: bytes, *, path: str, offset: int, name: str) -> PartitionFooter:
     _check_footer(data, PARTITION_MAGIC, "partition", path=path, offset=offset)
     v = _PART_FOOTER.unpack(data)
-    footer = PartitionFooter(BlockInfo(*v[:5]), v[5], v[6], v[7], v[8])
+    footer = PartitionFooter(BlockInfo(*v[:5]), v[5], v[6], v[7], v[8], v[9])
     rate = footer.sample_rate
     if rate < 1 or rate > 1024 or rate & (rate - 1) or footer.row_count == 0 \
             or footer.text_length < footer.row_count + 1:
@@ -380,6 +383,19 @@ def decode_directory(data: bytes, footer: PartitionFooter, start: int, *, path: 
     if c.u32() != rows:
         raise c.fail("row boundaries do not match the row count")
     bounds = blocks(text, BLOCK_BITS, 2, None)
+    if footer.flags & VERIFICATION_PAGES:   # newer Java: row values in pages after the row boundaries (unused)
+        first = 0
+        for _ in range(c.u32()):
+            head = c.u32s(2)
+            info = c.block_info()
+            check_block(info, start, footer.directory.offset, MAX_VERIFICATION_BLOCK, path=path,
+                        block=f"{name} directory")
+            if head[0] != first or head[1] <= 0 or info.offset != expected[0]:
+                raise c.fail("verification pages out of order")
+            first += head[1]
+            expected[0] += info.stored
+        if first != rows:
+            raise c.fail("verification pages do not cover the rows")
     if c.pos != len(data) or expected[0] != footer.directory.offset:
         raise c.fail("directory has trailing bytes or the payload has gaps")
     return Directory(rows, text, rate, levels, alphabet, b2s, cum, wavelets, sampled, sample_count, samples, nulls,
