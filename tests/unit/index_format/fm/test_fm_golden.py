@@ -60,3 +60,13 @@ def test_writer_reproduces_the_files(name: str) -> None:
         data, meta = write_fm_bytes(rows, 0, opts)
         assert meta.hex() == entry["index_meta"]
         assert data == path.read_bytes()
+
+
+def test_the_manifest_metadata_of_an_fm_file_bounds_no_keys() -> None:
+    """The service reads every index entry's `_INDEX_META` as file metadata: an fm file's says nothing about its keys
+    (it may hold any value, and nulls), so no predicate prunes it."""
+    from index_format.global_index.filemeta import parse_meta
+    from index_format.types import parse_type
+    meta = bytes.fromhex(_case("small")["files"][0]["index_meta"])   # type: ignore[index]
+    got = parse_meta(parse_type("string"), meta)
+    assert (got.first_key, got.last_key, got.has_nulls, got.only_nulls) == (None, None, True, False)
