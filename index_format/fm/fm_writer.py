@@ -278,8 +278,12 @@ def write_fm_bytes(values: pa.Array | Sequence[str | bytes | None], first_row_id
         WriterInputError: no rows, or a value longer than the partition size.
     """
     opts = fm_options(options)
-    arr = values if isinstance(values, pa.Array) else pa.array(
-        [v.decode("utf-8", "surrogateescape") if isinstance(v, bytes) else v for v in values], pa.large_string())
+    if isinstance(values, (pa.Array, pa.ChunkedArray)):
+        arr = values
+    elif any(isinstance(v, bytes) for v in values):   # raw bytes (not necessarily UTF-8): stored as they are
+        arr = pa.array([v.encode("utf-8") if isinstance(v, str) else v for v in values], pa.large_binary())
+    else:
+        arr = pa.array(values, pa.large_string())
     if isinstance(arr, pa.ChunkedArray):
         arr = arr.combine_chunks()
     if not pa.types.is_large_string(arr.type) and not pa.types.is_large_binary(arr.type):

@@ -56,3 +56,19 @@ def test_each_partition_is_decoded_once_and_only_when_needed() -> None:
     assert r.starts_with("row-5") == BitMap64([5, *range(50, 60), *range(500, 600)])
     assert r.stats.reads == reads
     assert r.cache_cost() > 4096 and np.all(np.diff(np.array([p.first_row_id for p in r.partitions])) == 100)
+
+
+def test_every_byte_value_a_258_symbol_alphabet() -> None:
+    """Raw bytes (not UTF-8) use all 256 byte symbols: the suffix array is sorted over 16-bit symbols, and
+    libdivsufsort's order equals a plain sort of the suffixes."""
+    from index_format.fm.fm_writer import _suffix_array
+    rng = np.random.default_rng(2)
+    for alphabet in (3, 258):
+        text = np.append(rng.integers(1, alphabet, 2000), 0).astype(np.uint16)
+        t = text.tolist()
+        assert _suffix_array(text, alphabet).tolist() == sorted(range(len(t)), key=lambda i: t[i:])
+    rows: list[bytes | None] = [bytes([b, (b * 7) % 256]) for b in range(256)] + [bytes(range(256)), None]
+    r = open_fm_index(BytesSource(write_fm_bytes(rows)[0]), "string")
+    assert r.values() == rows
+    assert list(r.contains(bytes([255]))) == [i for i, v in enumerate(rows) if v and 255 in v]
+    assert list(r.eq(bytes([1, 7]))) == [1] and list(r.starts_with(b"\x00")) == [0, 256]
