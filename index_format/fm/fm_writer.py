@@ -9,6 +9,7 @@ index_format.{fm,errors,storage,types,written_files}.
 """
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -145,8 +146,13 @@ def _group_prefixes(per_word: np.ndarray) -> np.ndarray:
 _LANES = 0x5555_5555_5555_5555
 
 
-def _quad_vector(digits: np.ndarray, out: _Out, opts: FMOptions) -> bytes:
-    """Write one wavelet level (2-bit digits, 32 per little-endian u64 word) as blocks; return its metadata."""
+# A vector before its blocks are stored: its head (lengths, totals, block count), then per block the directory
+# bytes that precede the block's BlockInfo and the block's uncompressed body.
+_Vector = tuple[bytes, list[tuple[bytes, bytes]]]
+
+
+def _quad_vector(digits: np.ndarray) -> _Vector:
+    """One wavelet level (2-bit digits, 32 per little-endian u64 word) as blocks of 4096 words."""
     n = len(digits)
     nwords = -(-n // 32)
     padded = np.zeros(nwords * 32, dtype=np.uint8)
@@ -160,54 +166,47 @@ def _quad_vector(digits: np.ndarray, out: _Out, opts: FMOptions) -> bytes:
         per_word[:, digit] = np.bitwise_count(~(diff | (diff >> np.uint64(1))) & np.uint64(_LANES))
     per_word[-1, 0] -= nwords * 32 - n   # padding lanes are zeros: not values
     totals = per_word.sum(axis=0)
-    meta = [_u32([n, *totals.tolist(), -(-nwords // BLOCK_WORDS)])]
+    items = []
     before = np.zeros(4, dtype=np.int64)
     for w0 in range(0, nwords, BLOCK_WORDS):
         w1 = min(nwords, w0 + BLOCK_WORDS)
         pw = per_word[w0:w1]
         body = (_u32([w1 - w0, (w1 - w0 + 63) // 64 + 1]) + _u32(_group_prefixes(pw).ravel())
                 + words[w0:w1].astype(">u8").tobytes())
-        info = out.block(body, opts)
         counts = pw.sum(axis=0)
         first = w0 * 32
-        meta.append(_u32([first, min(QUAD_BLOCK_VALUES, n - first), *before.tolist(), *counts.tolist()])
-                    + info.pack())
+        items.append((_u32([first, min(QUAD_BLOCK_VALUES, n - first), *before.tolist(), *counts.tolist()]), body))
         before += counts
-    return b"".join(meta)
+    return _u32([n, *totals.tolist(), len(items)]), items
 
 
-def _bit_vector(bits: np.ndarray, out: _Out, opts: FMOptions) -> bytes:
-    """Write a bit vector (bit i in word i // 64, bit i % 64) as blocks; return its metadata."""
+def _bit_vector(bits: np.ndarray) -> _Vector:
+    """A bit vector (bit i in word i // 64, bit i % 64) as blocks of 4096 words."""
     n = len(bits)
     nwords = -(-n // 64)
     packed = np.zeros(nwords * 8, dtype=np.uint8)
     packed[:-(-n // 8)] = np.packbits(bits, bitorder="little")
     words = packed.view("<u8")
     per_word = np.bitwise_count(words).astype(np.int64)
-    total = int(per_word.sum())
-    meta = [_u32([n, total, -(-nwords // BLOCK_WORDS)])]
+    items = []
     before = 0
     for w0 in range(0, nwords, BLOCK_WORDS):
         w1 = min(nwords, w0 + BLOCK_WORDS)
         pw = per_word[w0:w1]
         body = (_u32([w1 - w0, (w1 - w0 + 63) // 64 + 1]) + _u32(_group_prefixes(pw))
                 + words[w0:w1].astype(">u8").tobytes())
-        info = out.block(body, opts)
         ones = int(pw.sum())
         first = w0 * 64
-        meta.append(_u32([first, min(BLOCK_BITS, n - first), before, ones]) + info.pack())
+        items.append((_u32([first, min(BLOCK_BITS, n - first), before, ones]), body))
         before += ones
-    return b"".join(meta)
+    return _u32([n, before, len(items)]), items
 
 
-def _int_vector(values: np.ndarray, out: _Out, opts: FMOptions) -> bytes:
+def _int_vector(values: np.ndarray) -> _Vector:
     n = len(values)
-    meta = [_u32([n, -(-n // VALUE_BLOCK_INTS)])]
-    for v0 in range(0, n, VALUE_BLOCK_INTS):
-        v1 = min(n, v0 + VALUE_BLOCK_INTS)
-        info = out.block(_u32(values[v0:v1]), opts)
-        meta.append(_u32([v0, v1 - v0]) + info.pack())
-    return b"".join(meta)
+    items = [(_u32([v0, min(n, v0 + VALUE_BLOCK_INTS) - v0]), _u32(values[v0:v0 + VALUE_BLOCK_INTS]))
+             for v0 in range(0, n, VALUE_BLOCK_INTS)]
+    return _u32([n, len(items)]), items
 
 
 def _suffix_array(dense: np.ndarray, alphabet: int) -> np.ndarray:
@@ -216,9 +215,19 @@ def _suffix_array(dense: np.ndarray, alphabet: int) -> np.ndarray:
     return np.asarray(sa, dtype=np.int64)
 
 
-def _partition(sym: np.ndarray, nulls: np.ndarray, opts: FMOptions, out: _Out, first_row_id: int) -> PartitionMeta:
-    """Encode one partition (`sym`: its text as raw symbols, terminator included) into `out`."""
-    start = out.offset
+@dataclass(slots=True)
+class _Encoded:
+    """A partition's directory pieces and blocks, before any is compressed or placed (numpy's part)."""
+
+    rows: int
+    text_length: int
+    head: bytes                             # the directory up to the first vector
+    vectors: list[tuple[bytes, _Vector]]    # (directory bytes before the vector, the vector), in block order
+
+
+def _encode(sym: np.ndarray, nulls: np.ndarray, opts: FMOptions) -> _Encoded:
+    """The numpy half of a partition (`sym`: its text as raw symbols, terminator included): densify, suffix
+    array, BWT, samples, wavelet levels, bit vectors. Releases the GIL most of the time."""
     n = len(sym)
     counts = np.bincount(sym, minlength=FIRST_BYTE_SYMBOL + 256)
     present = np.flatnonzero(counts[FIRST_BYTE_SYMBOL:])
@@ -231,28 +240,72 @@ def _partition(sym: np.ndarray, nulls: np.ndarray, opts: FMOptions, out: _Out, f
     bwt = dense[sa - 1]
     sampled = sa % opts.sample_rate == 0
     samples = sa[sampled]
+    del sa
     cum = np.concatenate([[0], np.cumsum(np.bincount(dense, minlength=alphabet))])
     levels = levels_for(alphabet)
-    level_meta = []
+    vectors: list[tuple[bytes, _Vector]] = []
     current = bwt
     for level in range(levels):
         shift = (levels - level - 1) * 2
         digits = ((current >> shift) & 3).astype(np.uint8)
         dcounts = np.bincount(digits, minlength=4)
-        starts = np.concatenate([[0], np.cumsum(dcounts)[:3]])
-        level_meta.append(_u32(starts) + _quad_vector(digits, out, opts))
-        current = current[np.argsort(digits, kind="stable")]   # stable partition by digit (a radix sort)
-    sampled_meta = _bit_vector(sampled, out, opts)
-    sample_meta = _int_vector(samples, out, opts)
-    null_meta = _bit_vector(nulls, out, opts)
-    bound_meta = _bit_vector(dense == SEPARATOR, out, opts)
-    rows = len(nulls)
-    directory = b"".join([_u32([rows, n, opts.sample_rate, levels, alphabet, BLOCK_WORDS]),
-                          np.asarray(b2s, dtype=">i4").tobytes(), _u32(cum), *level_meta, sampled_meta,
-                          sample_meta, null_meta, bound_meta])
-    info = out.block(directory, opts)
-    out.raw(encode_partition_footer(info, first_row_id, rows, n, opts.sample_rate))
-    return PartitionMeta(start, out.offset, first_row_id, rows)
+        vectors.append((_u32(np.concatenate([[0], np.cumsum(dcounts)[:3]])), _quad_vector(digits)))
+        if level + 1 < levels:
+            current = current[np.argsort(digits, kind="stable")]   # stable partition by digit (a radix sort)
+    vectors.append((b"", _bit_vector(sampled)))
+    vectors.append((b"", _int_vector(samples)))
+    vectors.append((b"", _bit_vector(nulls)))
+    vectors.append((b"", _bit_vector(dense == SEPARATOR)))
+    head = b"".join([_u32([len(nulls), n, opts.sample_rate, levels, alphabet, BLOCK_WORDS]),
+                     np.asarray(b2s, dtype=">i4").tobytes(), _u32(cum)])
+    return _Encoded(len(nulls), n, head, vectors)
+
+
+def _emit(enc: _Encoded, opts: FMOptions, out: _Out, first_row_id: int) -> PartitionMeta:
+    """The Python half: compress and place the blocks, then the directory and the footer."""
+    start = out.offset
+    directory = [enc.head]
+    for before, (head, items) in enc.vectors:
+        directory += [before, head]
+        for meta, body in items:
+            directory += [meta, out.block(body, opts).pack()]
+    info = out.block(b"".join(directory), opts)
+    out.raw(encode_partition_footer(info, first_row_id, enc.rows, enc.text_length, opts.sample_rate))
+    return PartitionMeta(start, out.offset, first_row_id, enc.rows)
+
+
+class _Ahead:
+    """Computes item k + 1 on a worker thread while the caller uses item k (one item ahead at most)."""
+
+    def __init__(self, make: Callable[[int], _Encoded], count: int) -> None:
+        self._make, self._count = make, count
+        self._next: tuple[threading.Thread, list[_Encoded | BaseException]] | None = None
+
+    def _start(self, k: int) -> None:
+        box: list[_Encoded | BaseException] = []
+
+        def run() -> None:
+            try:
+                box.append(self._make(k))
+            except BaseException as exc:   # handed to the caller by get()
+                box.append(exc)
+        t = threading.Thread(target=run, name="bgix-fm-encode", daemon=True)
+        t.start()
+        self._next = (t, box)
+
+    def get(self, k: int) -> _Encoded:
+        if self._next is None:
+            got = self._make(k)
+        else:
+            t, box = self._next
+            t.join()
+            self._next = None
+            if isinstance(box[0], BaseException):
+                raise box[0]
+            got = box[0]
+        if k + 1 < self._count:
+            self._start(k + 1)
+        return got
 
 
 def _cuts(enc: np.ndarray, opts: FMOptions) -> list[tuple[int, int]]:
@@ -299,9 +352,9 @@ def write_fm_bytes(values: pa.Array | Sequence[str | bytes | None], first_row_id
     enc = lengths + 1
     if n and int(enc.max()) >= opts.partition_size:
         raise WriterInputError(f"a value exceeds {PARTITION_SIZE} ({opts.partition_size} encoded symbols)")
-    out = _Out(0)
-    parts = []
-    for a, b in _cuts(enc, opts):
+    cuts = _cuts(enc, opts)
+
+    def text(a: int, b: int) -> np.ndarray:
         body = data[offs[a]:offs[b]]
         total = len(body) + (b - a) + 1
         sym = np.empty(total, dtype=np.uint16)
@@ -312,7 +365,18 @@ def write_fm_bytes(values: pa.Array | Sequence[str | bytes | None], first_row_id
         sym[mask] = body.astype(np.uint16) + FIRST_BYTE_SYMBOL
         sym[seps] = SEPARATOR
         sym[-1] = 0
-        parts.append(_partition(sym, nulls[a:b], opts, out, first_row_id + a))
+        return sym
+
+    def encode(k: int) -> _Encoded:
+        a, b = cuts[k]
+        return _encode(text(a, b), nulls[a:b], opts)
+
+    out = _Out(0)
+    parts = []
+    # a pipeline of two: the next partition's numpy half runs on a worker while this one is compressed
+    ahead = _Ahead(encode, len(cuts))
+    for k, (a, _) in enumerate(cuts):
+        parts.append(_emit(ahead.get(k), opts, out, first_row_id + a))
     meta = IndexMeta(first_row_id, n, tuple(parts))
     meta_bytes = encode_index_meta(meta)
     info = out.block(meta_bytes, opts)
