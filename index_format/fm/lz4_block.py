@@ -70,12 +70,13 @@ def compress_block(data: bytes) -> bytes:
         _last_literals(out, data, 0)
         return bytes(out)
     size, shift = _table(n)
-    arr = np.frombuffer(data, dtype=np.uint8)
-    words_np = (arr[:-3].astype(np.uint32) | (arr[1:-2].astype(np.uint32) << 8) | (arr[2:-1].astype(np.uint32) << 16)
-                | (arr[3:].astype(np.uint32) << 24))
-    slots = ((((words_np.astype(np.uint64) * np.uint64(2654435761)) & np.uint64(0xFFFFFFFF)) >> np.uint64(16))
-             >> np.uint64(shift)).tolist()
-    words = words_np.tolist()
+    words_np = np.empty(n - 3, dtype=np.uint32)   # the little-endian 4 bytes at every position
+    for r in range(4):
+        k = (n - 3 - r + 3) // 4
+        words_np[r::4] = np.frombuffer(data, dtype="<u4", count=k, offset=r)
+    slots_np = (words_np * np.uint32(2654435761)) >> np.uint32(16 + shift)
+    words = words_np.data.cast("B").cast("I")   # indexed as Python ints, no list built
+    slots = np.ascontiguousarray(slots_np, dtype=np.uint32).data.cast("B").cast("I")
     table = [0] * size
     end_check = n - _MFLIMIT
     literal_start = 0
