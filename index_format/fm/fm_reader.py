@@ -377,8 +377,10 @@ class FMIndexReader:
         for p in self._all():
             r = rows_of(p)
             if len(r):
-                parts.append(np.asarray(r, dtype=np.int64) + p.first_row_id)
-        return _bitmap(np.unique(np.concatenate(parts))) if parts else BitMap64()
+                hit = np.zeros(p.rows, dtype=bool)   # distinct and sorted in one pass (rows < partition size)
+                hit[r] = True
+                parts.append(np.flatnonzero(hit) + p.first_row_id)
+        return _bitmap(np.concatenate(parts)) if parts else BitMap64()
 
     def _grouped(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(value bytes, its row ids ascending) for every distinct non-null value, in byte order."""
