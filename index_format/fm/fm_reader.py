@@ -43,6 +43,7 @@ from index_format.fm.fm_format import (
     decode_partition_footer,
 )
 from index_format.keys import deserialize_key
+from index_format.parallel import map_parts
 from index_format.storage import RangeSource, Storage, as_source
 from index_format.storage.sources import read_exact
 from index_format.types import KeyType, parse_type
@@ -397,6 +398,13 @@ class FMIndexReader:
             yield value, np.array(groups[value], dtype=np.int64)
 
     def _all(self) -> Iterator[_Part]:
+        """Every partition, decoding the missing ones first on the worker threads (numpy releases the GIL)."""
+        if len(self._parts) < len(self.meta.partitions) - 1:
+            with self._lock:
+                missing = [i for i in range(len(self.meta.partitions)) if i not in self._parts]
+                for i, part in zip(missing, map_parts(self._decode, missing)):
+                    self._parts[i] = part
+                    self.stats.partitions_decoded += 1
         for i in range(len(self.meta.partitions)):
             yield self._part(i)
 
