@@ -288,6 +288,7 @@ class Directory:
     null_rows: list[VectorBlock]
     null_count: int
     boundaries: list[VectorBlock]
+    pages: list[BlockInfo]           # newer Java's verification pages (empty for pypaimon-rust files)
 
 
 class _Cursor:
@@ -383,7 +384,8 @@ def decode_directory(data: bytes, footer: PartitionFooter, start: int, *, path: 
     if c.u32() != rows:
         raise c.fail("row boundaries do not match the row count")
     bounds = blocks(text, BLOCK_BITS, 2, None)
-    if footer.flags & VERIFICATION_PAGES:   # newer Java: row values in pages after the row boundaries (unused)
+    pages: list[BlockInfo] = []
+    if footer.flags & VERIFICATION_PAGES:   # newer Java: row values in pages after the row boundaries
         first = 0
         for _ in range(c.u32()):
             head = c.u32s(2)
@@ -394,9 +396,10 @@ def decode_directory(data: bytes, footer: PartitionFooter, start: int, *, path: 
                 raise c.fail("verification pages out of order")
             first += head[1]
             expected[0] += info.stored
+            pages.append(info)
         if first != rows:
             raise c.fail("verification pages do not cover the rows")
     if c.pos != len(data) or expected[0] != footer.directory.offset:
         raise c.fail("directory has trailing bytes or the payload has gaps")
     return Directory(rows, text, rate, levels, alphabet, b2s, cum, wavelets, sampled, sample_count, samples, nulls,
-                     null_count, bounds)
+                     null_count, bounds, pages)

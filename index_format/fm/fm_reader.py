@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import numpy as np
 from pyroaring import BitMap64
 
-from index_format.errors import CorruptFileError, TruncatedFileError, UnsupportedTypeError
+from index_format.errors import ChecksumError, CorruptFileError, TruncatedFileError, UnsupportedTypeError
 from index_format.fm.fm_format import (
     FIRST_BYTE_SYMBOL,
     FOOTER_SIZE,
@@ -36,6 +36,7 @@ from index_format.fm.fm_format import (
     PartitionMeta,
     VectorBlock,
     check_block,
+    crc,
     decode_block,
     decode_container_footer,
     decode_directory,
@@ -450,6 +451,10 @@ class FMIndexReader:
         d = decode_directory(self._block(stored(dinfo), dinfo, f"{name} directory"), footer, pm.start,
                              path=self.path, name=name)
         n, rows = d.text_length, d.row_count
+        for k, page in enumerate(d.pages):   # checked, not decoded: the values come from the text
+            if crc(stored(page), page.codec) != page.checksum:
+                raise ChecksumError("verification page CRC-32 mismatch", path=self.path,
+                                    block=f"{name} verification page {k}", offset=page.offset)
 
         def words(blocks: list[VectorBlock], what: str, groups: int) -> list[np.ndarray]:
             out = []

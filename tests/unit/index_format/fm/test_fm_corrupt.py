@@ -75,3 +75,50 @@ def test_our_lz4_blocks_decode_with_liblz4() -> None:
     for n in (0, 5, 12, 13, 100, 4000, 33_000, 65_534, 70_000):
         data = bytes(rng.choice(b"abcab\x00\xff") for _ in range(n))
         assert lz4.block.decompress(compress_block(data), uncompressed_size=n) == data
+
+
+def _with_verification_pages(data: bytes) -> bytes:
+    """A one-partition file rewritten in newer Java's layout (feature flag 8): one page block of row values after
+    the row-boundary blocks, listed at the end of the partition directory, flags 15 in both footers."""
+    import struct as st
+
+    from index_format.fm import fm_format as f
+    r = _open(data)
+    (p,) = r.partitions
+    foot = f.decode_partition_footer(data[p.end - 64:p.end], path="x", offset=0, name="p")
+    d = foot.directory
+    directory = f.decode_block(data[d.offset:d.offset + d.stored], d, path="x", block="d")
+    page_body = b"".join(st.pack(">i", 0) for _ in range(p.row_count))   # content is not read by bgix
+    page = f.BlockInfo(d.offset, len(page_body), len(page_body), 0, f.crc(page_body, 0))
+    directory += st.pack(">III", 1, 0, p.row_count) + page.pack()
+    new_dir = f.BlockInfo(d.offset + len(page_body), len(directory), len(directory), 0, f.crc(directory, 0))
+    flags = f.FEATURE_FLAGS | f.VERIFICATION_PAGES
+
+    def footer(body: bytes) -> bytes:
+        body = body[:44] + st.pack(">I", flags) + body[48:60]
+        return body + st.pack(">I", f.crc(body, 0))
+    part = data[:d.offset] + page_body + directory + footer(
+        f.encode_partition_footer(new_dir, foot.first_row_id, foot.row_count, foot.text_length, foot.sample_rate))
+    meta = f.encode_index_meta(f.IndexMeta(0, p.row_count, (f.PartitionMeta(0, len(part), 0, p.row_count),)))
+    meta_info = f.BlockInfo(len(part), len(meta), len(meta), 0, f.crc(meta, 0))
+    return part + meta + footer(f.encode_container_footer(meta_info, 0, p.row_count, 1))
+
+
+def test_newer_java_files_with_verification_pages_are_read() -> None:
+    data = write_fm_bytes(ROWS, 0, {"fm-index.compression": "none"})[0]
+    java = _with_verification_pages(data)
+    r = _open(java)
+    assert r.contains("vip") == _truth() and r.values() == _open(data).values()
+    page_at = _open(data).partitions[0].end - 64 - len(_directory(data))
+    bad = bytearray(java)
+    bad[page_at + 10] ^= 0x10
+    with pytest.raises(ChecksumError) as e:
+        _open(bad).contains("vip")
+    assert e.value.block == "partition 0 verification page 0"
+
+
+def _directory(data: bytes) -> bytes:
+    from index_format.fm import fm_format as f
+    p = _open(data).partitions[0]
+    d = f.decode_partition_footer(data[p.end - 64:p.end], path="x", offset=0, name="p").directory
+    return data[d.offset:d.offset + d.stored]
