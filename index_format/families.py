@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from index_format.index_reader import IndexReader
     from index_format.written_files import WrittenFile
 
-__all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "MULTIVALUE", "FAMILIES", "IndexFamily", "built_family", "family"]
+__all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "FM", "MULTIVALUE", "FAMILIES", "IndexFamily", "built_family", "family"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,7 +92,17 @@ MULTIVALUE = IndexFamily(name="multivalue", reader="index_format.global_index.re
                                      "arrays_overlap and array_contains_all; NOT and IS NULL on the array go to a "
                                      "scan")
 
-FAMILIES: dict[str, IndexFamily] = {f.name: f for f in (BITMAP, BTREE, MULTIVALUE)}
+# Paimon's FM index (STRING columns): substring, prefix, suffix and LIKE searches of the partitions' suffix
+# arrays, equality as separator-bounded search, nulls from its null-row vectors. It has no key order, so
+# comparisons and ranges are left to other families or the scan.
+_FM_OPS = frozenset(("eq", "ne", "in", "not_in", "is_null", "is_not_null", "starts_with", "ends_with", "contains",
+                     "like"))
+FM = IndexFamily(name="fm", reader="index_format.fm.fm_reader:open_fm_index",
+                 writer="index_format.fm.fm_writer:write_fm_files", answers=_FM_OPS, seeks=_FM_OPS, rank=3, builds=False,
+                 description="an FM index (suffix array) over a STRING column; exact LIKE '%x%', contains, "
+                             "LIKE 'x%', LIKE '%x' and general LIKE patterns, =, IN, IS [NOT] NULL")
+
+FAMILIES: dict[str, IndexFamily] = {f.name: f for f in (BITMAP, BTREE, MULTIVALUE, FM)}
 BUILT_NAMES: tuple[str, ...] = tuple(n for n, f in FAMILIES.items() if f.builds)  # create_global_index's index_type
 
 

@@ -1,4 +1,5 @@
-"""Literals per key type: coercion of SQL/JSON literals to canonical key values, and their JSON form.
+"""Literals per key type: coercion of SQL/JSON literals to canonical key values, their JSON form, and the SQL
+LIKE matcher (the predicate binder and the fm reader share it).
 
 Imports index_format.{keys,types,errors} only; never the reader or writer.
 """
@@ -7,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import decimal
 import math
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -366,3 +368,23 @@ def to_json(kt: KeyType, value: object) -> object:
             return f"{text}.{nanos:09d}{tz}"
         return value.isoformat()  # type: ignore[attr-defined]  # a datetime
     return value
+
+
+def like_regex(pattern: str) -> str:
+    """SQL LIKE → an anchored regex source: `%` any run, `_` one character, `\\` escapes the next one.
+
+    Raises ValueError for a pattern ending in a lone backslash.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        ch = pattern[i]
+        if ch == "\\":
+            if i + 1 == len(pattern):
+                raise ValueError(f"LIKE pattern {pattern!r} ends with an escape character")
+            out.append(re.escape(pattern[i + 1]))
+            i += 2
+            continue
+        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
+        i += 1
+    return "(?s:" + "".join(out) + r")\Z"

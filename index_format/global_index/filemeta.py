@@ -69,6 +69,10 @@ def parse_meta_raw(data: bytes) -> tuple[bytes | None, bytes | None, bool]:
 
 
 def parse_meta(kt: KeyType, data: bytes) -> FileMeta:
+    """The spec §4 metadata of a sorted-index file (bitmap, btree, multivalue). An fm file's manifest metadata is
+    its partition directory instead ("FMME": no key bounds), read as "may hold any key, and nulls"."""
+    if bytes(data[:4]) == b"FMME":
+        return FileMeta(None, None, True, False)
     first, last, has_nulls = parse_meta_raw(data)
     fk = None if first is None else deserialize_key(kt, first)
     lk = None if last is None else deserialize_key(kt, last)

@@ -6,12 +6,11 @@ for every non-null row). Imports keys/literals/types/tree only; never the reader
 """
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Collection, Mapping
 
 from index_format import keys, literals
 from index_format.errors import BindError, UnknownColumnError
-from index_format.literals import Neighbours
+from index_format.literals import Neighbours, like_regex
 from index_format.predicate.tree import (
     FALSE, TRUE, UNKNOWN, And, BoundLeaf, Leaf, Node, Not, Or,
 )
@@ -282,23 +281,3 @@ def _simple_like(pattern: str) -> tuple[bool, str, bool] | None:
             text.append(ch)
             i += 1
     return lead, "".join(text), False
-
-
-def like_regex(pattern: str) -> str:
-    """SQL LIKE → an anchored regex source: `%` any run, `_` one character, `\\` escapes the next one.
-
-    Raises ValueError for a pattern ending in a lone backslash.
-    """
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        ch = pattern[i]
-        if ch == "\\":
-            if i + 1 == len(pattern):
-                raise ValueError(f"LIKE pattern {pattern!r} ends with an escape character")
-            out.append(re.escape(pattern[i + 1]))
-            i += 2
-            continue
-        out.append(".*" if ch == "%" else "." if ch == "_" else re.escape(ch))
-        i += 1
-    return "(?s:" + "".join(out) + r")\Z"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Final, cast
 
 from pyroaring import BitMap64
 
@@ -98,6 +98,11 @@ def matching_rows(leaf: BoundLeaf, reader: IndexReader, values: tuple[object, ..
         return reader.non_null_rows()  # spec §5.5: empty literal → every non-null row
     if op == "starts_with":
         return reader.starts_with(str(leaf.value))
+    # a reader with its own substring search (the fm family) answers these without reading every key
+    if op in ("ends_with", "contains", "like"):
+        own = getattr(reader, op, None)
+        if callable(own):
+            return cast(BitMap64, own(str(leaf.pattern if op == "like" else leaf.value)))
     if op == "ends_with":
         suffix = str(leaf.value).encode("utf-8")
         return reader.scan_bytes(lambda b: bytes(b).endswith(suffix))

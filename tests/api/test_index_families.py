@@ -13,12 +13,14 @@ def test_index_families_are_served_from_the_family_table(tmp_path: Path) -> None
         r = client.get("/v1/index-families")
     assert r.status_code == 200, r.text
     families = {f["name"]: f for f in r.json()["families"]}
-    assert list(families) == ["bitmap", "btree", "multivalue"]
-    assert all(f["builds"] and f["description"] for f in families.values())
+    assert list(families) == ["bitmap", "btree", "multivalue", "fm"]
+    assert all(f["description"] for f in families.values())
+    assert [n for n, f in families.items() if f["builds"]] == ["bitmap", "btree", "multivalue"]   # fm: served only
     assert families["bitmap"]["answers"] is None   # every operator
     assert {"eq", "between", "starts_with", "not_in"} <= set(families["btree"]["answers"])
     assert "ends_with" not in families["btree"]["answers"] and "contains" not in families["btree"]["answers"]
     assert families["multivalue"]["answers"] == ["array_contains", "array_contains_all", "arrays_overlap"]
+    assert {"contains", "like", "ends_with", "starts_with", "eq", "is_null"} <= set(families["fm"]["answers"])
 
 
 def test_index_families_need_the_token_when_reads_do(tmp_path: Path) -> None:
@@ -26,4 +28,4 @@ def test_index_families_need_the_token_when_reads_do(tmp_path: Path) -> None:
     with TestClient(create_app(settings)) as client:
         assert client.get("/v1/index-families").status_code == 401
         ok = client.get("/v1/index-families", headers={"Authorization": "Bearer s3cret"})
-        assert ok.status_code == 200 and len(ok.json()["families"]) == 3
+        assert ok.status_code == 200 and len(ok.json()["families"]) == 4

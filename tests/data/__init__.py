@@ -8,4 +8,5 @@ GLOBAL_INDEX = DATA / "global_index"          # bitmap global index files writte
 DELETION_VECTORS = DATA / "deletion_vectors"  # Paimon deletion-vector index files
 FILE_INDEX = DATA / "file_index"              # Paimon's per-data-file index formats
 BTREE = DATA / "btree"                        # btree global index files written by pypaimon-rust
+FM = DATA / "fm"                              # fm global index files written by pypaimon-rust
 GLOBAL_INDEX_RESULT = DATA / "global_index_result"  # GlobalIndexResultSerializer bytes written by Paimon Java

@@ -12,23 +12,38 @@ from pyroaring import BitMap64
 from index_format.btree.btree_reader import BTreeIndexReader
 from index_format.btree.btree_writer import write_btree_bytes
 from index_format.families import FAMILIES, IndexFamily
+from index_format.fm.fm_reader import FMIndexReader
+from index_format.fm.fm_writer import write_fm_bytes
 from index_format.global_index.multivalue_writer import write_multivalue_bytes
 from index_format.global_index.reader import BitmapIndexReader
 from index_format.global_index.writer import write_index_bytes
 from index_format.index_reader import IndexReader
 from index_format.keys import deserialize_key, sort_key
 from index_format.storage import BytesSource
-from index_format.types import parse_type
+from index_format.types import KeyType, parse_type
 
 KT = parse_type("bigint")
+STRING = parse_type("string")   # the fm family's only type: its keys are SCALARS spelled as text
 rng = random.Random(35)
 SCALARS: list[int | None] = [None if rng.random() < 0.1 else rng.randint(-20, 20) for _ in range(300)]
 ARRAYS: list[list[int] | None] = [None if rng.random() < 0.1 else [rng.randint(-20, 20) for _ in range(rng.randint(0, 3))]
                                   for _ in range(300)]
 
 
+def _kt(name: str) -> KeyType:
+    return STRING if name == "fm" else KT
+
+
+def _v(name: str, v: int) -> object:
+    """The key standing for `v` in family `name`'s file."""
+    return f"k{v}" if name == "fm" else v
+
+
 def _reader(name: str) -> IndexReader:
     fam = FAMILIES[name]
+    if name == "fm":
+        data, _ = write_fm_bytes([None if v is None else f"k{v}" for v in SCALARS])
+        return fam.open_reader(BytesSource(data, "fm.index"), STRING)
     if name == "multivalue":
         data, _ = write_multivalue_bytes(ARRAYS, list(range(len(ARRAYS))), KT)
     else:
@@ -37,9 +52,9 @@ def _reader(name: str) -> IndexReader:
     return fam.open_reader(BytesSource(data, f"{name}.index"), KT)
 
 
-def _truth(name: str) -> dict[int, BitMap64]:
+def _truth(name: str) -> dict[object, BitMap64]:
     """value → rows, from the rows themselves (an array row under each of its distinct elements)."""
-    out: dict[int, BitMap64] = {}
+    out: dict[object, BitMap64] = {}
     if name == "multivalue":
         for i, arr in enumerate(ARRAYS):
             for v in set(arr or ()):
@@ -47,7 +62,7 @@ def _truth(name: str) -> dict[int, BitMap64]:
     else:
         for i, v in enumerate(SCALARS):
             if v is not None:
-                out.setdefault(v, BitMap64()).add(i)
+                out.setdefault(_v(name, v), BitMap64()).add(i)
     return out
 
 
@@ -59,7 +74,7 @@ def _nulls(name: str) -> BitMap64:
 def test_every_familys_reader_is_an_index_reader(name: str) -> None:
     reader = _reader(name)
     assert isinstance(reader, IndexReader)
-    assert isinstance(reader, BTreeIndexReader if name == "btree" else BitmapIndexReader)
+    assert isinstance(reader, {"btree": BTreeIndexReader, "fm": FMIndexReader}.get(name, BitmapIndexReader))
     # every member the protocol declares is there, with the protocol's parameters
     for member, declared in vars(IndexReader).items():
         if member.startswith("_") or not callable(declared):
@@ -74,7 +89,7 @@ def test_entries_have_one_shape_for_every_family_in_logical_order(name: str) -> 
     entries = list(reader.entries())
     assert all(isinstance(e, tuple) and len(e) == 2 and isinstance(e[1], BitMap64) for e in entries)
     truth = _truth(name)
-    assert [v for v, _ in entries] == sorted(truth, key=lambda v: sort_key(KT, v))
+    assert [v for v, _ in entries] == sorted(truth, key=lambda v: sort_key(_kt(name), v))
     assert {v: rows for v, rows in entries} == truth
 
 
@@ -88,16 +103,20 @@ def test_rows_and_counts_agree_with_the_rows_written(name: str) -> None:
     non_null = BitMap64() if name == "multivalue" else every
     assert reader.non_null_rows() == non_null and reader.non_null_count() == len(non_null)
     assert reader.value_count == len(truth)
-    assert reader.eq(3) == truth.get(3, BitMap64())
-    some = [3, -7, 19, 99]
+    three = _v(name, 3)
+    assert reader.eq(three) == truth.get(three, BitMap64())
+    some = [_v(name, v) for v in (3, -7, 19, 99)]
     want = BitMap64().union(*(truth.get(v, BitMap64()) for v in some))
     assert reader.isin(some) == want and reader.count_keys(some) == len(want)
-    between = BitMap64().union(*(rows for v, rows in truth.items() if -5 <= v < 8))
-    assert reader.range(-5, 8, high_inclusive=False) == between
-    assert reader.count_range(-5, 8, high_inclusive=False) == len(between)
+    low, high = _v(name, -5), _v(name, 8)
+    kt = _kt(name)
+    between = BitMap64().union(*(rows for v, rows in truth.items()
+                                 if sort_key(kt, low) <= sort_key(kt, v) < sort_key(kt, high)))  # type: ignore[operator]  # one key type: all bytes
+    assert reader.range(low, high, high_inclusive=False) == between
+    assert reader.count_range(low, high, high_inclusive=False) == len(between)
     assert dict(reader.value_counts()) == {v: len(rows) for v, rows in truth.items()}
-    assert reader.scan(lambda v: v == 3) == truth.get(3, BitMap64())
-    assert [(deserialize_key(KT, k), ids.tolist()) for k, ids in reader.key_rows()] == \
+    assert reader.scan(lambda v: v == three) == truth.get(three, BitMap64())
+    assert [(deserialize_key(kt, k), ids.tolist()) for k, ids in reader.key_rows()] == \
         [(v, list(rows)) for v, rows in reader.entries()]
     stats = reader.stats
     assert stats.reads > 0 and stats.bytes_read > 0 and reader.cache_cost() > 0
