@@ -16,7 +16,7 @@ from typing import Any
 
 from index_format.errors import BindError, PredicateError
 from index_format.literals import coerce_literal
-from index_format.predicate.bind import like_regex
+from index_format.literals import like_regex
 from index_format.predicate.json import from_json
 from index_format.predicate.sql import parse_where
 from index_format.predicate.tree import Node

@@ -128,7 +128,7 @@ class BoundLeaf(Node):
 
     `null_in_list`: an IN/NOT IN list contained NULL (rows not matching are UNKNOWN, spec §5.5).
     `unsupported`: the reason the index cannot answer this leaf (spec §5.5/§6); evaluation yields UNSUPPORTED.
-    `regex`: for a general LIKE, the compiled matcher source (see bind.like_regex).
+    `regex`: for a general LIKE, the compiled matcher source (see literals.like_regex).
     """
 
     op: str
