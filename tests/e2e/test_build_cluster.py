@@ -1,5 +1,6 @@
-"""The same build job against a standalone Spark master + worker on 127.0.0.1 (spark://), as a separate
-driver process (`python -m service.build_job.main`)."""
+"""The same build job against a standalone Spark master + worker on 127.0.0.1 (spark://): as a separate
+driver process (`python -m service.build_job.main`), and as builds through the API on the service's warm runner
+(plain and Paimon tables in one application: each driver costs a JVM and an executor's start)."""
 from __future__ import annotations
 
 import json
@@ -118,50 +119,28 @@ def test_build_on_standalone_cluster(standalone: tuple[str, int], tmp_path: Path
     assert assert_index_matches(cat, snap, oracle_table(gen.files, ["s"]), "s") > 5
 
 
-def test_paimon_build_on_standalone_cluster(standalone: tuple[str, int], tmp_path: Path) -> None:
-    """A pypaimon table (partitioned, row tracking, data evolution, 3 commits, nulls): two columns in one
-    request on spark://, committed as one Paimon snapshot, judged by pypaimon's own index scanner."""
-    from tests.e2e.test_paimon_build import assert_no_overlap, assert_pypaimon_agrees
-    from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_table
-
-    master_url, webui = standalone
-    apps_before = _build_apps(webui)
-    location = create_table(tmp_path / "data" / "warehouse", "events", commits=3, rows=1000)
-    before = int(pypaimon_table(location).snapshot_manager().get_latest_snapshot().id)
-    wh = tmp_path / "wh"
-    cat = Catalog(Storage(str(wh), [str(tmp_path / "data")]))
-    cat.put_table(Table(name="events", location=str(location), format="paimon"))
-    result = _run_job(tmp_path, master_url, job_id="paimon-cluster", warehouse=str(wh),
-                      allowed_roots=[str(tmp_path / "data")], table="events", index_column="status,flag",
-                      table_format="paimon", engine="spark", options={"sorted-index.records-per-range": "700"})
-    sid = int(pypaimon_table(location).snapshot_manager().get_latest_snapshot().id)
-    assert result["snapshot_id"] == sid == before + 1
-    assert cat.get_job("paimon-cluster").state == "succeeded"
-    assert _build_apps(webui) == apps_before + 1  # the job ran as one more application of this master
-    entries = assert_no_overlap(location)
-    assert set(entries) == {"status", "flag"}
-    for items in entries.values():
-        assert sum(e.row_range_end - e.row_range_start + 1 for e in items) == 3000
-    assert_pypaimon_agrees(location, "status")
-    assert_pypaimon_agrees(location, "flag")
-
-
 def _build_apps(webui: int) -> int:
     state = _master_state(webui)
     return sum(a.get("name") == "bgix-build" for a in state.get("completedapps", []) + state.get("activeapps", []))
 
 
 def test_warm_runner_on_standalone_cluster(standalone: tuple[str, int], tmp_path: Path) -> None:
-    """The service's warm build runner as one application of the cluster: two builds through the API on its one
-    session (one more application for both), answers checked against the rows."""
+    """The service's warm build runner as one application of the cluster: builds through the API on its one
+    session (one more application for all of them), answers checked against the rows. A plain table's two
+    columns one build each; a pypaimon table (partitioned, row tracking, data evolution, 3 commits, nulls): two
+    columns in one request, committed as one Paimon snapshot, judged by pypaimon's own index scanner."""
     from fastapi.testclient import TestClient
 
     from service.api.app import create_app
     from tests.api.helpers import make_settings, wait_job
+    from tests.e2e.test_paimon_build import assert_no_overlap, assert_pypaimon_agrees
+    from tests.unit.tables.paimon.paimon_tables import create_table, pypaimon_table
 
     master_url, webui = standalone
     apps_before = _build_apps(webui)
     gen = make_parquet_table(tmp_path / "data", rows_per_file=(900, 1400, 700))
+    location = create_table(tmp_path / "data" / "warehouse", "events", commits=3, rows=1000)
+    before = int(pypaimon_table(location).snapshot_manager().get_latest_snapshot().id)
     settings = make_settings(tmp_path, build_engine="spark", spark_master=master_url, build_prewarm=True,
                              build_warmup_s=300.0)
     with TestClient(create_app(settings)) as client:
@@ -170,17 +149,28 @@ def test_warm_runner_on_standalone_cluster(standalone: tuple[str, int], tmp_path
             assert time.monotonic() < deadline
             time.sleep(0.2)
         assert client.put("/v1/tables/t", json={"location": str(gen.location)}).status_code == 200
+        assert client.put("/v1/tables/events", json={"format": "paimon", "location": str(location)}).status_code \
+            == 200
         state = client.app.state.services.jobs.runners.box.state()
         assert state is not None and state["state"] == "warm" and state["master"] == master_url
         jobs = []
-        for column in ("s", "n"):
-            r = client.post("/v1/create_global_index", json={"table": "t", "index_column": column})
+        for body in ({"table": "t", "index_column": "s"}, {"table": "t", "index_column": "n"},
+                     {"table": "events", "index_column": "status,flag",
+                      "options": {"sorted-index.records-per-range": "700"}}):
+            r = client.post("/v1/create_global_index", json=body)
             assert r.status_code == 202, r.text
             jobs.append(wait_job(client, r.json()["job_id"], timeout=300))
-        assert [j["state"] for j in jobs] == ["succeeded", "succeeded"], jobs
+        assert [j["state"] for j in jobs] == ["succeeded"] * 3, jobs
         catalog = client.app.state.services.catalog
         assert {catalog.get_job(j["id"]).pid for j in jobs} == {state["pid"]}
         for column in ("s", "n"):
             snap = catalog.current_snapshot("t", column)
             assert assert_index_matches(catalog, snap, oracle_table(gen.files, [column]), column) > 5
-    assert _build_apps(webui) == apps_before + 1   # the warm-up and both builds: one application
+    assert _build_apps(webui) == apps_before + 1   # the warm-up and all three builds: one application
+    assert int(pypaimon_table(location).snapshot_manager().get_latest_snapshot().id) == before + 1
+    entries = assert_no_overlap(location)
+    assert set(entries) == {"status", "flag"}
+    for items in entries.values():
+        assert sum(e.row_range_end - e.row_range_start + 1 for e in items) == 3000
+    assert_pypaimon_agrees(location, "status")
+    assert_pypaimon_agrees(location, "flag")
