@@ -20,7 +20,8 @@ if TYPE_CHECKING:
     from index_format.index_reader import IndexReader
     from index_format.written_files import WrittenFile
 
-__all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "FM", "MULTIVALUE", "FAMILIES", "IndexFamily", "built_family", "family"]
+__all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "FM", "MULTIVALUE", "FAMILIES", "IndexFamily", "built_family", "family",
+           "unserved_reason"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,3 +134,32 @@ def built_family(name: str) -> IndexFamily:
 
 def _names(names: Iterable[str]) -> str:
     return " or ".join(repr(n) for n in names)
+
+
+# Paimon's other global index types, which bgix lists but does not read (GET /v1/tables/{t}: served false): what
+# each is, and so why. Checked in order; the first prefix that matches names the reason.
+_UNSERVED: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("full-text", "fulltext", "tantivy"),
+     "a full-text index (Tantivy files, paimon-ftindex): it ranks documents by terms; bgix does not read Tantivy "
+     "files, so predicates on the column go to the scan step"),
+    (("ivf", "diskann", "lumina", "hnsw", "vector", "flat"),
+     "a vector index: it answers nearest-neighbour searches, not predicates, so predicates on the column go to the "
+     "scan step"),
+    (("es-index", "es_index", "elasticsearch"),
+     "an index held by an Elasticsearch cluster outside the table; bgix fetches nothing from other services, so "
+     "predicates on the column go to the scan step"),
+    (("pk-",),
+     "a primary-key table's index (it maps keys to buckets and files, not to row ids), so predicates on the column go "
+     "to the scan step"),
+)
+
+
+def unserved_reason(name: str) -> str:
+    """Why bgix does not serve an index of Paimon's `index_type` `name` (one bgix does not know)."""
+    n = (name or "").strip().lower()
+    for prefixes, why in _UNSERVED:
+        if n.startswith(prefixes):
+            return why
+    return (f"index_type {name!r} is not one bgix knows (it serves {_names(FAMILIES)}), so predicates on the column "
+            "go to the scan step")
+

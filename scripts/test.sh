@@ -15,6 +15,9 @@ if [ "$quick" = 1 ]; then bash scripts/setup.sh; else bash scripts/setup.sh --wi
 # worker re-rewrites the asserts of ~480 test modules and every subprocess a test starts (servers, build jobs,
 # CLI runs) compiles bgix's modules again; about 7 of a worker's 12 s of collection (docs/testing.md).
 unset PYTHONDONTWRITEBYTECODE
+# Compiled once here, on both cores, rather than by each of the workers that import a module first at once (and by
+# the servers and jobs the first tests start) in a fresh clone.
+.venv/bin/python -m compileall -q -j 2 index_format service tests > /dev/null
 export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"

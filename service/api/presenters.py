@@ -49,7 +49,8 @@ def paimon_public(v: TableSummary) -> schemas.PaimonTablePublic:
                                            files=i.files, rows=i.rows, bytes=i.bytes,
                                            row_ranges=[list(r) for r in i.row_ranges],
                                            origins=[_origin_public(o) for o in i.origins], stale=i.stale,
-                                           stale_files=[_stale_public(f) for f in i.stale_files])
+                                           stale_files=[_stale_public(f) for f in i.stale_files],
+                                           served=i.served, reason=i.reason)
                  for i in v.indexes])
 
 

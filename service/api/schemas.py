@@ -143,8 +143,10 @@ class PaimonStaleFilePublic(BaseModel):
 
 class PaimonIndexPublic(BaseModel):
     column: str
-    index_type: str = Field("bitmap", description="The index family: bitmap, btree or multivalue. A column may "
-                                                  "have one index of each family: key entries by (column, "
+    index_type: str = Field("bitmap", description="Paimon's index type: a family bgix serves (bitmap, btree, "
+                                                  "multivalue, fm) or one it lists but does not read (full-text, "
+                                                  "a vector type, es-index, pk-*, ...: `served` false). A column "
+                                                  "may have one index of each type: key entries by (column, "
                                                   "index_type).")
     field_id: int
     key_type: str | None = Field(None, description="Type of the keys (a multivalue index: the array's element "
@@ -159,6 +161,9 @@ class PaimonIndexPublic(BaseModel):
                                            "column's rows (global-index.column-update-action=IGNORE): their rows "
                                            "are served as uncovered until an incremental build refreshes them.")
     stale_files: list[PaimonStaleFilePublic] = Field(default_factory=list)
+    served: bool = Field(True, description="False for an index type bgix does not read: queries never use it "
+                                           "(predicates on the column go to the scan step); `reason` says why.")
+    reason: str | None = Field(None, description="Why an index is not served (null when it is).")
 
 
 class PaimonTablePublic(BaseModel):

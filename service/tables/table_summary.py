@@ -63,6 +63,8 @@ class IndexSummary:
     row_ranges: tuple[tuple[int, int], ...]
     origins: tuple[OriginSummary, ...] = ()
     stale_files: tuple[StaleFileSummary, ...] = ()
+    served: bool = True       # False: a type bgix lists but does not read (full-text, vector, ...): `reason` says
+    reason: str | None = None
 
     @property
     def stale(self) -> bool:

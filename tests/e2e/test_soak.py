@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.soak_driver import run_soak
 
-DURATION_S = 45.0
+DURATION_S = 35.0
 
 
 @pytest.mark.slow
@@ -25,7 +25,7 @@ def test_soak_mixed_load_stays_correct_and_flat(tmp_path: Path) -> None:
     assert report.wrong == [], report.wrong[:5]
     assert report.failed_jobs == [], report.failed_jobs[:5]
     assert report.writer_errors == [], report.writer_errors[:5]
-    # floors, not throughput: on a loaded 2-core machine the 45 s make ~400 requests, idle ones well over 1,000
+    # floors, not throughput: on a loaded 2-core machine the 35 s make ~300 requests, idle ones well over 700
     assert sum(report.requests.values()) > 150 and report.requests["refused"] > 10, summary
     assert report.writer["append"] > 3 and report.jobs["succeeded"] > 3, summary
     growth = report.growth()

@@ -288,6 +288,7 @@ function paimonCard(d) {
 }
 
 function paimonIndexRow(table, pix, ix, liveRows) {
+  if (pix.served === false) return unservedIndexRow(pix);
   // `ix` (from /indexes) is absent when bgix cannot read the column's keys; the manifest figures still show.
   const uncovered = ix ? rangeRows(ix.uncovered_ranges) : null;
   const covered = ix ? rangeRows(ix.covered_ranges) : rangeRows(pix.row_ranges);
@@ -316,6 +317,24 @@ function paimonIndexRow(table, pix, ix, liveRows) {
     el("td", { class: "origins" }, (pix.origins || []).map(originTag)),
     el("td", { class: "mono ranges" }, fmtRanges(pix.row_ranges)),
     el("td", {}, ix ? el("button", { type: "button", class: "ghost explore-btn", onclick: () => openExplore(table, pix.column, family) }, "Explore") : null));
+}
+
+// An index of a type bgix lists but does not read (full-text, vector, ...): what the manifest says, and why no
+// query uses it (predicates on its column go to the scan step).
+function unservedIndexRow(pix) {
+  const family = familyOf(pix);
+  return el("tr", { "data-column": pix.column, "data-family": family, "data-served": "false" },
+    el("td", {}, el("code", {}, pix.column), " ", el("span", { class: "badge unserved", title: pix.reason }, "not served")),
+    el("td", { class: "index-type" }, el("span", { class: "badge family", "data-family": family, title: pix.reason }, family)),
+    el("td", { class: "num" }, fmtInt(rangeRows(pix.row_ranges))),
+    el("td", { class: "num" }, fmtInt(pix.files)),
+    el("td", { class: "num" }, fmtBytes(pix.bytes)),
+    el("td", { class: "num" }, "—"),
+    el("td", { class: "num" }, "—"),
+    el("td", { class: "unserved-reason muted" }, pix.reason || "not served by bgix"),
+    el("td", {}),
+    el("td", { class: "mono ranges" }, fmtRanges(pix.row_ranges)),
+    el("td", {}));
 }
 
 function originTag(o) {

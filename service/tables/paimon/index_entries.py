@@ -1,5 +1,5 @@
 """The global index files of a Paimon snapshot, as its index manifest lists them (whoever wrote them), for every
-family bgix knows (index_format.families: bitmap, btree, multivalue).
+family bgix knows (index_format.families), and apart those of the types it lists but does not serve.
 
 pypaimon's IndexFileHandler reads the index manifest (scan_index_manifest, which names a corrupt or missing one:
 pypaimon alone reads a missing one as empty); this module only filters and reshapes the entries. A file's row ids
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from pypaimon.snapshot.snapshot import Snapshot
 
 __all__ = ["GlobalIndexEntry", "index_file_names", "list_all_index_entries", "list_index_entries",
-           "scan_index_manifest"]
+           "list_every_index_entries", "scan_index_manifest"]
 
 _ADD = 0                      # IndexManifestEntry.kind
 
@@ -72,9 +72,19 @@ def list_all_index_entries(table: PaimonTable, index_types: tuple[str, ...] | No
                            ) -> dict[tuple[str, str], tuple[GlobalIndexEntry, ...]]:
     """The snapshot's global index files of every family bgix knows (or of `index_types`), grouped by
     (column, index type), each group sorted by row range; ordered by column, then family."""
+    wanted = frozenset(index_types if index_types is not None else FAMILIES)
+    return _grouped(table, lambda name: name in wanted)
+
+
+def list_every_index_entries(table: PaimonTable) -> dict[tuple[str, str], tuple[GlobalIndexEntry, ...]]:
+    """As list_all_index_entries, for every global index type the manifest lists: also those bgix does not serve
+    (full-text, vector, es-index, pk-*, any other; their `key_type` is None), after the families it serves."""
+    return _grouped(table, lambda name: True)
+
+
+def _grouped(table: PaimonTable, wanted: Callable[[str], bool]) -> dict[tuple[str, str], tuple[GlobalIndexEntry, ...]]:
     if table.snapshot is None:
         return {}
-    wanted = frozenset(index_types if index_types is not None else FAMILIES)
     pt = table.table
     fields = {int(f.id): f for f in pt.fields}
     index_dir = pt.path_factory().global_index_path_factory().index_path()
@@ -98,9 +108,10 @@ def list_all_index_entries(table: PaimonTable, index_types: tuple[str, ...] | No
             index_meta=None if gim.index_meta is None else bytes(gim.index_meta),
             source_meta=None if gim.source_meta is None else bytes(gim.source_meta),
             extra_field_ids=None if not gim.extra_field_ids else tuple(int(i) for i in gim.extra_field_ids)))
-    order = list(FAMILIES)
+    order = {name: i for i, name in enumerate(FAMILIES)}
     return {key: tuple(sorted(entries, key=lambda e: (e.row_range_start, e.row_range_end, e.file_name)))
-            for key, entries in sorted(grouped.items(), key=lambda kv: (kv[0][0], order.index(kv[0][1])))}
+            for key, entries in sorted(grouped.items(),
+                                       key=lambda kv: (kv[0][0], order.get(kv[0][1], len(order)), kv[0][1]))}
 
 
 def index_file_names(table: PaimonTable, snapshot: object | None) -> frozenset[str]:
@@ -138,13 +149,17 @@ def _family_name(index_type: object) -> str:
 def _key_type(field: object, index_type: str) -> KeyType | None:
     """Keys of a multivalue index are the elements of an ARRAY column; other families key the column itself."""
     ftype = getattr(field, "type", None)
+    if index_type not in FAMILIES:
+        return None   # bgix reads no keys of a family it does not serve
     if family(index_type).element_keys:
         element = getattr(ftype, "element", None)
         return None if element is None else key_type_of_spelling(str(element))
     return key_type_of_spelling(str(ftype))
 
 
-def _is_global(entry: object, wanted: frozenset[str]) -> bool:
+def _is_global(entry: object, wanted: frozenset[str] | Callable[[str], bool]) -> bool:
     meta = getattr(entry, "index_file", None)
-    return (getattr(entry, "kind", _ADD) == _ADD and meta is not None
-            and _family_name(meta.index_type) in wanted and meta.global_index_meta is not None)
+    if getattr(entry, "kind", _ADD) != _ADD or meta is None or meta.global_index_meta is None:
+        return False
+    name = _family_name(meta.index_type)
+    return wanted(name) if callable(wanted) else name in wanted

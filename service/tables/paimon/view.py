@@ -22,8 +22,8 @@ from service.catalog.model import PAIMON, DataFile, IndexFileEntry, Snapshot, no
 from service.tables.table_summary import FieldSummary, IndexSummary, OriginSummary, StaleFileSummary, TableSummary
 from service.tables.paimon.deletions import deleted_row_ids
 from service.tables.paimon.description import PaimonTableDescription, describe_table
-from index_format.families import FAMILIES
-from service.tables.paimon.index_entries import GlobalIndexEntry, list_all_index_entries
+from index_format.families import FAMILIES, unserved_reason
+from service.tables.paimon.index_entries import GlobalIndexEntry, list_every_index_entries
 from service.tables.paimon.origins import IndexOrigin, OriginsCache, file_origins
 from service.tables.paimon.location import parse_location, to_storage_path
 from service.tables.paimon.stale_index import StaleIndexFile, field_ids_loader, stale_index_files
@@ -41,7 +41,7 @@ class PaimonView:
     created_at: float | None                  # the snapshot's commit time, epoch seconds
     columns: dict[str, Snapshot]              # per column its readable index covering most rows (then by family
                                               # rank); Snapshot.id is the Paimon snapshot id
-    indexes: tuple[IndexSummary, ...]         # every global index of a family bgix knows, readable or not
+    indexes: tuple[IndexSummary, ...]         # every global index the snapshot lists, served or not
     data_files: list[DataFile]                # ascending first_row_id
     row_ranges: tuple[tuple[int, int], ...]   # inclusive `_ROW_ID` ranges the data files hold
     total_rows: int                           # one past the highest `_ROW_ID`
@@ -98,7 +98,9 @@ def load_paimon_view(name: str, location: str, storage: Storage,
     desc = describe_table(table)
     sid = table.snapshot_id
     created = None if table.snapshot is None else float(table.snapshot.time_millis) / 1000.0
-    entries = list_all_index_entries(table) if table.snapshot is not None else {}
+    every = list_every_index_entries(table) if table.snapshot is not None else {}
+    entries = {key: items for key, items in every.items() if key[1] in FAMILIES}
+    unserved = {key: items for key, items in every.items() if key[1] not in FAMILIES}
     origins = file_origins(table, entries, origins_cache)
     stale = stale_index_files(desc, entries, field_ids_loader(table)) if entries else {}
     per_column: dict[str, list[Snapshot]] = {}
@@ -124,7 +126,8 @@ def load_paimon_view(name: str, location: str, storage: Storage,
     live = tuple(ranges.merge((g.row_range_start, g.row_range_end) for g in desc.row_ranges))
     return PaimonView(
         description=desc, snapshot_id=sid, created_at=created, columns=columns,
-        indexes=tuple(_summary(c, t, items, origins, stale) for (c, t), items in entries.items()), more=more,
+        indexes=(*(_summary(c, t, items, origins, stale) for (c, t), items in entries.items()),
+                 *(_unserved_summary(c, t, items) for (c, t), items in unserved.items())), more=more,
         data_files=sorted(files, key=lambda f: (f.first_row_id, f.max_sequence_number or 0)), row_ranges=live,
         total_rows=max((e + 1 for _, e in live), default=0),
         deleted=deleted_row_ids(table, storage) if desc.deletion_vectors else BitMap64())
@@ -157,6 +160,15 @@ def _summary(column: str, index_type: str, items: Sequence[GlobalIndexEntry],
         row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in items)),
         origins=_by_origin(items, origins),
         stale_files=tuple(_stale_summary(stale[e.file_name]) for e in items if e.file_name in stale))
+
+
+def _unserved_summary(column: str, index_type: str, items: Sequence[GlobalIndexEntry]) -> IndexSummary:
+    """An index of a type bgix lists but does not read: what it is and why it is not used."""
+    return IndexSummary(
+        column=column, index_type=index_type, field_id=items[0].index_field_id, key_type=None,
+        files=len(items), rows=sum(e.row_count for e in items), bytes=sum(e.file_size for e in items),
+        row_ranges=tuple(ranges.merge((e.row_range_start, e.row_range_end) for e in items)),
+        served=False, reason=unserved_reason(index_type))
 
 
 def _by_origin(items: Sequence[GlobalIndexEntry],
