@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from index_format import ranges as row_ranges
 from index_format.errors import InvalidOptionError, UnsupportedTypeError
-from index_format.families import family
+from index_format.families import check_key_type, family
 from index_format.options import IndexOptions, option_error
 from index_format.storage import Storage
 from index_format.types import KeyType, from_arrow
@@ -193,7 +193,9 @@ def _key_type(arrow_type: pa.DataType, index_type: str, column: str) -> KeyType:
     if is_list:
         raise UnsupportedTypeError(f"column {column!r} has type {arrow_type}, which a {index_type} index cannot "
                                    "hold; index its elements with index_type 'multivalue'")
-    return from_arrow(arrow_type)
+    kt = from_arrow(arrow_type)
+    check_key_type(family(index_type), column, kt, arrow_type)
+    return kt
 
 
 def check_family(previous: Snapshot | None, spec: JobSpec) -> None:

@@ -26,7 +26,7 @@ from pypaimon.utils.range_helper import RangeHelper
 
 from index_format import ranges
 from index_format.errors import InvalidOptionError
-from index_format.families import BITMAP, family
+from index_format.families import BITMAP, check_key_type, family
 from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
 from service.tables.paimon.index_entries import list_all_index_entries
 from service.tables.paimon.key_types import key_type_of_spelling
@@ -126,6 +126,7 @@ def _key_type(column: str, ptype: object, index_type: str) -> str:
     if kt is None:
         hint = "; index its elements with index_type 'multivalue'" if element is not None else ""
         raise InvalidOptionError(f"column {column!r} has type {ptype}, which a {index_type} index cannot hold{hint}")
+    check_key_type(family(index_type), column, kt, ptype)
     return kt.spelling
 
 
