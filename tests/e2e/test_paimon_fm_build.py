@@ -17,13 +17,16 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
 from service.api.app import create_app
 from service.tables.paimon import list_all_index_entries, open_paimon_table
-from tests.api.helpers import TestClient, make_settings, wait_job
+from tests.api.helpers import TestClient, make_settings, wait_job, write_table
 from tests.unit.index_format.fm.fm_truth import like_truth, random_like
+from tests.unit.tables.paimon import paimon_tables as pt
 from tests.unit.tables.paimon import rust_tables as rt
 
 WORDS = ["vip", "vip-u", "VIP", "a", "b", "é", "日本", "🙂", "%", "_", "\\", "x'y", "", "tag-7"]
@@ -144,3 +147,101 @@ def test_bad_fm_builds_are_400s(built: tuple[TestClient, Path, Path, list[str | 
     r = client.post("/v1/create_global_index", json={"table": "ours", **body})
     assert r.status_code == 400 and words in r.json()["error"]["message"], r.text
     assert sorted(p.name for p in (ours / "snapshot").iterdir()) == before
+
+
+# ---- ranges of a partitioned table, deleted rows, plain tables, the Spark engine ------------------------------
+def _build(client: TestClient, table: str, column: str, options: dict[str, str]) -> dict[str, Any]:
+    r = client.post("/v1/create_global_index", json={"table": table, "index_column": column, "index_type": "fm",
+                                                     "options": options})
+    assert r.status_code == 202, r.text
+    job = wait_job(client, r.json()["job_id"])
+    assert job["state"] == "succeeded", job
+    return job
+
+
+def _entries(location: Path, column: str) -> list[Any]:
+    es = list_all_index_entries(open_paimon_table(str(location))).get((column, "fm"), ())
+    return sorted(es, key=lambda e: e.row_range_start)
+
+
+PART_OPTIONS = {"sorted-index.records-per-range": "150", "fm-index.partition-row-count": "16",
+                "fm-index.compression": "none"}
+
+
+@pytest.mark.parametrize("engine", ["local", pytest.param("spark", marks=pytest.mark.slow)])
+def test_a_partitioned_tables_ranges_are_pypaimon_rusts(tmp_path: Path, engine: str) -> None:
+    """pypaimon-rust cuts an fm build's ranges at the multiples of records-per-range inside each partition's
+    contiguous row ranges (`_ROW_ID DIV R`, like Java's multivalue shards), not R ids from each piece's start."""
+    wh = tmp_path / "data" / "warehouse"
+    no_dv = {k: v for k, v in pt.FULL_OPTIONS.items() if not k.startswith("deletion")}
+    theirs = pt.create_table(wh, "rust", options=no_dv, commits=2, rows=200, seed=7)
+    ours = pt.create_table(wh, "ours", options=no_dv, commits=2, rows=200, seed=7)
+    rt.run(rt.sql_context(wh), f"CALL sys.create_global_index(table => '{pt.DB}.rust', index_column => 'status', "
+                               f"index_type => 'fm', options => '{','.join(f'{k}={v}' for k, v in PART_OPTIONS.items())}')")
+    settings = make_settings(tmp_path, build_engine=engine, spark_master="local[1]") if engine == "spark" \
+        else make_settings(tmp_path)
+    with TestClient(create_app(settings)) as client:
+        assert client.put("/v1/tables/ours", json={"format": "paimon", "location": str(ours)}).status_code == 200
+        _build(client, "ours", "status", PART_OPTIONS)
+    rust, mine = _entries(theirs, "status"), _entries(ours, "status")
+    spans = [(e.row_range_start, e.row_range_end) for e in rust]
+    assert any(a % 150 == 0 and b - a + 1 < 150 for a, b in spans)   # a piece cut at a multiple of R
+    assert [(e.row_range_start, e.row_range_end) for e in mine] == spans
+    for r, m in zip(rust, mine, strict=True):
+        assert Path(m.path).read_bytes() == Path(r.path).read_bytes(), (m.row_range_start, m.row_range_end)
+        assert (m.partition, m.row_count, m.file_size, m.index_meta, m.index_field_id) == \
+            (r.partition, r.row_count, r.file_size, r.index_meta, r.index_field_id)
+    rows = pt.pypaimon_read(ours, ["status"]).to_pylist()
+    for p in ("%o%", "%r", "e%", "%\\_%"):
+        want = sorted(like_truth_rows(rows, "status", p))
+        assert _rust_ids(wh, f"{pt.DB}.ours", f"status LIKE '{p}'") == want, p
+
+
+def _rust_ids(wh: Path, table: str, where: str) -> list[int]:
+    """pypaimon-rust's SQL answer over `table` (a db-qualified name): its scan uses the fm files."""
+    got = rt.run(rt.sql_context(wh), f'SELECT "_ROW_ID" FROM {table} WHERE {where}')
+    return sorted(got.column("_ROW_ID").to_pylist()) if got.num_rows else []
+
+
+def like_truth_rows(rows: list[dict[str, Any]], column: str, pattern: str) -> list[int]:
+    values = {r["_ROW_ID"]: r[column] for r in rows}
+    hit = like_truth([values.get(i) for i in range(max(values) + 1)], pattern)
+    return [i for i in hit if i in values]
+
+
+def test_rows_deleted_by_deletion_vectors_are_nulls_no_answer_shows(tmp_path: Path) -> None:
+    """pypaimon-rust refuses an fm build on a deletion-vector table; bgix writes the deleted rows as nulls (an fm
+    file holds every row of its range) and leaves them out of every answer, IS NULL and NOT included."""
+    wh = tmp_path / "data" / "warehouse"
+    location = pt.create_table(wh, "dv", commits=2, rows=200, seed=7)
+    pt.delete_rows(location, [0, 3, 5, 100, 149, 250, 399])
+    rows = pt.pypaimon_read(location, ["status"]).to_pylist()
+    with TestClient(create_app(make_settings(tmp_path))) as client:
+        assert client.put("/v1/tables/dv", json={"format": "paimon", "location": str(location)}).status_code == 200
+        _build(client, "dv", "status", {"sorted-index.records-per-range": "150"})
+        entries = _entries(location, "status")
+        assert sum(e.row_count for e in entries) == 400   # every row id, deleted ones included
+        for where, test in (("status LIKE '%o%'", lambda v: v is not None and "o" in v),
+                            ("status IS NULL", lambda v: v is None),
+                            ("NOT status LIKE '%o%'", lambda v: v is not None and "o" not in v),
+                            ("status IS NOT NULL", lambda v: v is not None)):
+            got = client.post("/v1/tables/dv/query", json={"where": where, "explain": True}).json()
+            assert got["row_ids"] == sorted(r["_ROW_ID"] for r in rows if test(r["status"])), where
+            assert got["exact"] and got["explain"]["scan"]["rows_scanned"] == 0, where
+
+
+def test_a_plain_table_builds_fm_and_refuses_a_non_string_column(tmp_path: Path) -> None:
+    values = [None if i % 7 == 0 else "" if i % 11 == 0 else f"v{i}%_é\\" for i in range(500)]
+    write_table(tmp_path / "data" / "t", pd.DataFrame({"u": np.arange(500), "s": values}), 3)
+    with TestClient(create_app(make_settings(tmp_path))) as client:
+        assert client.put("/v1/tables/t", json={"location": str(tmp_path / "data" / "t")}).status_code == 200
+        r = client.post("/v1/create_global_index", json={"table": "t", "index_column": "u", "index_type": "fm"})
+        assert r.status_code == 400 and "an fm index needs a STRING column" in r.json()["error"]["message"], r.text
+        _build(client, "t", "s", {"sorted-index.records-per-range": "120", "fm-index.partition-row-count": "50"})
+        listed = client.get("/v1/tables/t/indexes").json()["indexes"]
+        assert [(i["column"], i["index_type"]) for i in listed] == [("s", "fm")]
+        for p in ("%1\\%%", "%\\\\", "v4%", "", "%é_"):
+            where = "s LIKE '" + p + "'"
+            got = client.post("/v1/tables/t/query", json={"where": where, "explain": True}).json()
+            assert got["row_ids"] == sorted(like_truth(values, p)) and got["exact"], where
+            assert got["explain"]["scan"]["rows_scanned"] == 0, where
