@@ -485,6 +485,8 @@ class IndexFamilyPublic(BaseModel):
     description: str
     builds: bool = Field(description="bgix builds this family (false: served only).")
     answers: list[str] | None = Field(description="The predicate operators its files answer (null: every one).")
+    key_types: list[str] | None = Field(None, description="The key types (a column's `key_type`) this family "
+                                        "holds, e.g. ['string'] for fm; null: every scalar key type.")
 
 
 class IndexFamiliesPublic(BaseModel):
