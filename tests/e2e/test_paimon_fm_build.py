@@ -9,6 +9,11 @@ non-default codec. Then:
   equals a plain-Python evaluation;
 - bgix's own answers after its build are exact from the index (nothing scanned);
 - bad fm options and an fm build on a non-STRING column are 400s naming the problem, committing nothing.
+
+Then a partitioned table pypaimon wrote (pypaimon-rust builds on one copy, bgix, with the local and the Spark
+engine, on the other, then both again after another commit): the ranges pypaimon-rust cuts (at the multiples of
+records-per-range) and its bytes; rows a deletion vector removed (pypaimon-rust refuses such tables); a plain
+Parquet table.
 """
 from __future__ import annotations
 
@@ -23,6 +28,7 @@ import pyarrow as pa
 import pytest
 
 from service.api.app import create_app
+from service.catalog import Catalog
 from service.tables.paimon import list_all_index_entries, open_paimon_table
 from tests.api.helpers import TestClient, make_settings, wait_job, write_table
 from tests.unit.index_format.fm.fm_truth import like_truth, random_like
@@ -176,14 +182,21 @@ def test_a_partitioned_tables_ranges_are_pypaimon_rusts(tmp_path: Path, engine: 
     no_dv = {k: v for k, v in pt.FULL_OPTIONS.items() if not k.startswith("deletion")}
     theirs = pt.create_table(wh, "rust", options=no_dv, commits=2, rows=200, seed=7)
     ours = pt.create_table(wh, "ours", options=no_dv, commits=2, rows=200, seed=7)
-    rt.run(rt.sql_context(wh), f"CALL sys.create_global_index(table => '{pt.DB}.rust', index_column => 'status', "
-                               f"index_type => 'fm', options => '{','.join(f'{k}={v}' for k, v in PART_OPTIONS.items())}')")
+    _rust_build(wh, "rust", "status", PART_OPTIONS)
     settings = make_settings(tmp_path, build_engine=engine, spark_master="local[1]") if engine == "spark" \
         else make_settings(tmp_path)
     with TestClient(create_app(settings)) as client:
         assert client.put("/v1/tables/ours", json={"format": "paimon", "location": str(ours)}).status_code == 200
-        _build(client, "ours", "status", PART_OPTIONS)
+        job = _build(client, "ours", "status", PART_OPTIONS)
+        assert Catalog(client.app.state.services.storage).get_job(job["id"]).spec["engine"] == engine
+        # another commit: both builds index only its rows (bgix's with the index's recorded options)
+        more = pt.make_rows(random.Random(70), 130)
+        for name in ("rust", "ours"):
+            pt.append(wh, name, more)
+        _rust_build(wh, "rust", "status", PART_OPTIONS)
+        _build(client, "ours", "status", {})
     rust, mine = _entries(theirs, "status"), _entries(ours, "status")
+    assert mine[-1].row_range_end == 529
     spans = [(e.row_range_start, e.row_range_end) for e in rust]
     assert any(a % 150 == 0 and b - a + 1 < 150 for a, b in spans)   # a piece cut at a multiple of R
     assert [(e.row_range_start, e.row_range_end) for e in mine] == spans
@@ -193,7 +206,7 @@ def test_a_partitioned_tables_ranges_are_pypaimon_rusts(tmp_path: Path, engine: 
             (r.partition, r.row_count, r.file_size, r.index_meta, r.index_field_id)
     rows = pt.pypaimon_read(ours, ["status"]).to_pylist()
     for p in ("%o%", "%r", "e%", "%\\_%"):
-        want = sorted(like_truth_rows(rows, "status", p))
+        want = sorted(_like_truth_rows(rows, "status", p))
         assert _rust_ids(wh, f"{pt.DB}.ours", f"status LIKE '{p}'") == want, p
 
 
@@ -203,7 +216,14 @@ def _rust_ids(wh: Path, table: str, where: str) -> list[int]:
     return sorted(got.column("_ROW_ID").to_pylist()) if got.num_rows else []
 
 
-def like_truth_rows(rows: list[dict[str, Any]], column: str, pattern: str) -> list[int]:
+def _rust_build(wh: Path, name: str, column: str, options: dict[str, str]) -> None:
+    """pypaimon-rust's incremental fm build of `<pt.DB>.<name>` (a table pypaimon made)."""
+    given = ",".join(f"{k}={v}" for k, v in options.items())
+    rt.run(rt.sql_context(wh), f"CALL sys.create_global_index(table => '{pt.DB}.{name}', index_column => '{column}', "
+                               f"index_type => 'fm', options => '{given}')")
+
+
+def _like_truth_rows(rows: list[dict[str, Any]], column: str, pattern: str) -> list[int]:
     values = {r["_ROW_ID"]: r[column] for r in rows}
     hit = like_truth([values.get(i) for i in range(max(values) + 1)], pattern)
     return [i for i in hit if i in values]
