@@ -293,6 +293,8 @@ _PAIMON_ONLY_KEYS = frozenset({
     "global-index.enabled", "scalar-index.search-mode",
     "global-index.thread-num", "global-index.external-path", "global-index.column-update-action",
     "sorted-index.records-per-file",
+    # Paimon's fm read-side keys: they shape no file, and bgix's reader has its own caches
+    "fm-index.read-cache-size", "fm-index.demand-page-size", "fm-index.locate-cost-ratio",
 })
 
 
@@ -474,7 +476,7 @@ def _split_string(text: str) -> dict[str, str]:
 def _unknown_message(key: str) -> str:
     known = ", ".join(sorted(_BY_KEY))
     if key in _PAIMON_ONLY_KEYS:
-        return f"option {shown(key)} is not used by bgix bitmap indexes; known options: {known}"
+        return f"option {shown(key)} is not used by bgix builds; known options: {known}"
     return f"unknown option {shown(key)}; known options: {known}"
 
 

@@ -177,6 +177,7 @@ def test_fm_options_have_paimons_defaults_and_reach_the_writer() -> None:
     ("fm-index.partition-row-count", "0"), ("fm-index.partition-row-count", "3000000000"),
     ("fm-index.sa-sample-rate", "12"), ("fm-index.sa-sample-rate", "0"), ("fm-index.sa-sample-rate", "2048"),
     ("fm-index.compression", "lzo"), ("fm-index.compression", "snappy"), ("fm-index.compression-level", "0"),
+    ("fm-index.read-cache-size", "1 mb"), ("fm-index.nope", "1"),
 ])
 def test_bad_fm_options_name_the_option(key: str, value: str) -> None:
     with pytest.raises(InvalidOptionError, match=key.replace(".", r"\.")) as err:
