@@ -20,8 +20,8 @@ if TYPE_CHECKING:
     from index_format.index_reader import IndexReader
     from index_format.written_files import WrittenFile
 
-__all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "FM", "MULTIVALUE", "FAMILIES", "IndexFamily", "built_family", "family",
-           "unserved_reason"]
+__all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "FM", "MULTIVALUE", "FAMILIES", "IndexFamily", "built_family",
+           "check_key_type", "family", "unserved_reason"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,7 +38,14 @@ class IndexFamily:
     `seeks`: leaf operators its files answer by seeking in key order rather than scanning every key, so they
     are never held to the fallback-scan budget (spec §6).
     `element_keys`: keys are the elements of an ARRAY column (one file per shard of row ids, spec §8).
+    `aligned_ranges`: a Paimon build cuts its row ranges at the multiples of `sorted-index.records-per-range`
+    (`_ROW_ID DIV R`, as Java's multivalue and pypaimon-rust's fm builds), not R ids from each piece's start.
+    `dense`: its files hold every row id of their range (an fm file's rows are its range's rows, in order):
+    rows the build's read does not return (deleted by a deletion vector) are written as nulls, which no answer
+    shows (deleted rows are taken out of every answer).
     `sidecars`: bgix may write and use a range sidecar beside its files (same rows, range-bitmap format).
+    `key_types`: the KeyType names (index_format.types) its keys may have; None: every scalar type. A build on
+    a column of another type is refused before it starts.
     `rank`: preference among families that answer a leaf equally well (lower first).
     `description`: one line for people (the dashboard's hint, GET /v1/index-families).
     """
@@ -50,7 +57,10 @@ class IndexFamily:
     builds: bool = True
     seeks: frozenset[str] = frozenset()
     element_keys: bool = False
+    aligned_ranges: bool = False
+    dense: bool = False
     sidecars: bool = False
+    key_types: frozenset[str] | None = None
     rank: int = 0
     description: str = ""
 
@@ -88,7 +98,7 @@ BTREE = IndexFamily(name="btree", reader="index_format.btree.btree_reader:open_b
 # Same file format as bitmap, keyed by array elements; Paimon reads it with a fallback budget of 0 (spec §8).
 MULTIVALUE = IndexFamily(name="multivalue", reader="index_format.global_index.reader:open_index",
                          writer="index_format.global_index.multivalue_writer:write_multivalue_files",
-                         answers=_ARRAY_OPS, element_keys=True, rank=2,
+                         answers=_ARRAY_OPS, element_keys=True, aligned_ranges=True, rank=2,
                          description="a row bitmap per array element (ARRAY columns); answers array_contains, "
                                      "arrays_overlap and array_contains_all; NOT and IS NULL on the array go to a "
                                      "scan")
@@ -99,7 +109,8 @@ MULTIVALUE = IndexFamily(name="multivalue", reader="index_format.global_index.re
 _FM_OPS = frozenset(("eq", "ne", "in", "not_in", "is_null", "is_not_null", "starts_with", "ends_with", "contains",
                      "like"))
 FM = IndexFamily(name="fm", reader="index_format.fm.fm_reader:open_fm_index",
-                 writer="index_format.fm.fm_writer:write_fm_files", answers=_FM_OPS, seeks=_FM_OPS, rank=3, builds=False,
+                 writer="index_format.fm.fm_writer:write_fm_files", answers=_FM_OPS, seeks=_FM_OPS, rank=3,
+                 key_types=frozenset(("string",)), aligned_ranges=True, dense=True,
                  description="an FM index (suffix array) over a STRING column; exact LIKE '%x%', contains, "
                              "LIKE 'x%', LIKE '%x' and general LIKE patterns, =, IN, IS [NOT] NULL")
 
@@ -130,6 +141,22 @@ def built_family(name: str) -> IndexFamily:
         raise InvalidOptionError(
             f"index_type {name!r} is not supported; bgix builds only {_names(BUILT_NAMES)} indexes")
     return found
+
+
+def check_key_type(fam: IndexFamily, column: str, kt: object, shown_type: object) -> None:
+    """Refuse a `fam` index on `column` whose keys have KeyType `kt` (shown to people as `shown_type`, the
+    table's own spelling of the column type) when the family cannot hold them.
+
+    Raises:
+        InvalidOptionError: naming the column, its type and the types the family holds.
+    """
+    if fam.key_types is None:
+        return
+    if getattr(kt, "name", None) not in fam.key_types:
+        wanted = " or ".join(t.upper() for t in sorted(fam.key_types))
+        article = "an" if fam.name[:1] in "aefhilmnorsx" else "a"   # as the letter is spoken: "an fm index"
+        raise InvalidOptionError(f"column {column!r} has type {shown_type}; {article} {fam.name} index needs a "
+                                 f"{wanted} column")
 
 
 def _names(names: Iterable[str]) -> str:

@@ -12,7 +12,7 @@ from typing import TypedDict, cast
 from index_format.errors import InvalidOptionError
 
 __all__ = [
-    "CODECS", "KEY_ORDERS", "OPTION_TABLE", "IndexOptions", "OptionSpec", "WRITABLE_CODECS",
+    "CODECS", "FM_CODECS", "KEY_ORDERS", "OPTION_TABLE", "IndexOptions", "OptionSpec", "WRITABLE_CODECS",
     "format_size", "given_options", "option_error", "parse_options", "parse_size", "shown", "split_pairs",
 ]
 
@@ -20,6 +20,8 @@ __all__ = [
 CODECS: tuple[str, ...] = ("none", "zstd", "lz4", "lzo")
 WRITABLE_CODECS: tuple[str, ...] = ("none", "zstd", "lz4")
 ZSTD_LEVELS = range(1, 23)
+# Paimon's fm-index.compression values (lzo is read-only there too: bgix writes none, lz4 or zstd).
+FM_CODECS: tuple[str, ...] = ("none", "lz4", "zstd")
 # spec §2.7: "logical" (current Paimon Java) or "bytes" (pypaimon 2.1.0, original Java) key order.
 KEY_ORDERS: tuple[str, ...] = ("logical", "bytes")
 
@@ -130,6 +132,23 @@ _BOOL = _Kind("bool", _parse_bool, lambda v: "true" if v else "false")
 _CODEC = _Kind("codec", _parse_codec, str)
 _KEY_ORDER = _Kind("choice", _parse_key_order, str)
 
+
+def _parse_fm_codec(value: object) -> str:
+    if isinstance(value, str) and value.strip().lower() in FM_CODECS:
+        return value.strip().lower()
+    raise ValueError(f"not an fm compression codec (allowed values: {', '.join(FM_CODECS)})")
+
+
+def _parse_power_of_two(value: object) -> int:
+    n = _parse_int(value)
+    if n < 1 or n & (n - 1):
+        raise ValueError("not a power of two")
+    return n
+
+
+_FM_CODEC = _Kind("choice", _parse_fm_codec, str)
+_POW2 = _Kind("int", _parse_power_of_two, str)
+
 # Sane bounds (issue 10): a value outside them is a typo or an attack, never a tuning choice.
 MAX_DICTIONARY_BLOCK_SIZE = 64 << 20          # one block is decoded whole on every look-up
 MAX_FALLBACK_SCAN_SIZE = 2 << 30              # dictionary bytes one scan predicate may read per range
@@ -234,6 +253,22 @@ OPTION_TABLE: tuple[OptionSpec, ...] = (
     OptionSpec("btree-index.bloom-filter.enabled", (), "bool", False,
                "btree indexes: write a bloom filter of the keys (pypaimon's option; Paimon Java writes none).",
                "btree_bloom_filter", _BOOL, shapes_files=True),
+    # Paimon's fm index (STRING columns; docs/format-notes.md "FM global index"): the writer's five options.
+    OptionSpec("fm-index.partition-size", (), "size", 16 << 20,
+               "fm indexes: a partition (independently readable FM index) closes before its text (each row's "
+               "UTF-8 bytes and a separator) would pass this many symbols.", "fm_partition_size", _SIZE,
+               2, _INT_MAX - 1, shapes_files=True),
+    OptionSpec("fm-index.partition-row-count", (), "int", 100_000,
+               "fm indexes: at most this many rows per partition.", "fm_partition_row_count", _INT, 1, _INT_MAX,
+               shapes_files=True),
+    OptionSpec("fm-index.sa-sample-rate", (), "int", 32,
+               "fm indexes: every n-th suffix array entry is stored (a power of two, 1..1024).",
+               "fm_sa_sample_rate", _POW2, 1, 1024, shapes_files=True),
+    OptionSpec("fm-index.compression", (), "choice", "lz4",
+               "fm indexes: codec of the blocks: none, lz4 or zstd.", "fm_compression", _FM_CODEC, shapes_files=True),
+    OptionSpec("fm-index.compression-level", (), "int", 1,
+               "fm indexes: zstd compression level, 1..22 (ignored by other codecs).", "fm_compression_level",
+               _INT, ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True),
     OptionSpec("bgix.key-order", (), "choice", "logical",
                "bgix extension: key order of numeric, date, time and timestamp indexes (spec §2.7): "
                "logical (Paimon Java, bgix) or bytes (pypaimon 2.1, bgix).", "key_order", _KEY_ORDER,
@@ -258,11 +293,14 @@ _PAIMON_ONLY_KEYS = frozenset({
     "global-index.enabled", "scalar-index.search-mode",
     "global-index.thread-num", "global-index.external-path", "global-index.column-update-action",
     "sorted-index.records-per-file",
+    # Paimon's fm read-side keys: they shape no file, and bgix's reader has its own caches
+    "fm-index.read-cache-size", "fm-index.demand-page-size", "fm-index.locate-cost-ratio",
 })
 
 
 # Level field → its codec field: a level only shapes files under zstd.
-_LEVEL_CODEC = {"compression_level": "compression", "multivalue_compression_level": "multivalue_compression"}
+_LEVEL_CODEC = {"compression_level": "compression", "multivalue_compression_level": "multivalue_compression",
+                "btree_compression_level": "btree_compression", "fm_compression_level": "fm_compression"}
 
 
 class OptionFields(TypedDict, total=False):
@@ -281,6 +319,11 @@ class OptionFields(TypedDict, total=False):
     btree_compression: str
     btree_compression_level: int
     btree_bloom_filter: bool
+    fm_partition_size: int
+    fm_partition_row_count: int
+    fm_sa_sample_rate: int
+    fm_compression: str
+    fm_compression_level: int
     key_order: str
     rebuild: bool
     range_sidecar: bool
@@ -304,6 +347,11 @@ class IndexOptions:
     btree_compression: str = "none"
     btree_compression_level: int = 1
     btree_bloom_filter: bool = False
+    fm_partition_size: int = 16 << 20
+    fm_partition_row_count: int = 100_000
+    fm_sa_sample_rate: int = 32
+    fm_compression: str = "lz4"
+    fm_compression_level: int = 1
     key_order: str = "logical"
     rebuild: bool = False
     range_sidecar: bool = True
@@ -349,9 +397,6 @@ class IndexOptions:
                 continue
             codec = _LEVEL_CODEC.get(spec.field)
             if codec is not None and not (getattr(self, codec) == getattr(other, codec) == "zstd"):
-                continue
-            if spec.field == "btree_compression_level" and not (
-                    self.btree_compression == other.btree_compression == "zstd"):
                 continue
             a, b = getattr(self, spec.field), getattr(other, spec.field)
             if a != b:
@@ -431,7 +476,7 @@ def _split_string(text: str) -> dict[str, str]:
 def _unknown_message(key: str) -> str:
     known = ", ".join(sorted(_BY_KEY))
     if key in _PAIMON_ONLY_KEYS:
-        return f"option {shown(key)} is not used by bgix bitmap indexes; known options: {known}"
+        return f"option {shown(key)} is not used by bgix builds; known options: {known}"
     return f"unknown option {shown(key)}; known options: {known}"
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pyarrow as pa
@@ -37,6 +38,9 @@ from index_format.fm.fm_format import (
 from index_format.storage import Storage
 from index_format.written_files import WriterInputError, WrittenFile
 
+if TYPE_CHECKING:
+    from index_format.options import IndexOptions
+
 __all__ = ["FMOptions", "fm_options", "write_fm_bytes", "write_fm_files"]
 
 PARTITION_SIZE = "fm-index.partition-size"
@@ -60,9 +64,9 @@ class FMOptions:
     compression_level: int = 1
 
 
-def fm_options(options: FMOptions | Mapping[str, object] | str | None) -> FMOptions:
-    """FMOptions from Paimon's `fm-index.*` keys (a mapping or "k=v,k=v"); other keys are ignored, as they belong
-    to other families or to the build.
+def fm_options(options: FMOptions | IndexOptions | Mapping[str, object] | str | None) -> FMOptions:
+    """FMOptions from Paimon's `fm-index.*` keys (a mapping or "k=v,k=v"; other keys are ignored, as they belong
+    to other families or to the build) or from an IndexOptions' fm fields (what a build passes).
 
     Raises:
         InvalidOptionError: a value that does not parse or lies outside Paimon's range.
@@ -77,8 +81,13 @@ def fm_options(options: FMOptions | Mapping[str, object] | str | None) -> FMOpti
         raw = {k.strip(): v.strip() for k, v in raw.items()}
     elif isinstance(options, Mapping):
         raw = options
-    else:   # an IndexOptions: it carries no fm-index keys
-        return FMOptions()
+    else:   # an IndexOptions (index_format.options): its fm-index options, validated there
+        from index_format.options import IndexOptions
+        if not isinstance(options, IndexOptions):
+            raise InvalidOptionError(f"fm options must be a mapping, a 'k=v,k=v' string or IndexOptions, "
+                                     f"not {type(options).__name__}")
+        return FMOptions(options.fm_partition_size, options.fm_partition_row_count, options.fm_sa_sample_rate,
+                         options.fm_compression, options.fm_compression_level)
     from index_format.options import parse_size
     d = FMOptions()
 
@@ -324,7 +333,7 @@ def _cuts(enc: np.ndarray, opts: FMOptions) -> list[tuple[int, int]]:
 
 
 def write_fm_bytes(values: pa.Array | Sequence[str | bytes | None], first_row_id: int = 0,
-                   options: FMOptions | Mapping[str, object] | str | None = None) -> tuple[bytes, bytes]:
+                   options: FMOptions | IndexOptions | Mapping[str, object] | str | None = None) -> tuple[bytes, bytes]:
     """One FM file of `values` (row i has id first_row_id + i): (file bytes, index metadata for the manifest).
 
     Raises:
@@ -385,7 +394,7 @@ def write_fm_bytes(values: pa.Array | Sequence[str | bytes | None], first_row_id
 
 
 def write_fm_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.Array | np.ndarray | Sequence[int],
-                   kt: object, options: FMOptions | Mapping[str, object] | str | None = None, *,
+                   kt: object, options: FMOptions | IndexOptions | Mapping[str, object] | str | None = None, *,
                    records_per_file: int, new_path: Callable[[], str], storage: Storage,
                    keep_rows: bool = False) -> list[WrittenFile]:
     """The FAMILIES writer: rows sorted by local row id, which must be consecutive, cut into files of

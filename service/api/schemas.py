@@ -240,8 +240,8 @@ class CreateIndexRequest(_Model):
     index_column: str = Field(min_length=1, max_length=256)
     index_type: str = Field(
         "bitmap", pattern=INDEX_TYPE_PATTERN, max_length=2048,
-        description="The index family: " + ", ".join(BUILT_NAMES) + " (multivalue: ARRAY columns). With several "
-                    "columns in index_column, one family for all or one per column in order, e.g. "
+        description="The index family: " + ", ".join(BUILT_NAMES) + " (multivalue: ARRAY columns; fm: STRING "
+                    "columns). With several columns in index_column, one family for all or one per column in order, e.g. "
                     "index_column 'uid,tags' with index_type 'btree,multivalue' (built from one scan).")
     partitions: str | list[dict[str, str]] | None = Field(
         None, description="Paimon spec 'k=v,k=v;k=v' or a list of {column: value} objects.")
@@ -485,6 +485,8 @@ class IndexFamilyPublic(BaseModel):
     description: str
     builds: bool = Field(description="bgix builds this family (false: served only).")
     answers: list[str] | None = Field(description="The predicate operators its files answer (null: every one).")
+    key_types: list[str] | None = Field(None, description="The key types (a column's `key_type`) this family "
+                                        "holds, e.g. ['string'] for fm; null: every scalar key type.")
 
 
 class IndexFamiliesPublic(BaseModel):

@@ -116,6 +116,8 @@ class RangeBuilder:
         rows = self.counts.pop(r)
         start, end = rng.start, rng.end
         fam = self.families[rng.column]
+        if fam.dense and len(local) < end - start + 1:
+            keys, local = _dense(keys, local, end - start + 1)
         sidecars = (self.plan.sidecars and fam.sidecars and self.options.range_sidecar
                     and sidecar_possible(kt, end - start + 1))
         written = fam.write_files(keys, local, kt, self.options,
@@ -169,6 +171,15 @@ class RangeBuilder:
     def finish(self) -> Iterator[pa.RecordBatch]:
         for r in sorted(self.keys):
             yield self.flush(r)
+
+
+def _dense(keys: pa.Array, local: np.ndarray, n: int) -> tuple[pa.Array, np.ndarray]:
+    """Every local id 0..n-1 of a range, in order: the rows read at their ids, nulls at the ids no row was read
+    for (rows a deletion vector removed; answers never show them)."""
+    where = np.full(n, -1, dtype=np.int64)
+    where[local] = np.arange(len(local), dtype=np.int64)
+    missing = where < 0
+    return keys.take(pa.array(where, mask=missing)), np.arange(n, dtype=np.int64)
 
 
 def build_batches(batches: Iterable[pa.RecordBatch], plan: BuildPlan,

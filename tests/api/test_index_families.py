@@ -15,12 +15,14 @@ def test_index_families_are_served_from_the_family_table(tmp_path: Path) -> None
     families = {f["name"]: f for f in r.json()["families"]}
     assert list(families) == ["bitmap", "btree", "multivalue", "fm"]
     assert all(f["description"] for f in families.values())
-    assert [n for n, f in families.items() if f["builds"]] == ["bitmap", "btree", "multivalue"]   # fm: served only
+    assert [n for n, f in families.items() if f["builds"]] == ["bitmap", "btree", "multivalue", "fm"]
     assert families["bitmap"]["answers"] is None   # every operator
     assert {"eq", "between", "starts_with", "not_in"} <= set(families["btree"]["answers"])
     assert "ends_with" not in families["btree"]["answers"] and "contains" not in families["btree"]["answers"]
     assert families["multivalue"]["answers"] == ["array_contains", "array_contains_all", "arrays_overlap"]
     assert {"contains", "like", "ends_with", "starts_with", "eq", "is_null"} <= set(families["fm"]["answers"])
+    assert families["fm"]["key_types"] == ["string"]   # the dashboard offers STRING fields only
+    assert all(families[n]["key_types"] is None for n in ("bitmap", "btree", "multivalue"))
 
 
 def test_index_families_need_the_token_when_reads_do(tmp_path: Path) -> None:

@@ -111,6 +111,8 @@ def test_multivalue_top_elements_and_array_contains_look_up(browser, start_servi
             page.select_option("#build-type", "btree")
             assert "high-cardinality" in page.locator("#build-type-hint").inner_text()
             assert [options.nth(i).get_attribute("value") for i in range(options.count())] == ["id", "uid", "name"]
+            page.select_option("#build-type", "fm")   # its key_types: STRING fields only
+            assert [options.nth(i).get_attribute("value") for i in range(options.count())] == ["name"]
         finally:
             context.close()
 

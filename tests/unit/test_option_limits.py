@@ -22,7 +22,9 @@ def test_every_numeric_option_has_both_bounds() -> None:
         "bitmap-index.dictionary-block-size", "bitmap-index.compression-level",
         "bitmap-index.fallback-scan-max-size", "bgix.range-sidecar.chunk-size",
         "multivalue-index.dictionary-block-size", "multivalue-index.compression-level",
-        "btree-index.block-size", "btree-index.compression-level"}
+        "btree-index.block-size", "btree-index.compression-level",
+        "fm-index.partition-size", "fm-index.partition-row-count", "fm-index.sa-sample-rate",
+        "fm-index.compression-level"}
     for s in BOUNDED:
         assert s.minimum is not None and s.maximum is not None, s.key
         assert s.minimum <= s.default <= s.maximum  # type: ignore[operator]

@@ -44,7 +44,8 @@ def list_index_families() -> schemas.IndexFamiliesPublic:
     """The index families bgix serves (index_format.families), with what each answers and whether bgix builds it."""
     return schemas.IndexFamiliesPublic(families=[
         schemas.IndexFamilyPublic(name=f.name, description=f.description, builds=f.builds,
-                                  answers=None if f.answers is None else sorted(f.answers))
+                                  answers=None if f.answers is None else sorted(f.answers),
+                                  key_types=None if f.key_types is None else sorted(f.key_types))
         for f in FAMILIES.values()])
 
 

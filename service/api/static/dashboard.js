@@ -129,11 +129,14 @@ function el(tag, attrs, ...children) {
 // ---- index families (index_format/families.py): one column may have an index of each --------------
 // name → description, served by GET /v1/index-families from index_format/families.py (loadFamilies)
 let FAMILIES = {};
+// name → the key types its columns must have (absent: any scalar), from the same answer
+let FAMILY_KEY_TYPES = {};
 
 async function loadFamilies() {
   const data = await api("GET", "/v1/index-families");
   const families = (data && data.families) || [];
   FAMILIES = Object.fromEntries(families.map((f) => [f.name, `${f.name}: ${f.description}`]));
+  FAMILY_KEY_TYPES = Object.fromEntries(families.filter((f) => f.key_types).map((f) => [f.name, f.key_types]));
   const sel = $("build-type");
   const prev = sel.value;
   const built = families.filter((f) => f.builds);
@@ -419,8 +422,11 @@ function fillColumnList() {
   const family = $("build-type").value;
   $("build-type-hint").textContent = FAMILIES[family] || "";
   // A Paimon table names its fields: offer those the chosen family can index (partition keys excepted): ARRAY
-  // fields for multivalue, fields with a scalar key type for bitmap and btree.
-  const fits = (f) => (family === "multivalue" ? /^ARRAY\b/i.test(f.type) : Boolean(f.key_type));
+  // fields for multivalue, fields with a scalar key type for bitmap and btree, STRING fields for fm (its
+  // key_types).
+  const allowed = FAMILY_KEY_TYPES[family];
+  const fits = (f) => (family === "multivalue" ? /^ARRAY\b/i.test(f.type)
+    : Boolean(f.key_type) && (!allowed || allowed.includes(f.key_type)));
   const cols = !d ? [] : d.paimon
     ? d.paimon.fields.filter((f) => fits(f) && !d.paimon.partition_keys.includes(f.name)).map((f) => f.name)
     : [...new Set(d.indexes.map((ix) => ix.column))];

@@ -13,6 +13,7 @@ import pyarrow as pa
 
 from index_format import ranges
 from index_format.errors import InvalidOptionError
+from index_format.families import family
 from index_format.storage import Storage
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import DataFileError, UnsupportedOperationError
@@ -24,7 +25,7 @@ from service.tables.files.scan import (
     hive_keys, list_data_files, parse_partition, read_columns, read_schema, read_slice, relative_dir,
 )
 from service.tables.build_tasks import ROW_ID, BuildOutcome, BuildPlan
-from service.tables.files.plan import check_family, commit_build, plan_build
+from service.tables.files.plan import check_family, column_key_type, commit_build, plan_build
 from service.tables.files.rowids import file_key
 from service.tables.table_source import IndexViewSource, OrphanReport
 from service.tables.files.data_files import DataFileMap
@@ -228,14 +229,19 @@ class FileSource:
         select_files([], t, spec.partitions)
 
     def check_build(self, spec: JobSpec, requested: RequestedOptions = None) -> JobSpec:
-        """Partitions that match no data file or hold unreadable ones; options that differ from the existing
-        index's without rebuild (an incremental build keeps the index's options)."""
+        """Partitions that match no data file or hold unreadable ones; a column type the family cannot hold (of
+        families that hold only some types); options that differ from the existing index's without rebuild (an
+        incremental build keeps the index's options)."""
         self.check_table(spec)
         check_partitions_match(self.catalog.storage, self.table, spec.partitions)
         # The map as last scanned; the job rescans and checks again (plan.make_plan).
         check_readable(self.files.unreadable(self.table.name), self.table, spec.partitions)
         previous = self.catalog.current_snapshot(self.table.name, spec.index_column)
         check_family(previous, spec)
+        if family(spec.index_type).key_types is not None:   # a family that holds only some types (fm: STRING)
+            schema = self.arrow_schema()                     # one data file's footer; the job checks again
+            if spec.index_column in schema.names:
+                column_key_type(schema.field(spec.index_column).type, spec.index_type, spec.index_column)
         options = resolve_options(requested, previous.options if previous else None, spec.index_column)
         return replace(spec, options=options)
 

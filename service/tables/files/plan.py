@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from index_format import ranges as row_ranges
 from index_format.errors import InvalidOptionError, UnsupportedTypeError
-from index_format.families import family
+from index_format.families import check_key_type, family
 from index_format.options import IndexOptions, option_error
 from index_format.storage import Storage
 from index_format.types import KeyType, from_arrow
@@ -177,7 +177,7 @@ def next_snapshot(plan: FilePlan, key_type: str, written: pa.Table, storage: Sto
         row_count=sum(s.row_count for s in source_list))
 
 
-def _key_type(arrow_type: pa.DataType, index_type: str, column: str) -> KeyType:
+def column_key_type(arrow_type: pa.DataType, index_type: str, column: str) -> KeyType:
     """The keys a `index_type` index on a column of `arrow_type` holds: a multivalue index the elements of a
     list column, the others the column's values.
 
@@ -193,7 +193,9 @@ def _key_type(arrow_type: pa.DataType, index_type: str, column: str) -> KeyType:
     if is_list:
         raise UnsupportedTypeError(f"column {column!r} has type {arrow_type}, which a {index_type} index cannot "
                                    "hold; index its elements with index_type 'multivalue'")
-    return from_arrow(arrow_type)
+    kt = from_arrow(arrow_type)
+    check_key_type(family(index_type), column, kt, arrow_type)
+    return kt
 
 
 def check_family(previous: Snapshot | None, spec: JobSpec) -> None:
@@ -236,7 +238,7 @@ def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
     f0 = plan.files[0] if plan.files else None
     # Key type from the first data file's Arrow schema (Parquet/ORC: footer only); the Spark scan
     # variant takes Spark's own.
-    kt = _key_type(_column_type(read_schema(storage, f0.path, table.format, f0.size), column, f0.path),
+    kt = column_key_type(_column_type(read_schema(storage, f0.path, table.format, f0.size), column, f0.path),
                    spec.index_type, column) if f0 else None
     nothing = not plan.ranges and not spec.options.rebuild
     return BuildPlan(

@@ -5,8 +5,8 @@ snapshot's contiguous data row ranges (per partition, per split) minus the row r
 same family already cover. Index files a data-evolution update made stale (stale_index) cover nothing: their
 ranges are built again and the commit replaces them (`PaimonBuildPlan.replaces`, as Paimon Java's incremental
 build refreshes them); a rebuild builds every range and replaces every file of the column's family. Each piece
-is cut at `sorted-index.records-per-range` ids (a multivalue index at the multiples of it: Java's globally
-aligned shards `_ROW_ID DIV R`, one file each). One task reads one (contiguous
+is cut at `sorted-index.records-per-range` ids (multivalue and fm indexes at the multiples of it: Java's and
+pypaimon-rust's globally aligned shards `_ROW_ID DIV R`, one file each). One task reads one (contiguous
 part of a) split once for every requested column; DataSplit and the table object pickle, so a Spark task
 can read its own split. The value indexed for a row is what pypaimon's reader returns for `[column, _ROW_ID]`.
 
@@ -26,7 +26,7 @@ from pypaimon.utils.range_helper import RangeHelper
 
 from index_format import ranges
 from index_format.errors import InvalidOptionError
-from index_format.families import BITMAP, family
+from index_format.families import BITMAP, check_key_type, family
 from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
 from service.tables.paimon.index_entries import list_all_index_entries
 from service.tables.paimon.key_types import key_type_of_spelling
@@ -126,6 +126,7 @@ def _key_type(column: str, ptype: object, index_type: str) -> str:
     if kt is None:
         hint = "; index its elements with index_type 'multivalue'" if element is not None else ""
         raise InvalidOptionError(f"column {column!r} has type {ptype}, which a {index_type} index cannot hold{hint}")
+    check_key_type(family(index_type), column, kt, ptype)
     return kt.spelling
 
 
@@ -156,7 +157,7 @@ def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range:
         return not partitions or any(all(str(part.get(k)) == str(v) for k, v in s.items()) for s in partitions)
 
     def cut(c: str, todo: list[Range]) -> tuple[Range, ...]:
-        if family(fams[c]).element_keys:   # one file per globally aligned shard (Java's multivalue build)
+        if family(fams[c]).aligned_ranges:   # globally aligned shards (Java's multivalue, pypaimon-rust's fm)
             return tuple(ranges.aligned_chunks(todo, records_per_range))
         return tuple(ranges.chunks(todo, records_per_range))
     tasks = []

@@ -154,3 +154,32 @@ def test_multivalue_options_are_their_own() -> None:
     zstd = parse_options({"multivalue-index.compression": "zstd"})
     assert zstd.differences(zstd.with_overrides({"multivalue-index.compression-level": 5})) == [
         ("multivalue-index.compression-level", "1", "5")]
+
+
+def test_fm_options_have_paimons_defaults_and_reach_the_writer() -> None:
+    from index_format.fm.fm_writer import FMOptions, fm_options
+    o = parse_options(None)
+    assert (o.fm_partition_size, o.fm_partition_row_count, o.fm_sa_sample_rate, o.fm_compression,
+            o.fm_compression_level) == (16 << 20, 100_000, 32, "lz4", 1)
+    assert fm_options(o) == FMOptions()
+    given = {"fm-index.partition-size": "1 mb", "fm-index.partition-row-count": "40", "fm-index.sa-sample-rate": 8,
+             "fm-index.compression": "ZSTD", "fm-index.compression-level": "3"}
+    assert fm_options(parse_options(given)) == FMOptions(1 << 20, 40, 8, "zstd", 3) == fm_options(given)
+    assert parse_options(parse_options(given).to_dict()) == parse_options(given)
+    # a level differs only under zstd
+    assert IndexOptions(fm_compression_level=5).differences(IndexOptions()) == []
+    assert [d[0] for d in IndexOptions(fm_compression="zstd", fm_compression_level=5).differences(
+        IndexOptions(fm_compression="zstd"))] == ["fm-index.compression-level"]
+
+
+@pytest.mark.parametrize(("key", "value"), [
+    ("fm-index.partition-size", "1 b"), ("fm-index.partition-size", "2 gb"), ("fm-index.partition-size", "x"),
+    ("fm-index.partition-row-count", "0"), ("fm-index.partition-row-count", "3000000000"),
+    ("fm-index.sa-sample-rate", "12"), ("fm-index.sa-sample-rate", "0"), ("fm-index.sa-sample-rate", "2048"),
+    ("fm-index.compression", "lzo"), ("fm-index.compression", "snappy"), ("fm-index.compression-level", "0"),
+    ("fm-index.read-cache-size", "1 mb"), ("fm-index.nope", "1"),
+])
+def test_bad_fm_options_name_the_option(key: str, value: str) -> None:
+    with pytest.raises(InvalidOptionError, match=key.replace(".", r"\.")) as err:
+        parse_options({key: value})
+    assert getattr(err.value, "option", None) == key
