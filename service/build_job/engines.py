@@ -145,6 +145,7 @@ def parallelism(master: str, spark: SparkSession) -> int:
 
 # -- JVM class-data sharing -------------------------------------------------------------------------
 
+_CDS_RECORD_SECONDS = 600.0  # a recording claim older than this is abandoned (its JVM died or wrote nothing)
 _CDS_SETTLE_SECONDS = 60.0  # a JVM writes its archive within seconds of exiting; older parts are complete
 
 
@@ -166,7 +167,29 @@ def class_data_sharing_options(cache_dir: Path) -> str:
     quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # its warnings list every class it skips
     if final.exists():
         return f"-XX:SharedArchiveFile={final} {quiet}"
+    if not _claim_recording(cache_dir / f"spark-{key}.recording"):
+        return ""   # another JVM records the archive: recording costs ~3 CPU-s at exit and helps no one twice
     return f"-XX:ArchiveClassesAtExit={cache_dir / f'spark-{key}.{os.getpid()}.part'} {quiet}"
+
+
+def _claim_recording(marker: Path) -> bool:
+    """Whether this JVM records the archive: one at a time (a fresh machine starting several sessions at once would
+    otherwise have each dump ~100 MB as it exits: ~3 CPU-s each, against ~3 CPU-s an archive saves per start). A
+    claim older than _CDS_RECORD_SECONDS is a recorder that died or could not write: taken over."""
+    for _ in range(2):
+        try:
+            os.close(os.open(marker, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+            return True
+        except FileExistsError:
+            try:
+                if time.time() - marker.stat().st_mtime <= _CDS_RECORD_SECONDS:
+                    return False
+                marker.unlink()
+            except OSError:
+                continue
+        except OSError:
+            return False
+    return False
 
 
 # Spark's launcher puts these directories on the JVM's class path; with a non-empty directory there the JVM can
@@ -220,8 +243,10 @@ def _private_dir(path: Path) -> bool:
 
 
 def _settle_parts(cache_dir: Path, key: str, final: Path) -> None:
-    """Promote the first settled part archive to `final`; delete settled parts once `final` exists (each is
-    about 100 MB; jobs that started before the promotion each recorded one)."""
+    """Promote the first settled part archive to `final` (and drop the recording claim); delete settled parts
+    once `final` exists (each is about 100 MB)."""
+    if final.exists():
+        (cache_dir / f"spark-{key}.recording").unlink(missing_ok=True)
     for part in cache_dir.glob(f"spark-{key}.*.part"):
         try:
             st = part.stat()
@@ -231,6 +256,7 @@ def _settle_parts(cache_dir: Path, key: str, final: Path) -> None:
                 part.unlink()
             else:
                 os.replace(part, final)
+                (cache_dir / f"spark-{key}.recording").unlink(missing_ok=True)
         except OSError:  # another job promoted or removed it meanwhile
             continue
 

@@ -75,11 +75,26 @@ def test_a_settled_part_is_promoted_and_later_parts_removed(java: Path, tmp_path
 
 
 def test_the_archive_name_follows_java_and_spark(java: Path, tmp_path: Path) -> None:
-    cache = tmp_path / "cds"
-    first = _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit").name.split(".")[0]
-    assert _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit").name.split(".")[0] == first
+    first = _archive(class_data_sharing_options(tmp_path / "a"), "ArchiveClassesAtExit").name.split(".")[0]
+    assert _archive(class_data_sharing_options(tmp_path / "b"), "ArchiveClassesAtExit").name.split(".")[0] == first
     _age(java, 3600)  # another java binary (its mtime is part of the key)
-    assert _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit").name.split(".")[0] != first
+    assert _archive(class_data_sharing_options(tmp_path / "a"), "ArchiveClassesAtExit").name.split(".")[0] != first
+
+
+def test_one_jvm_at_a_time_records_the_archive(java: Path, tmp_path: Path) -> None:
+    """Sessions starting while one records run without an archive (recording costs CPU at exit, once is enough);
+    an abandoned claim is taken over; once the archive is promoted every session loads it."""
+    cache = tmp_path / "cds"
+    part = _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit")
+    key = part.name.split(".")[0]
+    assert class_data_sharing_options(cache) == ""            # the first is still recording
+    _age(cache / f"{key}.recording", engines._CDS_RECORD_SECONDS + 5)
+    again = _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit")   # it died: taken over
+    assert class_data_sharing_options(cache) == ""
+    again.write_bytes(b"recorded")
+    _age(again, engines._CDS_SETTLE_SECONDS + 5)
+    assert _archive(class_data_sharing_options(cache), "SharedArchiveFile") == cache / f"{key}.jsa"
+    assert not (cache / f"{key}.recording").exists()
 
 
 def test_nothing_without_java(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -150,7 +165,6 @@ def test_no_archive_with_a_configuration_directory_on_the_class_path(
     conf = tmp_path / "conf"
     conf.mkdir()
     monkeypatch.setenv(variable, str(conf))
-    cache = tmp_path / "cds"
-    assert class_data_sharing_options(cache) != ""          # an empty directory is no obstacle
+    assert class_data_sharing_options(tmp_path / "a") != ""    # an empty directory is no obstacle
     (conf / "spark-defaults.conf").write_text("spark.executor.memory 1g\n")
-    assert class_data_sharing_options(cache) == ""
+    assert class_data_sharing_options(tmp_path / "b") == ""
