@@ -125,8 +125,9 @@ class BuildRunner:
             self._handle_cancels()
             # reap first: a build that just failed because the JVM died must stop this runner taking the next one
             self._reap()
-            if not self.draining and not self.jvm_dead and self._waiting() and not self._jvm_died():
-                self._claim_new()
+            waiting = [] if self.draining or self.jvm_dead else self._waiting()
+            if waiting and not self._jvm_died():
+                self._claim_new(waiting)
             if self.running:
                 continue
             if self.jvm_dead:   # exit non-zero: the service starts another runner for the builds still waiting
@@ -155,8 +156,8 @@ class BuildRunner:
         specs = self.box.specs()
         return [p for p in specs if p.stem == self.only_job] if self.only_job is not None else specs
 
-    def _claim_new(self) -> None:
-        for path in self._waiting():
+    def _claim_new(self, waiting: list[Path]) -> None:
+        for path in waiting:
             if self.only_job is not None and self.builds:
                 return
             claimed = self.box.claim(path)

@@ -156,8 +156,9 @@ def class_data_sharing_options(cache_dir: Path) -> str:
     Loading and verifying Spark's classes is a large part of a fresh session's start on a small machine;
     an archive roughly halves the JVM's start-up CPU. The JVM checks an archive itself and runs without it
     when it does not match, so the worst case is today's start time. An archive is written under a part
-    name and promoted by a later job once it has not changed for a minute. `cache_dir` must be ours alone
-    (an archive holds code): it is created 0700 and not used when another user owns it.
+    name (one JVM records at a time) and promoted by a later job once it has not changed for a minute.
+    `cache_dir` must be ours alone (an archive holds code): it is created 0700 and not used when another
+    user owns it.
     """
     key = _cds_key()
     if key is None or _conf_dirs_on_classpath() or not _private_dir(cache_dir):
@@ -192,19 +193,17 @@ def _claim_recording(marker: Path) -> bool:
     return False
 
 
-# Spark's launcher puts these directories on the JVM's class path; with a non-empty directory there the JVM can
-# neither use nor write an archive, and says so on stdout as it exits ("Cannot have non-empty directory in
-# paths"), after the build's result line.
-_CONF_DIR_VARIABLES = ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR")
+# Spark's launcher puts its configuration directory (and Hadoop's and YARN's) on the JVM's class path; with a
+# non-empty directory there the JVM can neither use nor write an archive, and says so on stdout as it exits
+# ("Cannot have non-empty directory in paths"), after the build's result line.
 
 
 def _conf_dirs_on_classpath() -> bool:
     """Whether a configuration directory Spark adds to the class path holds files (no archive then)."""
     import pyspark
-    dirs = [os.environ.get(v) for v in _CONF_DIR_VARIABLES]
-    dirs.append(os.environ.get("SPARK_CONF_DIR") or str(Path(os.environ.get("SPARK_HOME")
-                                                             or Path(pyspark.__file__).parent, "conf")))
-    for d in dirs:
+    spark_conf = os.environ.get("SPARK_CONF_DIR") or str(
+        Path(os.environ.get("SPARK_HOME") or Path(pyspark.__file__).parent, "conf"))   # the launcher's default
+    for d in (spark_conf, os.environ.get("HADOOP_CONF_DIR"), os.environ.get("YARN_CONF_DIR")):
         try:
             if d and any(Path(d).iterdir()):
                 return True

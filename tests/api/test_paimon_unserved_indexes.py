@@ -6,16 +6,15 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections.abc import Iterator
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
-from index_format.literals import like_regex
 from service.api.app import create_app
 from tests.api.helpers import TestClient, make_settings
+from tests.unit.index_format.fm.fm_truth import like_truth
 from tests.unit.tables.paimon import rust_tables as rt
 
 ROWS = 400
@@ -48,8 +47,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClien
 
 
 def _expected(texts: list[str | None], pattern: str) -> list[int]:
-    rx = re.compile(like_regex(pattern))
-    return [i for i, v in enumerate(texts) if v is not None and rx.match(v)]
+    return list(like_truth(texts, pattern))
 
 
 def test_every_index_is_listed_with_whether_bgix_serves_it(served: tuple[TestClient, list[str | None]]) -> None:

@@ -31,24 +31,15 @@ from service.api.app import create_app
 from service.catalog import Catalog
 from service.tables.paimon import list_all_index_entries, open_paimon_table
 from tests.api.helpers import TestClient, make_settings, wait_job, write_table
-from tests.unit.index_format.fm.fm_truth import like_truth, random_like
+from tests.unit.index_format.fm.fm_truth import like_truth, random_like, random_texts
 from tests.unit.tables.paimon import paimon_tables as pt
 from tests.unit.tables.paimon import rust_tables as rt
 
-WORDS = ["vip", "vip-u", "VIP", "a", "b", "é", "日本", "🙂", "%", "_", "\\", "x'y", "", "tag-7"]
 DDL = "id BIGINT, txt STRING, uid BIGINT"
 OPTIONS = {"sorted-index.records-per-range": "150", "fm-index.partition-row-count": "40",
            "fm-index.sa-sample-rate": "8", "fm-index.compression": "zstd", "fm-index.compression-level": "3"}
 COMMITS = (260, 140)
 
-
-def _texts(rng: random.Random, n: int) -> list[str | None]:
-    out: list[str | None] = []
-    for _ in range(n):
-        r = rng.random()
-        out.append(None if r < 0.08 else "" if r < 0.12 else
-                   "".join(rng.choice(WORDS) for _ in range(rng.randint(40, 90) if r < 0.14 else rng.randint(1, 4))))
-    return out
 
 
 def _commits() -> list[pa.Table]:
@@ -56,7 +47,7 @@ def _commits() -> list[pa.Table]:
     out, start = [], 0
     for n in COMMITS:
         out.append(pa.table({"id": pa.array(range(start, start + n), pa.int64()),
-                             "txt": pa.array(_texts(rng, n), pa.string()),
+                             "txt": pa.array(random_texts(rng, n), pa.string()),
                              "uid": pa.array([rng.randint(-5, 5) for _ in range(n)], pa.int64())}))
         start += n
     return out

@@ -123,8 +123,7 @@ def index_file_names(table: PaimonTable, snapshot: object | None) -> frozenset[s
     """
     if snapshot is None:
         return frozenset()
-    wanted = frozenset(FAMILIES)
-    entries = scan_index_manifest(table, snapshot, lambda e: _is_global(e, wanted))
+    entries = scan_index_manifest(table, snapshot, lambda e: _is_global(e, FAMILIES.__contains__))
     return frozenset(str(e.index_file.file_name) for e in entries)
 
 
@@ -157,9 +156,7 @@ def _key_type(field: object, index_type: str) -> KeyType | None:
     return key_type_of_spelling(str(ftype))
 
 
-def _is_global(entry: object, wanted: frozenset[str] | Callable[[str], bool]) -> bool:
+def _is_global(entry: object, wanted: Callable[[str], bool]) -> bool:
     meta = getattr(entry, "index_file", None)
-    if getattr(entry, "kind", _ADD) != _ADD or meta is None or meta.global_index_meta is None:
-        return False
-    name = _family_name(meta.index_type)
-    return wanted(name) if callable(wanted) else name in wanted
+    return (getattr(entry, "kind", _ADD) == _ADD and meta is not None and meta.global_index_meta is not None
+            and wanted(_family_name(meta.index_type)))

@@ -14,19 +14,10 @@ from pypaimon.index.index_file_handler import IndexFileHandler
 
 from index_format.fm.fm_reader import open_fm_index
 from index_format.fm.fm_writer import write_fm_bytes
-from tests.unit.index_format.fm.fm_truth import check_reader, like_truth, random_like
+from tests.unit.index_format.fm.fm_truth import check_reader, like_truth, random_like, random_texts
 from tests.unit.tables.paimon.rust_tables import append, create_index, create_table, matching_row_ids
 
-WORDS = ["vip", "vip-u", "VIP", "a", "b", "é", "日本", "🙂", "%", "_", "\\", "x'y", "", "tag-7"]
 
-
-def _rows(rng: random.Random, n: int) -> list[str | None]:
-    out: list[str | None] = []
-    for _ in range(n):
-        r = rng.random()
-        out.append(None if r < 0.08 else "" if r < 0.12 else
-                   "".join(rng.choice(WORDS) for _ in range(rng.randint(40, 90) if r < 0.14 else rng.randint(1, 4))))
-    return out
 
 
 def _fm_files(warehouse: Path, name: str) -> list[tuple[int, int, bytes, bytes]]:
@@ -47,7 +38,7 @@ def _fm_files(warehouse: Path, name: str) -> list[tuple[int, int, bytes, bytes]]
 @pytest.mark.parametrize("codec", ["none", "zstd", "lz4"])
 def test_pypaimon_rust_fm_files(tmp_path: Path, codec: str) -> None:
     rng = random.Random(codec)
-    rows = _rows(rng, 260) + _rows(rng, 140)
+    rows = random_texts(rng, 260) + random_texts(rng, 140)
     create_table(tmp_path, "t", "id INT, txt STRING")
     for part in (rows[:260], rows[260:]):    # two commits: row ids 0..259, then 260..399
         append(tmp_path, "t", pa.table({"id": pa.array(range(len(part)), pa.int32()),
