@@ -147,6 +147,9 @@ def parallelism(master: str, spark: SparkSession) -> int:
 
 _CDS_RECORD_SECONDS = 600.0  # a recording claim older than this is abandoned (its JVM died or wrote nothing)
 _CDS_SETTLE_SECONDS = 60.0  # a JVM writes its archive within seconds of exiting; older parts are complete
+# Archives kept in the cache (~116 MB each): one per java + Spark install, so one per venv. Every new venv or
+# fresh clone records its own; without a cap they piled up (21 archives, 2.7 GB in /tmp on a developer machine).
+_CDS_KEEP = 4
 
 
 def class_data_sharing_options(cache_dir: Path) -> str:
@@ -167,6 +170,7 @@ def class_data_sharing_options(cache_dir: Path) -> str:
     _settle_parts(cache_dir, key, final)
     quiet = "-Xlog:cds=off -Xlog:cds+dynamic=off"  # its warnings list every class it skips
     if final.exists():
+        _touch(final)   # least recently used goes first when the cache is pruned
         return f"-XX:SharedArchiveFile={final} {quiet}"
     if not _claim_recording(cache_dir / f"spark-{key}.recording"):
         return ""   # another JVM records the archive: recording costs ~3 CPU-s at exit and helps no one twice
@@ -256,8 +260,33 @@ def _settle_parts(cache_dir: Path, key: str, final: Path) -> None:
             else:
                 os.replace(part, final)
                 (cache_dir / f"spark-{key}.recording").unlink(missing_ok=True)
+                _prune(cache_dir, final)
         except OSError:  # another job promoted or removed it meanwhile
             continue
+
+
+def _touch(path: Path) -> None:
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _prune(cache_dir: Path, kept: Path) -> None:
+    """Once a new archive is in place: keep the _CDS_KEEP most recently used archives (`kept` among them) and
+    drop other installs' parts and claims left for a day (a JVM still mapping a deleted archive keeps its copy;
+    the next one of that install records again)."""
+    def mtime(p: Path) -> float:
+        try:
+            return p.stat().st_mtime
+        except OSError:
+            return 0.0
+    archives = sorted((p for p in cache_dir.glob("spark-*.jsa") if p != kept), key=mtime, reverse=True)
+    stale = archives[_CDS_KEEP - 1:]
+    stale += [p for pattern in ("spark-*.part", "spark-*.recording") for p in cache_dir.glob(pattern)
+              if not p.name.startswith(kept.name[:-len(".jsa")] + ".") and time.time() - mtime(p) > 86400]
+    for p in stale:
+        p.unlink(missing_ok=True)
 
 
 def _quoted(column: str) -> str:

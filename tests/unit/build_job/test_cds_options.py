@@ -74,6 +74,33 @@ def test_a_settled_part_is_promoted_and_later_parts_removed(java: Path, tmp_path
     assert not fresh.exists() and final.read_bytes() == b"settled"  # a redundant settled part is deleted
 
 
+def test_a_new_archive_prunes_the_cache_to_the_most_recently_used(java: Path, tmp_path: Path) -> None:
+    """Each java + Spark install (each venv) records its own ~116 MB archive: once a new one is promoted, the cache
+    keeps the _CDS_KEEP most recently used (a load counts as a use) and drops other installs' day-old leftovers."""
+    cache = tmp_path / "cds"
+    part = _archive(class_data_sharing_options(cache), "ArchiveClassesAtExit")
+    key = part.name.split(".")[0]
+    others = [cache / f"spark-{n:016x}.jsa" for n in range(6)]
+    for age, p in enumerate(others):
+        p.write_bytes(b"other")
+        _age(p, 3600 * (age + 1))          # others[0] used an hour ago ... others[5] six hours ago
+    _age(others[4], 60)                    # ... but others[4] was loaded a minute ago
+    old_part, new_part = cache / "spark-00000000000000ff.77.part", cache / "spark-00000000000000fe.78.part"
+    old_claim = cache / "spark-00000000000000ff.recording"
+    for p in (old_part, new_part, old_claim):
+        p.write_bytes(b"")
+    for p in (old_part, old_claim):
+        _age(p, 86400 + 60)
+    part.write_bytes(b"recorded")
+    _age(part, engines._CDS_SETTLE_SECONDS + 5)
+    final = _archive(class_data_sharing_options(cache), "SharedArchiveFile")
+    assert final == cache / f"{key}.jsa" and final.read_bytes() == b"recorded"
+    kept = sorted(p.name for p in cache.glob("spark-*.jsa"))
+    assert kept == sorted([final.name] + [others[i].name for i in (4, 0, 1)][:engines._CDS_KEEP - 1]), kept
+    assert not old_part.exists() and not old_claim.exists() and new_part.exists()
+    assert time.time() - final.stat().st_mtime < 60   # loading it counts as a use
+
+
 def test_the_archive_name_follows_java_and_spark(java: Path, tmp_path: Path) -> None:
     first = _archive(class_data_sharing_options(tmp_path / "a"), "ArchiveClassesAtExit").name.split(".")[0]
     assert _archive(class_data_sharing_options(tmp_path / "b"), "ArchiveClassesAtExit").name.split(".")[0] == first
