@@ -105,8 +105,9 @@ def _query(args: argparse.Namespace) -> int:
     what = f"{args.file} is a {kind.replace('-', ' ')} file" if kind else ""
     if kind in global_file_cmd.GLOBAL_KINDS:
         if args.schema:
-            raise InvalidOptionError(f"{what}, not a file-index container: leave out --schema and give the "
-                                     "column's type with --type")
+            raise InvalidOptionError(f"{what}, not a file-index container: leave out --schema"
+                                     + (" (it holds STRING values)" if kind == "global-fm-index" else
+                                        " and give the column's type with --type"))
         if args.index_type:   # the intent is plain: ask this file; the answer is its own, not a payload's
             print(f"bgix file query: note: {what}, not a {args.index_type} file-index payload; answering it "
                   "as the global index (--index-type is not needed)", file=sys.stderr)

@@ -208,3 +208,16 @@ def test_a_corrupt_footer_is_named(capsys: pytest.CaptureFixture[str], tmp_path:
     bad = _damaged(tmp_path, "small.0.index", size - 6)   # its magic: no longer recognised, unless named
     code, _, err = _run(capsys, "file", "query", str(bad), "--kind", "global-fm-index", "--where", "v = 'x'")
     assert code == 1 and str(bad) in err and "container footer" in err and "magic" in err
+
+
+def test_flags_that_guess_another_kind_give_way_to_the_bytes(capsys: pytest.CaptureFixture[str]) -> None:
+    path = str(FM / "small.0.index")
+    rows = _case("small")["rows"]
+    code, out, err = _run(capsys, "file", "inspect", path, "--index-type", "bitmap", "--json")
+    assert code == 0, err
+    assert json.loads(out)["kind"] == "global-fm-index"
+    code, out, err = _run(capsys, "file", "query", path, "--index-type", "bitmap", "--where", "v = 'hello'")
+    assert code == 0 and "answering it as the global index" in err
+    assert json.loads(out) == [{"rows": [rows.index("hello")], "count": 1}]
+    code, _, err = _run(capsys, "file", "query", path, "--schema", "a:STRING", "--where", "v = 'hello'")
+    assert code == 2 and "leave out --schema" in err
