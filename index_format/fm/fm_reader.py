@@ -355,11 +355,19 @@ class FMIndexReader:
         """Every row's value in row order (None for nulls): the verification text, decoded."""
         out: list[bytes | None] = []
         for p in self._all():
-            starts = p.starts().tolist()
-            ends = p.seps.tolist()
-            nulls = p.nulls.tolist()
-            out.extend(None if nulls[i] else p.blob[starts[i]:ends[i]] for i in range(p.rows))
+            out.extend(_part_values(p))
         return out
+
+    def partition_values(self, i: int) -> list[bytes | None]:
+        """The values of partition `i` alone, in row order (None for nulls): decodes only that partition, so a
+        damaged one elsewhere in the file does not stop it (`bgix file inspect` checks them one by one).
+
+        Raises:
+            IndexError: no such partition. IndexFormatError: the partition does not decode (names the block).
+        """
+        if not 0 <= i < len(self.meta.partitions):
+            raise IndexError(f"partition {i} of {len(self.meta.partitions)}")
+        return _part_values(self._part(i))
 
     # ------------------------------------------------------------ internals
 
@@ -534,6 +542,13 @@ class FMIndexReader:
         return _Part(pm.first_row_id, rows,
                      text.astype(">u2").tobytes(), sa.astype(np.int32), seps.astype(np.int64),
                      s2b[text].tobytes(), nulls, d.byte_to_symbol.astype(np.int32))
+
+
+def _part_values(p: _Part) -> list[bytes | None]:
+    starts = p.starts().tolist()
+    ends = p.seps.tolist()
+    nulls = p.nulls.tolist()
+    return [None if nulls[i] else p.blob[starts[i]:ends[i]] for i in range(p.rows)]
 
 
 def _utf8(value: object) -> bytes:

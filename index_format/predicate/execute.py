@@ -3,7 +3,8 @@ table's complement and null rules, combine leaves with three-valued logic, and r
 
 Per range (spec §5.3–§5.5, §6): the candidates' range sidecars when the plan says to try them and they are
 ready, else the planned budget check and leaf_rows.matching_rows over the candidate files shifted by the range
-start. Readers are opened only here, through IndexFileRef.open. Imports query_plan, column_index,
+start. An AND's second side skips the row ranges where its first side is FALSE throughout, and when the first side
+meets a file that does not read the sides swap, so a corrupt file fails only the queries that need it. Readers are opened only here, through IndexFileRef.open. Imports query_plan, column_index,
 file_pruning, leaf_rows, operators, tree and ranges; never the writer.
 """
 from __future__ import annotations
@@ -130,6 +131,9 @@ class _Run:
         self.sidecar_errors: list[str] = []
         self.leaves: list[dict[str, object]] = []
         self._coverage: dict[int, AbstractBitMap64] = {}
+        # Rows where the ANDs around the node being evaluated may still be TRUE or UNKNOWN (None: every row): a
+        # row range holding none of them is FALSE whatever the node says there, so its files are not read.
+        self.possible: BitMap64 | None = None
 
     # built when first needed: a count from key counts never needs them (and sparse ids read every file)
     def coverage(self, ci: ColumnIndex) -> AbstractBitMap64:
@@ -162,12 +166,44 @@ class _Run:
                 return UNSUPPORTED
             return self.negate(self.eval(node.child, True))
         if isinstance(node, And):
-            return self.conjoin(self.eval(node.left, need_u), self.eval(node.right, need_u), node)
+            mark = self.mark()
+            try:
+                left = self.eval(node.left, need_u)
+            except IndexFormatError:
+                # the left side needs a file that does not read: it may lie where the right side is FALSE, so
+                # the right side goes first and the left is read only where the AND is still open (the error
+                # stands when the file is needed there too)
+                self.reset(mark)
+                right = self.eval(node.right, need_u)
+                return self.conjoin(self.eval_within(node.left, need_u, right), right, node)
+            return self.conjoin(left, self.eval_within(node.right, need_u, left), node)
         if isinstance(node, Or):
             return _disjoin(self.eval(node.left, need_u), self.eval(node.right, need_u))
         if isinstance(node, BoundLeaf):
             return self.leaf(self.plan.step(node, need_u), need_u)
         raise TypeError(f"not a bound predicate node: {node!r}")
+
+    def mark(self) -> tuple[int, ...]:
+        """How much explain has recorded so far (reset drops what an abandoned evaluation added)."""
+        return len(self.unsupported), len(self.dropped), len(self.leaves), len(self.budget), len(self.sidecar_errors)
+
+    def reset(self, mark: tuple[int, ...]) -> None:
+        del self.unsupported[mark[0]:], self.dropped[mark[1]:], self.leaves[mark[2]:], self.budget[mark[3]:]
+        del self.sidecar_errors[mark[4]:]
+
+    def eval_within(self, node: Node, need_u: bool, left: _Value) -> _Value:
+        """`node`, one side of an AND whose other side gave `left`: where that side is FALSE the AND is FALSE,
+        so row ranges holding no row where it is TRUE or UNKNOWN are not read (their files are not
+        needed: a corrupt or missing one there fails nothing). The answer is the same either way."""
+        if isinstance(left, Unsupported):
+            return self.eval(node, need_u)
+        possible = left.t if left.u is None else left.t | left.u
+        outer = self.possible
+        self.possible = possible if outer is None else possible & outer
+        try:
+            return self.eval(node, need_u)
+        finally:
+            self.possible = outer
 
     def negate(self, a: _Value) -> _Value:
         # NOT of a superset is not a subset: an inexact child makes NOT unsupported.
@@ -233,6 +269,12 @@ class _Run:
         op = spec_of(leaf.op)
         if rp.skip:
             return _Result(BitMap64(), None)  # spec §5.5: NOT IN (…, NULL) is never TRUE; no file is read
+        if self.possible is not None and not self.possible.range_cardinality(rp.start, rp.end + 1):
+            # FALSE by an enclosing AND's other side in every row of the range: what this leaf says there
+            # changes nothing, so nothing is read (FALSE here, which the AND keeps)
+            detail.append({"range": [rp.start, rp.end], "files": len(rp.files), "candidates": 0,
+                           "skipped": "the AND is FALSE in this range by its other side"})
+            return _Result(BitMap64(), BitMap64() if need_u else None)
         start, end, refs, candidates = rp.start, rp.end, list(rp.files), list(rp.candidates)
         self.counters["files_considered"] += len(refs)
         self.counters["files_pruned"] += len(refs) - len(candidates)

@@ -363,7 +363,11 @@ class IndexPublic(BaseModel):
 
 class IndexErrorPublic(BaseModel):
     column: str
-    error: ErrorBody = Field(description="Why the index cannot be shown, e.g. corrupt_catalog_document.")
+    index_type: str | None = Field(None, description="The family whose index file does not read (its entry in "
+                                                     "`indexes` then has no statistics); null when the column's "
+                                                     "snapshot itself cannot be read.")
+    error: ErrorBody = Field(description="Why the index cannot be shown, e.g. corrupt_catalog_document, or "
+                                         "corrupt_index_file naming the file and the block.")
 
 
 class IndexesPublic(BaseModel):
@@ -371,7 +375,9 @@ class IndexesPublic(BaseModel):
     indexes: list[IndexPublic] = Field(description="One entry per (column, index_type).")
     errors: list[IndexErrorPublic] = Field(
         default_factory=list, description="Indexed columns whose current snapshot cannot be read (left out of "
-                                          "`indexes`); drop_global_index still drops them.")
+                                          "`indexes`; drop_global_index still drops them), and indexes one of "
+                                          "whose files does not read (listed in `indexes` without statistics; "
+                                          "queries that need the file fail naming it, the others answer).")
 
 
 class ValueCount(BaseModel):

@@ -13,14 +13,14 @@ from typing import Any
 from index_format.errors import BgixError, InvalidOptionError, PredicateError
 from index_format.file_index.detect import KINDS
 from index_format.file_index.formats import INDEX_TYPES as FILE_INDEX_TYPES
-from service.cli import file_index_cmd, global_file_cmd
+from service.cli import file_index_cmd, fm_file_cmd, global_file_cmd
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
     sub = parser.add_subparsers(dest="file_command", metavar="ACTION", required=True)
     ins = sub.add_parser("inspect", help="print any index file (kind detected from its bytes) as JSON; "
                                          "a global bitmap or btree index with --type: footer, blocks, keys, "
-                                         "row ids")
+                                         "row ids; an fm index: footer, partitions, blocks and their checks")
     ins.add_argument("file", help="index file path")
     ins.add_argument("--type", dest="key_type", default=None,
                      help="column type where the format does not record it, e.g. string, INT, TIMESTAMP(3)")
@@ -28,7 +28,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
                      help="the file is a bare file-index payload of this type")
     ins.add_argument("--schema", default=None, help="a container's columns, 'a:STRING,b:BIGINT' (decodes payloads)")
     ins.add_argument("--kind", default=None, choices=KINDS, help="skip detection: the file is of this kind")
-    ins.add_argument("--json", action="store_true", help="machine-readable output (global bitmap or btree index)")
+    ins.add_argument("--json", action="store_true",
+                     help="machine-readable output (global bitmap, btree or fm index)")
     ins.add_argument("--size", type=int, default=None, help="file size from the manifest (default: stat)")
     b = sub.add_parser("build", help="build a global bitmap index file, a file-index payload "
                                      "(--index-type) or a file-index container (--file-index-options)")
@@ -51,7 +52,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     b.add_argument("--block-size", type=int, default=16384, help="dictionary block size in bytes")
     b.add_argument("-o", "--output", required=True)
     q = sub.add_parser("query", help="Paimon's pruning answer of a file-index payload or container, or the "
-                                     "local row ids a global (bitmap or btree) index file answers; one JSON "
+                                     "local row ids a global (bitmap, btree or fm) index file answers; one JSON "
                                      "element per predicate")
     q.add_argument("file", help="payload, container or global index file")
     q.add_argument("--index-type", default=None, choices=FILE_INDEX_TYPES, help="the file is a bare payload")
@@ -62,15 +63,17 @@ def configure(parser: argparse.ArgumentParser) -> None:
                    help="SQL predicate (column v for a payload or global index file); may be repeated; "
                         "may end with ORDER BY col [DESC] [NULLS FIRST|LAST] LIMIT k")
     q.add_argument("--where-file", default=None, help="JSON list of SQL predicates")
+    q.add_argument("--kind", default=None, choices=KINDS, help="skip detection: the file is of this kind")
 
 
 def run(args: argparse.Namespace) -> int:
     try:
         if args.file_command == "inspect":
-            if args.kind == "global-btree-index" or (
-                    args.kind is None and not args.index_type
-                    and global_file_cmd.global_kind(args.file) == "global-btree-index"):
+            kind = args.kind or (None if args.index_type else global_file_cmd.global_kind(args.file))
+            if kind == "global-btree-index":
                 return global_file_cmd.inspect_btree(args)
+            if kind == "global-fm-index":
+                return fm_file_cmd.inspect_fm(args)
             done = file_index_cmd.inspect_file(args)
             return _inspect(args) if done is None else done
         if args.file_command == "query":
@@ -98,15 +101,18 @@ def run(args: argparse.Namespace) -> int:
 def _query(args: argparse.Namespace) -> int:
     """Answer by what the file is (from its bytes), whatever the flags guessed: a global index read as a
     file-index payload would answer every predicate with no rows."""
-    kind = global_file_cmd.file_kind(args.file)
+    kind = args.kind or global_file_cmd.file_kind(args.file)
     what = f"{args.file} is a {kind.replace('-', ' ')} file" if kind else ""
     if kind in global_file_cmd.GLOBAL_KINDS:
         if args.schema:
-            raise InvalidOptionError(f"{what}, not a file-index container: leave out --schema and give the "
-                                     "column's type with --type")
+            raise InvalidOptionError(f"{what}, not a file-index container: leave out --schema"
+                                     + (" (it holds STRING values)" if kind == "global-fm-index" else
+                                        " and give the column's type with --type"))
         if args.index_type:   # the intent is plain: ask this file; the answer is its own, not a payload's
             print(f"bgix file query: note: {what}, not a {args.index_type} file-index payload; answering it "
                   "as the global index (--index-type is not needed)", file=sys.stderr)
+        if kind == "global-fm-index":
+            return fm_file_cmd.query_fm(args, file_index_cmd.predicates(args))
         return global_file_cmd.query_global(args, kind, file_index_cmd.predicates(args))
     if kind == "file-index-container" and not args.schema:
         raise InvalidOptionError(f"{what}: give its columns' types with --schema 'a:STRING,b:BIGINT'"

@@ -224,6 +224,9 @@ def inspect_file(args: argparse.Namespace) -> int | None:
                                  "name a payload with --index-type, or the kind with --kind")
     if kind == "global-bitmap-index" and args.key_type:
         return None
+    if kind == "global-fm-index":   # whatever --index-type guessed: its bytes say what it is
+        from service.cli.fm_file_cmd import inspect_fm
+        return inspect_fm(args)
     doc: dict[str, Any] = {"file": args.file, "kind": kind, "size": len(data)}
     doc.update(_describe(kind, data, args))
     print(json.dumps(doc, ensure_ascii=False))

@@ -1,4 +1,5 @@
-"""`bgix file inspect` of btree global index files and `bgix file query` of global index files (bitmap or btree).
+"""`bgix file inspect` of btree global index files and `bgix file query` of global index files (bitmap or btree; the
+fm family's are in fm_file_cmd, which answers through `answer_predicates` here).
 
 Inspect prints a btree file's footer, blocks (compression, CRC), key count, null rows, first/last keys and bloom
 filter; with --type also every key and its row ids. Query answers SQL predicates over column `v` of one file
@@ -13,10 +14,10 @@ from typing import Any
 
 from index_format.errors import BgixError, InvalidOptionError, PredicateError
 
-__all__ = ["GLOBAL_KINDS", "file_kind", "global_kind", "inspect_btree", "query_global"]
+__all__ = ["GLOBAL_KINDS", "answer_predicates", "file_kind", "global_kind", "inspect_btree", "query_global"]
 
 
-GLOBAL_KINDS = ("global-bitmap-index", "global-btree-index")
+GLOBAL_KINDS = ("global-bitmap-index", "global-btree-index", "global-fm-index")
 
 
 def file_kind(path: str) -> str | None:
@@ -33,7 +34,7 @@ def file_kind(path: str) -> str | None:
 
 
 def global_kind(path: str) -> str | None:
-    """'global-bitmap-index', 'global-btree-index' or None, from the file's last bytes."""
+    """'global-bitmap-index', 'global-btree-index', 'global-fm-index' or None, from the file's last bytes."""
     kind = file_kind(path)
     return kind if kind in GLOBAL_KINDS else None
 
@@ -213,11 +214,7 @@ def _check_key_type(reader: Any, kt: Any, path: str, kind: str) -> None:
 def query_global(args: argparse.Namespace, kind: str, texts: list[str]) -> int:
     """One JSON element per predicate over column `v`: the matching local row ids and their count."""
     from index_format.btree.btree_reader import open_btree_index
-    from index_format.global_index.filemeta import FileMeta
     from index_format.global_index.reader import open_index
-    from index_format.predicate.answer import ColumnIndex, IndexFileRef, answer_over_files
-    from index_format.predicate.bind import bind
-    from index_format.predicate.sql import parse_where
     from index_format.types import parse_type
 
     opener = open_btree_index if kind == "global-btree-index" else open_index
@@ -228,15 +225,27 @@ def query_global(args: argparse.Namespace, kind: str, texts: list[str]) -> int:
     kt = parse_type(args.key_type)
     reader = opener(args.file, kt)
     _check_key_type(reader, kt, args.file, kind)
+    return answer_predicates(reader, kt, args.file, texts)
+
+
+def answer_predicates(reader: Any, kt: Any, path: str, texts: list[str], **column: Any) -> int:
+    """Print one JSON element per predicate over column `v` of the one file `reader` reads, answered by the
+    predicate pipeline (`column`: ColumnIndex fields such as the family's `seeks`); 2 for a predicate that
+    does not parse or bind."""
+    from index_format.global_index.filemeta import FileMeta
+    from index_format.predicate.answer import ColumnIndex, IndexFileRef, answer_over_files
+    from index_format.predicate.bind import bind
+    from index_format.predicate.sql import parse_where
+
     # no manifest: bounds that prune nothing; the file's own rows (null and non-null) are the universe
     meta = FileMeta(None, None, True, False)
-    ref = IndexFileRef(args.file, 0, (1 << 62), meta, reader.size, lambda: reader)
-    column = ColumnIndex("v", kt, [ref], sparse=True)
+    ref = IndexFileRef(path, 0, (1 << 62), meta, reader.size, lambda: reader)
+    index = ColumnIndex("v", kt, [ref], sparse=True, **column)
     answers: list[dict[str, object]] = []
     for i, text in enumerate(texts):
         try:
             bound = bind(parse_where(text), {"v": kt})
-            ans = answer_over_files(bound, {"v": column}, with_unknown=False)
+            ans = answer_over_files(bound, {"v": index}, with_unknown=False)
         except PredicateError as exc:
             print(f"bgix file query: predicate {i + 1} {text!r}: {exc}", file=sys.stderr)
             return 2

@@ -54,6 +54,12 @@ class Service:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         pg.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=True)
 
+    @staticmethod
+    def screenshot_of(locator: object, name: str) -> None:
+        """Save a PNG of one element (a table's card), for pictures of one feature."""
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        locator.screenshot(path=str(SCREENSHOTS / f"{name}.png"))  # type: ignore[attr-defined]
+
 
 def _free_port() -> int:
     with socket.socket() as s:

@@ -7,11 +7,12 @@ from typing import Annotated, Literal, cast
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import JSONResponse
 
+from index_format.errors import IndexFormatError
 from index_format.families import FAMILIES
 from index_format.literals import to_json
 from service.api import schemas
 from service.api.deps import ReadAuth, ServicesDep, WriteAuth
-from service.api.error_table import describe
+from service.api.error_table import describe, log
 from service.query.query_errors import InvalidCursorError, SnapshotChangedError
 from service.api.presenters import iso
 from service.query.query_service import ColumnView
@@ -92,9 +93,20 @@ def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPubli
     view = services.query_service.view(name)
     live = {(f.path, f.size, f.mtime, f.first_row_id) for f in view.data_files}
     out = []
+    errors = [schemas.IndexErrorPublic(column=column, error=schemas.ErrorBody(**describe(exc)))
+              for column, exc in sorted(view.broken_columns.items())]
     for column, cv in [(c, v) for c, main in sorted(view.columns.items()) for v in (main, *main.more)]:
         snap = cv.snapshot
-        stats = services.query_service.index_stats(cv, view)
+        stats: dict[str, int | None] = {"distinct_values": None, "null_rows": None}
+        key_order = None
+        try:
+            stats.update(services.query_service.index_stats(cv, view))
+            key_order = _key_order(cv, view.records_key_order)
+        except IndexFormatError as exc:   # one index file does not read: named, the rest is still listed
+            services.metrics.corrupt_files.inc()
+            log.error("corrupt index file: %s", exc)
+            errors.append(schemas.IndexErrorPublic(column=column, index_type=snap.index_type,
+                                                   error=schemas.ErrorBody(**describe(exc))))
         changed = any((s.path, s.size, s.mtime, s.first_row_id) not in live for s in snap.source_files)
         out.append(schemas.IndexPublic(
             column=column, index_type=snap.index_type, key_type=snap.key_type, snapshot_id=snap.id,
@@ -104,9 +116,7 @@ def list_indexes(name: TableName, services: ServicesDep) -> schemas.IndexesPubli
             distinct_values=stats["distinct_values"], null_rows=stats["null_rows"],
             built_at=iso(snap.created_at), stale=bool(snap.stale or changed),
             options={str(k): str(v) for k, v in snap.options.items()},
-            key_order=_key_order(cv, view.records_key_order)))
-    errors = [schemas.IndexErrorPublic(column=column, error=schemas.ErrorBody(**describe(exc)))
-              for column, exc in sorted(view.broken_columns.items())]
+            key_order=key_order))
     return schemas.IndexesPublic(table=name, indexes=out, errors=errors)
 
 

@@ -222,7 +222,11 @@ function problemBoxes(d) {
     out.push(el("div", { class: "error-box file-error", "data-path": e.path }, `data file ${e.path} has no row ids: ${e.reason}`));
   }
   for (const e of d.indexErrors || []) {
-    out.push(el("div", { class: "error-box index-error", "data-column": e.column }, `index on ${e.column}: ${e.error.message}`));
+    // a column whose snapshot does not read, or one index file of a family that does not (its row stays, without
+    // statistics; queries that need the file fail naming it)
+    const family = e.index_type ? ` (${e.index_type})` : "";
+    out.push(el("div", { class: "error-box index-error", "data-column": e.column, "data-family": e.index_type || "" },
+                `index on ${e.column}${family}: ${e.error.message}`));
   }
   return out;
 }

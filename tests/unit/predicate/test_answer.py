@@ -413,3 +413,30 @@ def test_sparse_ids_an_index_holds_decide_its_coverage_and_its_rows() -> None:
     # without what it holds, the range's span decides: 50 is covered, 60 too (inside [0, 99])
     assert ask("x = 1", ColumnIndex("x", kt, [ref], sparse=True), table_ranges=table).table_uncovered == []
     assert ask("x = 1", held, table_ranges=[(0, 120)]).table_uncovered == [(100, 120)]   # dense rows: ranges
+
+
+def test_an_and_reads_no_range_where_its_other_side_is_false() -> None:
+    """A file that does not read fails only the queries that need it: an AND whose other side is FALSE over the
+    file's row range never opens it, whichever side comes first, and says so in explain; OR, NOT and an AND that
+    is open there still fail naming the file."""
+    from index_format.errors import ChecksumError
+
+    g, grows = column("g", INT, [(0, [[1, 1, 1, 1, 1]]), (100, [[2, 2, 2, 2, 2]])])
+    y, yrows = column("y", INT, [(0, [[7, None, 8, 7, 9]]), (100, [[7, 7, 7, 7, 7]])])
+
+    def broken() -> object:
+        raise ChecksumError("CRC-32 mismatch", path="y-100-0", block="dictionary block 0")
+    y.files[1].open = broken  # type: ignore[assignment]
+    for text, want in (("g = 1 AND y = 7", {0, 3}), ("y = 7 AND g = 1", {0, 3}), ("g = 1 AND NOT y = 7", {2, 4}),
+                       ("NOT y = 7 AND g < 2", {2, 4}), ("(y = 7 OR y IS NULL) AND g = 1", {0, 1, 3}),
+                       ("g = 1 AND (g = 2 AND y = 7)", set()), ("(y IS NULL AND g = 1) OR g = 2", {1} | set(range(100, 105)))):
+        answer = ask(text, g, y, explain=True)
+        assert answer.supported and answer.exact and answer.rows == BitMap64(want), text
+        assert "y-100-0" not in str(answer.explain.get("leaves"))
+        if "(g = 2 AND" not in text:
+            skipped = [r for leaf in answer.explain["leaves"] for r in leaf["ranges"] if "skipped" in r]
+            assert skipped and all(r["range"] == [100, 104] for r in skipped), text
+    for text in ("g = 2 AND y = 7", "y = 7 AND g >= 1", "y = 7 OR g = 1", "NOT y = 7", "y > 6 OR g = 1"):
+        with pytest.raises(ChecksumError, match="dictionary block 0"):
+            ask(text, g, y)
+    assert grows and yrows
