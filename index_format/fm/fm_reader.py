@@ -20,6 +20,7 @@ import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pyroaring import BitMap64
@@ -44,7 +45,7 @@ from index_format.fm.fm_format import (
     decode_partition_footer,
 )
 from index_format.keys import deserialize_key
-from index_format.parallel import map_parts
+from index_format.parallel import THREADS, map_parts
 from index_format.storage import RangeSource, Storage, as_source
 from index_format.storage.sources import read_exact
 from index_format.types import KeyType, parse_type
@@ -71,14 +72,16 @@ def open_fm_index(source: RangeSource | str, kt: KeyType | str, *, storage: Stor
                   bitmap_cache: object | None = None) -> FMIndexReader:
     """Open an fm file by reading its container footer and directory; `size` should come from the manifest.
 
-    Same call shape as the other families' open functions. `cache` and `bitmap_cache` are not used: a decoded
-    partition is far larger than a shared block cache's blocks, so it lives in the reader (see cache_cost).
+    Same call shape as the other families' open functions. `cache`: a shared block cache (get/put by key, the
+    service's BlockCache under BGIX_CACHE_BYTES) that keeps decoded partitions, keyed by (path, size, partition
+    offset) and charged what they keep resident, so readers of many or large fm files stay within its budget;
+    without it the reader keeps every partition it decoded (see cache_cost). `bitmap_cache` is not used.
     Raises:
         FileNotFoundError: a path that does not exist. IndexFormatError: a bad footer or directory.
         UnsupportedTypeError: `kt` is not STRING.
     """
     src = as_source(source, storage=storage, size=size)
-    return FMIndexReader(src, parse_type(kt) if isinstance(kt, str) else kt)
+    return FMIndexReader(src, parse_type(kt) if isinstance(kt, str) else kt, shared=cache)
 
 
 @dataclass(slots=True)
@@ -98,6 +101,10 @@ class _Part:
     @property
     def nbytes(self) -> int:
         return len(self.text16) + self.sa.nbytes + self.seps.nbytes + len(self.blob) + self.nulls.nbytes + 1024
+
+    def resident_bytes(self) -> int:
+        """What a shared block cache charges this partition (BlockCache)."""
+        return self.nbytes
 
     def starts(self) -> np.ndarray:
         return np.concatenate([[0], self.seps[:-1] + 1])
@@ -144,7 +151,7 @@ class FMIndexReader:
 
     key_order = "unknown"   # rows are stored in row order; entries() sorts the values
 
-    def __init__(self, source: RangeSource, kt: KeyType) -> None:
+    def __init__(self, source: RangeSource, kt: KeyType, *, shared: Any = None) -> None:
         if kt.name != "string":
             raise UnsupportedTypeError(f"an fm index holds STRING values, not {kt.name}")
         self.source = source
@@ -153,7 +160,8 @@ class FMIndexReader:
         self.size = source.size
         self.stats = FMReadStats()
         self._lock = threading.Lock()
-        self._parts: dict[int, _Part] = {}
+        self._parts: dict[int, _Part] = {}   # decoded partitions, without a shared cache
+        self._shared = shared
         if self.size < FOOTER_SIZE:
             raise TruncatedFileError(f"file of {self.size} bytes is shorter than the 64-byte footer",
                                      path=self.path, block="container footer")
@@ -195,8 +203,11 @@ class FMIndexReader:
         return self._value_count
 
     def cache_cost(self) -> int:
-        """Bytes the decoded partitions take (about 8 bytes per text symbol); before decoding, an estimate of
+        """Bytes the reader keeps: with a shared cache its directory only (the cache charges the decoded
+        partitions); else the decoded partitions (about 8 bytes per text symbol), before decoding an estimate of
         eight times the file."""
+        if self._shared is not None:
+            return 4096 + 64 * len(self.meta.partitions)
         with self._lock:
             done = {p.first_row_id: p.nbytes for p in self._parts.values()}
         if len(done) == len(self.meta.partitions):
@@ -399,25 +410,47 @@ class FMIndexReader:
             yield value, np.array(groups[value], dtype=np.int64)
 
     def _all(self) -> Iterator[_Part]:
-        """Every partition, decoding the missing ones first on the worker threads (numpy releases the GIL)."""
-        if len(self._parts) < len(self.meta.partitions) - 1:
-            with self._lock:
-                missing = [i for i in range(len(self.meta.partitions)) if i not in self._parts]
-                for i, part in zip(missing, map_parts(self._decode, missing)):
-                    self._parts[i] = part
-                    self.stats.partitions_decoded += 1
-        for i in range(len(self.meta.partitions)):
-            yield self._part(i)
+        """Every partition in order, a window at a time: a window's missing partitions are decoded first on the
+        worker threads (numpy releases the GIL); a window bounds what a question holds beyond the cache."""
+        n = len(self.meta.partitions)
+        step = 4 * THREADS
+        for w0 in range(0, n, step):
+            window = range(w0, min(n, w0 + step))
+            got: dict[int, _Part | None] = {i: self._cached(i) for i in window}
+            if sum(p is None for p in got.values()) > 1:
+                with self._lock:   # another question may have decoded them meanwhile
+                    got = {i: p if p is not None else self._cached(i) for i, p in got.items()}
+                    missing = [i for i, p in got.items() if p is None]
+                    for i, part in zip(missing, map_parts(self._decode, missing)):
+                        got[i] = part
+                        self._keep(i, part)
+            for i in window:
+                have = got[i]
+                yield have if have is not None else self._part(i)
 
     def _part(self, i: int) -> _Part:
-        got = self._parts.get(i)
-        if got is None:
-            with self._lock:
-                got = self._parts.get(i)
-                if got is None:
-                    got = self._parts[i] = self._decode(i)
-                    self.stats.partitions_decoded += 1
-        return got
+        got = self._cached(i)
+        if got is not None:
+            return got
+        with self._lock:
+            got = self._cached(i)
+            if got is None:
+                got = self._decode(i)
+                self._keep(i, got)
+            return got
+
+    def _cached(self, i: int) -> _Part | None:
+        if self._shared is None:
+            return self._parts.get(i)
+        hit = self._shared.get((self.path, self.size, self.meta.partitions[i].start))
+        return hit if isinstance(hit, _Part) else None
+
+    def _keep(self, i: int, part: _Part) -> None:
+        self.stats.partitions_decoded += 1
+        if self._shared is None:
+            self._parts[i] = part
+        else:
+            self._shared.put((self.path, self.size, self.meta.partitions[i].start), part)
 
     def _read(self, offset: int, length: int, block: str) -> bytes:
         data = read_exact(self.source, offset, length, block)
