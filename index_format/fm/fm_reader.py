@@ -53,6 +53,7 @@ from index_format.types import KeyType, parse_type
 __all__ = ["FMIndexReader", "FMReadStats", "open_fm_index"]
 
 _SEP16 = struct.pack(">H", SEPARATOR)
+_PREFIX_CODES = 1 << 17   # the prefix table's most entries (int32: 512 KB), so k = 3 for up to 50 symbols
 _TERM16 = struct.pack(">H", TERMINATOR)
 
 
@@ -97,10 +98,14 @@ class _Part:
     blob: bytes             # each text position's byte (row values are slices of it)
     nulls: np.ndarray       # bool[rows]
     b2s: np.ndarray         # int32[256]: dense symbol of each byte, -1 if absent
+    base: int               # the alphabet size
+    k: int                  # symbols of the prefix table
+    bounds: np.ndarray      # int32[base^k + 1]: suffixes whose first k symbols (base-`base` code) are below each
 
     @property
     def nbytes(self) -> int:
-        return len(self.text16) + self.sa.nbytes + self.seps.nbytes + len(self.blob) + self.nulls.nbytes + 1024
+        return (len(self.text16) + self.sa.nbytes + self.seps.nbytes + len(self.blob) + self.nulls.nbytes
+                + self.bounds.nbytes + 1024)
 
     def resident_bytes(self) -> int:
         """What a shared block cache charges this partition (BlockCache)."""
@@ -121,16 +126,24 @@ class _Part:
         return syms.astype(">u2").tobytes()
 
     def occurrences(self, pat16: bytes) -> np.ndarray:
-        """Text positions where `pat16` starts (binary search of the suffix array)."""
+        """Text positions where `pat16` starts: the suffix-array range of its first k symbols from the prefix
+        table, then (for a longer pattern) a binary search inside it."""
         m = len(pat16)
+        syms = struct.unpack(f">{m // 2}H", pat16)
+        head = syms[:self.k]
+        code = 0
+        for c in head:
+            code = code * self.base + c
+        width = self.base ** (self.k - len(head))
+        lo, hi = int(self.bounds[code * width]), int(self.bounds[(code + 1) * width])
         text, sa = self.text16, self.sa
+        if len(syms) > self.k and lo < hi:
+            def key(s: np.int32) -> bytes:
+                p = 2 * int(s)
+                return text[p:p + m]
 
-        def key(s: np.int32) -> bytes:
-            p = 2 * int(s)
-            return text[p:p + m]
-
-        lo = bisect.bisect_left(sa, pat16, key=key)
-        hi = bisect.bisect_right(sa, pat16, lo=lo, key=key)
+            lo = bisect.bisect_left(sa, pat16, lo=lo, hi=hi, key=key)
+            hi = bisect.bisect_right(sa, pat16, lo=lo, hi=hi, key=key)
         return np.asarray(sa[lo:hi], dtype=np.int64)
 
     def rows_at(self, positions: np.ndarray) -> np.ndarray:
@@ -389,7 +402,10 @@ class FMIndexReader:
         parts = []
         for p in self._all():
             r = rows_of(p)
-            if len(r):
+            if len(r) * 32 < p.rows:   # few: sorted and made distinct by a sort of their own
+                if len(r):
+                    parts.append(np.unique(r) + p.first_row_id)
+            else:
                 hit = np.zeros(p.rows, dtype=bool)   # distinct and sorted in one pass (rows < partition size)
                 hit[r] = True
                 parts.append(np.flatnonzero(hit) + p.first_row_id)
@@ -561,12 +577,25 @@ class FMIndexReader:
         nulls = bits(d.null_rows, rows, "null rows")
         if int(nulls.sum()) != d.null_count:
             raise CorruptFileError("null-row count mismatch", path=self.path, block=f"{name} null rows")
+        # the prefix table: how many suffixes begin below each k-symbol code (the suffix array is in that order;
+        # a suffix shorter than k is padded with the terminator, the smallest symbol, which keeps the order)
+        base = d.alphabet_size
+        k = 1
+        while k < 4 and base ** (k + 1) <= _PREFIX_CODES:
+            k += 1
+        padded = np.concatenate([text, np.zeros(k, dtype=np.uint16)]).astype(np.int64)
+        code = padded[:n].copy()
+        for j in range(1, k):
+            code = code * base + padded[j:n + j]
+        bounds = np.zeros(base ** k + 1, dtype=np.int32)
+        np.cumsum(np.bincount(code, minlength=base ** k), out=bounds[1:])
+        del padded, code
         s2b = np.zeros(d.alphabet_size, dtype=np.uint8)
         present = np.flatnonzero(d.byte_to_symbol >= 0)
         s2b[d.byte_to_symbol[present]] = present.astype(np.uint8)
         return _Part(pm.first_row_id, rows,
                      text.astype(">u2").tobytes(), sa.astype(np.int32), seps.astype(np.int64),
-                     s2b[text].tobytes(), nulls, d.byte_to_symbol.astype(np.int32))
+                     s2b[text].tobytes(), nulls, d.byte_to_symbol.astype(np.int32), base, k, bounds)
 
 
 def _utf8(value: object) -> bytes:
