@@ -296,7 +296,7 @@ def main() -> int:
     ap.add_argument("--bitmap-per-class", type=int, default=3, help="bitmap dictionary scans per class")
     ap.add_argument("--engines", default="local,spark", help="bgix build engines to time (local, spark)")
     ap.add_argument("--master", default="local[2]")
-    ap.add_argument("--cache-bytes", type=int, default=4 << 30, help="BGIX_CACHE_BYTES of the serving process")
+    ap.add_argument("--cache-bytes", type=int, default=8 << 30, help="BGIX_CACHE_BYTES of the serving process")
     ap.add_argument("--no-rust-default", action="store_true", help="skip pypaimon-rust's build at its defaults")
     ap.add_argument("--no-write", action="store_true", help="do not write bench/results/fm.md")
     args = ap.parse_args()

@@ -440,12 +440,13 @@ def write_fm_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.A
 
 
 def _written(path: str, data: bytes, meta: bytes, part: pa.Array) -> WrittenFile:
+    """The file's record. Its value_count is -1 (not counted): an fm file records no distinct count, nothing reads
+    it, and counting the values was a tenth of a 10M-row build's CPU, on one core after the parallel part."""
     import pyarrow.compute as pc
-    valid = part.drop_null()
-    mm = pc.min_max(valid.cast(pa.large_binary())) if len(valid) else None
+    mm = pc.min_max(part.cast(pa.large_binary())) if part.null_count < len(part) else None
     first = mm["min"].as_py() if mm is not None else None
     last = mm["max"].as_py() if mm is not None else None
     return WrittenFile(path=path, file_size=len(data), row_count=len(part), meta=meta,
                        first_key=first.decode("utf-8", "surrogateescape") if first is not None else None,
                        last_key=last.decode("utf-8", "surrogateescape") if last is not None else None,
-                       has_nulls=part.null_count > 0, value_count=len(pc.unique(valid)) if len(valid) else 0)
+                       has_nulls=part.null_count > 0, value_count=-1)
