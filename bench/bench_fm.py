@@ -253,9 +253,11 @@ def flat(by_sub: dict[str, list[float]], only: set[str] | None = None) -> list[f
 
 
 def wait_served(client: httpx.Client, table: str, index_type: str, timeout: float = 60) -> None:
+    """Until the table's summary lists the index (GET /v1/tables/{t}: opens no index file, so the first query
+    still finds the fm file undecoded)."""
     deadline = time.monotonic() + timeout
     while True:
-        got = {(i["column"], i["index_type"]) for i in client.get(f"/v1/tables/{table}/indexes").json()["indexes"]}
+        got = {(i["column"], i["index_type"]) for i in client.get(f"/v1/tables/{table}").json()["paimon"]["indexes"]}
         if ("txt", index_type) in got:
             return
         if time.monotonic() > deadline:

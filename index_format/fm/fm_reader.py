@@ -210,9 +210,20 @@ class FMIndexReader:
 
     @property
     def value_count(self) -> int:
-        """Distinct non-null values (the first call decodes every partition)."""
+        """Distinct non-null values (the first call decodes every partition): counted by Arrow over each row's
+        bytes with its separator byte (the same suffix on every value keeps them distinct)."""
         if self._value_count is None:
-            self._value_count = sum(1 for _ in self._grouped())
+            import pyarrow as pa
+            import pyarrow.compute as pc
+            chunks = []
+            for p in self._all():
+                offsets = np.concatenate([p.starts(), p.seps[-1:] + 1]) if p.rows else np.zeros(1, np.int64)
+                valid = pa.array(~p.nulls).buffers()[1]
+                chunks.append(pa.LargeBinaryArray.from_buffers(
+                    pa.large_binary(), p.rows, [valid, pa.py_buffer(offsets.astype(np.int64)),
+                                                pa.py_buffer(p.blob)], null_count=int(p.nulls.sum())))
+            self._value_count = int(pc.count_distinct(pa.chunked_array(chunks, pa.large_binary())).as_py()) \
+                if chunks else 0
         return self._value_count
 
     def cache_cost(self) -> int:

@@ -7,14 +7,12 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
-import pytest
 
 from service.api.app import create_app
 from tests.api.helpers import TestClient, make_settings
 from tests.unit.tables.paimon import rust_tables as rt
 
 ROWS = [None if i % 11 == 0 else f"user-{i % 37}" for i in range(500)]
-
 
 def _answer(root: Path, options: dict[str, str]) -> dict[str, Any]:
     wh = root / "data" / "warehouse"
@@ -28,12 +26,14 @@ def _answer(root: Path, options: dict[str, str]) -> dict[str, Any]:
         assert r.status_code == 200, r.text
         return r.json()  # type: ignore[no-any-return]
 
-
-@pytest.mark.parametrize(("options", "budget", "decision"), [
-    ({}, 256 << 20, "scan"), ({"bitmap-index.fallback-scan-max-size": "0 b"}, 0, "unsupported")])
-def test_the_tables_option_sets_the_scan_budget(tmp_path: Path, options: dict[str, str], budget: int,
-                                                decision: str) -> None:
-    got = _answer(tmp_path, options)
+def test_the_default_budget_scans_the_dictionary(tmp_path: Path) -> None:
+    got = _answer(tmp_path, {})
     assert got["count"] == sum(1 for v in ROWS if v is not None and "er-1" in v) and got["exact"]
     [d] = got["explain"]["budget_decisions"]
-    assert (d["budget"], d["decision"]) == (budget, decision)
+    assert (d["budget"], d["decision"]) == (256 << 20, "scan") and got["explain"]["scan"]["rows_scanned"] == 0
+
+def test_the_tables_option_sets_the_scan_budget(tmp_path: Path) -> None:
+    got = _answer(tmp_path, {"bitmap-index.fallback-scan-max-size": "0 b"})
+    assert got["count"] == sum(1 for v in ROWS if v is not None and "er-1" in v) and got["exact"]
+    [column] = got["explain"]["scan"]["columns"]   # declined by the budget: the rows are read instead
+    assert "over budget 0" in column["reason"] and got["explain"]["scan"]["rows_scanned"] == len(ROWS)
