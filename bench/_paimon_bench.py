@@ -220,7 +220,8 @@ def unregister(client: httpx.Client, name: str) -> None:
 
 
 def api_build(client: httpx.Client, table: str, columns: str, index_type: str = "bitmap", *,
-              rss_root: int | None = None, timeout: float | None = None) -> dict[str, Any]:
+              rss_root: int | None = None, timeout: float | None = None,
+              options: Mapping[str, str] | None = None) -> dict[str, Any]:
     """POST /v1/create_global_index, poll GET /v1/jobs/{id} until the job ends.
 
     Returns the job record as the service reports it (`state`, `progress`, …) plus `seconds` (client side, from
@@ -228,14 +229,15 @@ def api_build(client: httpx.Client, table: str, columns: str, index_type: str = 
     `phases` (the build job's timing line from its log, "" when the service keeps no such log where
     bench_paimon.job_log_phases looks), `timeline` (spawn / run / seen, from the record's timestamps) and, with
     `rss_root`, `peak_rss` (bytes: that process tree, sampled, during the build) and `cpu` (CPU seconds that tree
-    used from the POST to the end). After `timeout` seconds the job
+    used from the POST to the end). `options`: the request's index options. After `timeout` seconds the job
     is cancelled and `state` is "timeout". A refused request raises httpx.HTTPStatusError.
     """
     cpu0 = tree_cpu(rss_root) if rss_root else 0.0
     with TreeRss(rss_root) if rss_root else _NoRss() as mem:
         posted = time.perf_counter()
         r = client.post("/v1/create_global_index", json={"table": table, "index_column": columns,
-                                                         "index_type": index_type})
+                                                         "index_type": index_type,
+                                                         **({"options": dict(options)} if options else {})})
         r.raise_for_status()
         job_id = r.json()["job_id"]
         phases, log = "", None

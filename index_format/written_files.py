@@ -49,7 +49,7 @@ class WrittenFile:
     first_key: object | None
     last_key: object | None
     has_nulls: bool
-    value_count: int
+    value_count: int         # distinct non-null keys; -1 where the family does not count them (fm)
     # which input rows went into this file: only when asked for (write_index_files(..., keep_rows=True))
     rows: FileRows | None = field(default=None, compare=False, repr=False)
 

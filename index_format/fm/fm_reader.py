@@ -20,6 +20,7 @@ import threading
 from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from pyroaring import BitMap64
@@ -44,7 +45,7 @@ from index_format.fm.fm_format import (
     decode_partition_footer,
 )
 from index_format.keys import deserialize_key
-from index_format.parallel import map_parts
+from index_format.parallel import THREADS, map_parts
 from index_format.storage import RangeSource, Storage, as_source
 from index_format.storage.sources import read_exact
 from index_format.types import KeyType, parse_type
@@ -52,6 +53,7 @@ from index_format.types import KeyType, parse_type
 __all__ = ["FMIndexReader", "FMReadStats", "open_fm_index"]
 
 _SEP16 = struct.pack(">H", SEPARATOR)
+_PREFIX_CODES = 1 << 17   # the prefix table's most entries (int32: 512 KB), so k = 3 for up to 50 symbols
 _TERM16 = struct.pack(">H", TERMINATOR)
 
 
@@ -71,14 +73,16 @@ def open_fm_index(source: RangeSource | str, kt: KeyType | str, *, storage: Stor
                   bitmap_cache: object | None = None) -> FMIndexReader:
     """Open an fm file by reading its container footer and directory; `size` should come from the manifest.
 
-    Same call shape as the other families' open functions. `cache` and `bitmap_cache` are not used: a decoded
-    partition is far larger than a shared block cache's blocks, so it lives in the reader (see cache_cost).
+    Same call shape as the other families' open functions. `cache`: a shared block cache (get/put by key, the
+    service's BlockCache under BGIX_CACHE_BYTES) that keeps decoded partitions, keyed by (path, size, partition
+    offset) and charged what they keep resident, so readers of many or large fm files stay within its budget;
+    without it the reader keeps every partition it decoded (see cache_cost). `bitmap_cache` is not used.
     Raises:
         FileNotFoundError: a path that does not exist. IndexFormatError: a bad footer or directory.
         UnsupportedTypeError: `kt` is not STRING.
     """
     src = as_source(source, storage=storage, size=size)
-    return FMIndexReader(src, parse_type(kt) if isinstance(kt, str) else kt)
+    return FMIndexReader(src, parse_type(kt) if isinstance(kt, str) else kt, shared=cache)
 
 
 @dataclass(slots=True)
@@ -94,10 +98,18 @@ class _Part:
     blob: bytes             # each text position's byte (row values are slices of it)
     nulls: np.ndarray       # bool[rows]
     b2s: np.ndarray         # int32[256]: dense symbol of each byte, -1 if absent
+    base: int               # the alphabet size
+    k: int                  # symbols of the prefix table
+    bounds: np.ndarray      # int32[base^k + 1]: suffixes whose first k symbols (base-`base` code) are below each
 
     @property
     def nbytes(self) -> int:
-        return len(self.text16) + self.sa.nbytes + self.seps.nbytes + len(self.blob) + self.nulls.nbytes + 1024
+        return (len(self.text16) + self.sa.nbytes + self.seps.nbytes + len(self.blob) + self.nulls.nbytes
+                + self.bounds.nbytes + 1024)
+
+    def resident_bytes(self) -> int:
+        """What a shared block cache charges this partition (BlockCache)."""
+        return self.nbytes
 
     def starts(self) -> np.ndarray:
         return np.concatenate([[0], self.seps[:-1] + 1])
@@ -114,16 +126,24 @@ class _Part:
         return syms.astype(">u2").tobytes()
 
     def occurrences(self, pat16: bytes) -> np.ndarray:
-        """Text positions where `pat16` starts (binary search of the suffix array)."""
+        """Text positions where `pat16` starts: the suffix-array range of its first k symbols from the prefix
+        table, then (for a longer pattern) a binary search inside it."""
         m = len(pat16)
+        syms = struct.unpack(f">{m // 2}H", pat16)
+        head = syms[:self.k]
+        code = 0
+        for c in head:
+            code = code * self.base + c
+        width = self.base ** (self.k - len(head))
+        lo, hi = int(self.bounds[code * width]), int(self.bounds[(code + 1) * width])
         text, sa = self.text16, self.sa
+        if len(syms) > self.k and lo < hi:
+            def key(s: np.int32) -> bytes:
+                p = 2 * int(s)
+                return text[p:p + m]
 
-        def key(s: np.int32) -> bytes:
-            p = 2 * int(s)
-            return text[p:p + m]
-
-        lo = bisect.bisect_left(sa, pat16, key=key)
-        hi = bisect.bisect_right(sa, pat16, lo=lo, key=key)
+            lo = bisect.bisect_left(sa, pat16, lo=lo, hi=hi, key=key)
+            hi = bisect.bisect_right(sa, pat16, lo=lo, hi=hi, key=key)
         return np.asarray(sa[lo:hi], dtype=np.int64)
 
     def rows_at(self, positions: np.ndarray) -> np.ndarray:
@@ -144,7 +164,7 @@ class FMIndexReader:
 
     key_order = "unknown"   # rows are stored in row order; entries() sorts the values
 
-    def __init__(self, source: RangeSource, kt: KeyType) -> None:
+    def __init__(self, source: RangeSource, kt: KeyType, *, shared: Any = None) -> None:
         if kt.name != "string":
             raise UnsupportedTypeError(f"an fm index holds STRING values, not {kt.name}")
         self.source = source
@@ -153,7 +173,8 @@ class FMIndexReader:
         self.size = source.size
         self.stats = FMReadStats()
         self._lock = threading.Lock()
-        self._parts: dict[int, _Part] = {}
+        self._parts: dict[int, _Part] = {}   # decoded partitions, without a shared cache
+        self._shared = shared
         if self.size < FOOTER_SIZE:
             raise TruncatedFileError(f"file of {self.size} bytes is shorter than the 64-byte footer",
                                      path=self.path, block="container footer")
@@ -189,14 +210,28 @@ class FMIndexReader:
 
     @property
     def value_count(self) -> int:
-        """Distinct non-null values (the first call decodes every partition)."""
+        """Distinct non-null values (the first call decodes every partition): counted by Arrow over each row's
+        bytes with its separator byte (the same suffix on every value keeps them distinct)."""
         if self._value_count is None:
-            self._value_count = sum(1 for _ in self._grouped())
+            import pyarrow as pa
+            import pyarrow.compute as pc
+            chunks = []
+            for p in self._all():
+                offsets = np.concatenate([p.starts(), p.seps[-1:] + 1]) if p.rows else np.zeros(1, np.int64)
+                valid = pa.array(~p.nulls).buffers()[1]
+                chunks.append(pa.LargeBinaryArray.from_buffers(
+                    pa.large_binary(), p.rows, [valid, pa.py_buffer(offsets.astype(np.int64)),
+                                                pa.py_buffer(p.blob)], null_count=int(p.nulls.sum())))
+            self._value_count = int(pc.count_distinct(pa.chunked_array(chunks, pa.large_binary())).as_py()) \
+                if chunks else 0
         return self._value_count
 
     def cache_cost(self) -> int:
-        """Bytes the decoded partitions take (about 8 bytes per text symbol); before decoding, an estimate of
+        """Bytes the reader keeps: with a shared cache its directory only (the cache charges the decoded
+        partitions); else the decoded partitions (about 8 bytes per text symbol), before decoding an estimate of
         eight times the file."""
+        if self._shared is not None:
+            return 4096 + 64 * len(self.meta.partitions)
         with self._lock:
             done = {p.first_row_id: p.nbytes for p in self._parts.values()}
         if len(done) == len(self.meta.partitions):
@@ -386,7 +421,10 @@ class FMIndexReader:
         parts = []
         for p in self._all():
             r = rows_of(p)
-            if len(r):
+            if len(r) * 32 < p.rows:   # few: sorted and made distinct by a sort of their own
+                if len(r):
+                    parts.append(np.unique(r) + p.first_row_id)
+            else:
                 hit = np.zeros(p.rows, dtype=bool)   # distinct and sorted in one pass (rows < partition size)
                 hit[r] = True
                 parts.append(np.flatnonzero(hit) + p.first_row_id)
@@ -407,25 +445,47 @@ class FMIndexReader:
             yield value, np.array(groups[value], dtype=np.int64)
 
     def _all(self) -> Iterator[_Part]:
-        """Every partition, decoding the missing ones first on the worker threads (numpy releases the GIL)."""
-        if len(self._parts) < len(self.meta.partitions) - 1:
-            with self._lock:
-                missing = [i for i in range(len(self.meta.partitions)) if i not in self._parts]
-                for i, part in zip(missing, map_parts(self._decode, missing)):
-                    self._parts[i] = part
-                    self.stats.partitions_decoded += 1
-        for i in range(len(self.meta.partitions)):
-            yield self._part(i)
+        """Every partition in order, a window at a time: a window's missing partitions are decoded first on the
+        worker threads (numpy releases the GIL); a window bounds what a question holds beyond the cache."""
+        n = len(self.meta.partitions)
+        step = 4 * THREADS
+        for w0 in range(0, n, step):
+            window = range(w0, min(n, w0 + step))
+            got: dict[int, _Part | None] = {i: self._cached(i) for i in window}
+            if sum(p is None for p in got.values()) > 1:
+                with self._lock:   # another question may have decoded them meanwhile
+                    got = {i: p if p is not None else self._cached(i) for i, p in got.items()}
+                    missing = [i for i, p in got.items() if p is None]
+                    for i, part in zip(missing, map_parts(self._decode, missing)):
+                        got[i] = part
+                        self._keep(i, part)
+            for i in window:
+                have = got[i]
+                yield have if have is not None else self._part(i)
 
     def _part(self, i: int) -> _Part:
-        got = self._parts.get(i)
-        if got is None:
-            with self._lock:
-                got = self._parts.get(i)
-                if got is None:
-                    got = self._parts[i] = self._decode(i)
-                    self.stats.partitions_decoded += 1
-        return got
+        got = self._cached(i)
+        if got is not None:
+            return got
+        with self._lock:
+            got = self._cached(i)
+            if got is None:
+                got = self._decode(i)
+                self._keep(i, got)
+            return got
+
+    def _cached(self, i: int) -> _Part | None:
+        if self._shared is None:
+            return self._parts.get(i)
+        hit = self._shared.get((self.path, self.size, self.meta.partitions[i].start))
+        return hit if isinstance(hit, _Part) else None
+
+    def _keep(self, i: int, part: _Part) -> None:
+        self.stats.partitions_decoded += 1
+        if self._shared is None:
+            self._parts[i] = part
+        else:
+            self._shared.put((self.path, self.size, self.meta.partitions[i].start), part)
 
     def _read(self, offset: int, length: int, block: str) -> bytes:
         data = read_exact(self.source, offset, length, block)
@@ -536,12 +596,25 @@ class FMIndexReader:
         nulls = bits(d.null_rows, rows, "null rows")
         if int(nulls.sum()) != d.null_count:
             raise CorruptFileError("null-row count mismatch", path=self.path, block=f"{name} null rows")
+        # the prefix table: how many suffixes begin below each k-symbol code (the suffix array is in that order;
+        # a suffix shorter than k is padded with the terminator, the smallest symbol, which keeps the order)
+        base = d.alphabet_size
+        k = 1
+        while k < 4 and base ** (k + 1) <= _PREFIX_CODES:
+            k += 1
+        padded = np.concatenate([text, np.zeros(k, dtype=np.uint16)]).astype(np.int64)
+        code = padded[:n].copy()
+        for j in range(1, k):
+            code = code * base + padded[j:n + j]
+        bounds = np.zeros(base ** k + 1, dtype=np.int32)
+        np.cumsum(np.bincount(code, minlength=base ** k), out=bounds[1:])
+        del padded, code
         s2b = np.zeros(d.alphabet_size, dtype=np.uint8)
         present = np.flatnonzero(d.byte_to_symbol >= 0)
         s2b[d.byte_to_symbol[present]] = present.astype(np.uint8)
         return _Part(pm.first_row_id, rows,
                      text.astype(">u2").tobytes(), sa.astype(np.int32), seps.astype(np.int64),
-                     s2b[text].tobytes(), nulls, d.byte_to_symbol.astype(np.int32))
+                     s2b[text].tobytes(), nulls, d.byte_to_symbol.astype(np.int32), base, k, bounds)
 
 
 def _part_values(p: _Part) -> list[bytes | None]:

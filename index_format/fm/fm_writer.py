@@ -4,12 +4,13 @@
 The text of a partition is every row's UTF-8 bytes (shifted past the two reserved symbols) followed by a separator,
 then one terminator; symbols are densified to the bytes present. The suffix array comes from libdivsufsort
 (pydivsufsort): with a unique smallest terminator at the end every correct suffix sort gives the same order, so
-the bytes match Rust's own SA-IS. Everything else is numpy. Imports numpy/pyarrow/pydivsufsort and
+the bytes match Rust's own SA-IS. Everything else is numpy, and the blocks' LZ4 a numba-compiled loop
+(lz4_block); partitions are encoded and compressed on index_format.parallel's threads (both release the GIL) and
+placed in order. Imports numpy/pyarrow/pydivsufsort and
 index_format.{fm,errors,storage,types,written_files}.
 """
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -35,6 +36,7 @@ from index_format.fm.fm_format import (
     encode_partition_footer,
     levels_for,
 )
+from index_format.parallel import THREADS, map_parts
 from index_format.storage import Storage
 from index_format.written_files import WriterInputError, WrittenFile
 
@@ -153,6 +155,7 @@ def _group_prefixes(per_word: np.ndarray) -> np.ndarray:
 
 
 _LANES = 0x5555_5555_5555_5555
+_WINDOW = 4 * THREADS   # partitions encoded at once
 
 
 # A vector before its blocks are stored: its head (lengths, totals, block count), then per block the directory
@@ -221,7 +224,7 @@ def _int_vector(values: np.ndarray) -> _Vector:
 def _suffix_array(dense: np.ndarray, alphabet: int) -> np.ndarray:
     from pydivsufsort import divsufsort
     sa = divsufsort(dense.astype(np.uint8) if alphabet <= 256 else dense.astype(np.uint16))
-    return np.asarray(sa, dtype=np.int64)
+    return np.asarray(sa)   # int32 below 2^31 symbols: half the memory traffic of int64
 
 
 @dataclass(slots=True)
@@ -247,10 +250,11 @@ def _encode(sym: np.ndarray, nulls: np.ndarray, opts: FMOptions) -> _Encoded:
     dense = lut[sym]
     sa = _suffix_array(dense, alphabet)
     bwt = dense[sa - 1]
-    sampled = sa % opts.sample_rate == 0
+    sampled = (sa & (opts.sample_rate - 1)) == 0   # the rate is a power of two
     samples = sa[sampled]
     del sa
-    cum = np.concatenate([[0], np.cumsum(np.bincount(dense, minlength=alphabet))])
+    cum = np.concatenate([[0], np.cumsum(counts[np.concatenate([np.arange(FIRST_BYTE_SYMBOL),
+                                                                present + FIRST_BYTE_SYMBOL])])])
     levels = levels_for(alphabet)
     vectors: list[tuple[bytes, _Vector]] = []
     current = bwt
@@ -260,7 +264,8 @@ def _encode(sym: np.ndarray, nulls: np.ndarray, opts: FMOptions) -> _Encoded:
         dcounts = np.bincount(digits, minlength=4)
         vectors.append((_u32(np.concatenate([[0], np.cumsum(dcounts)[:3]])), _quad_vector(digits)))
         if level + 1 < levels:
-            current = current[np.argsort(digits, kind="stable")]   # stable partition by digit (a radix sort)
+            # stable partition by digit (one radix pass): four masked gathers beat an argsort
+            current = np.concatenate([current[digits == d] for d in range(4)])
     vectors.append((b"", _bit_vector(sampled)))
     vectors.append((b"", _int_vector(samples)))
     vectors.append((b"", _bit_vector(nulls)))
@@ -270,51 +275,46 @@ def _encode(sym: np.ndarray, nulls: np.ndarray, opts: FMOptions) -> _Encoded:
     return _Encoded(len(nulls), n, head, vectors)
 
 
-def _emit(enc: _Encoded, opts: FMOptions, out: _Out, first_row_id: int) -> PartitionMeta:
-    """The Python half: compress and place the blocks, then the directory and the footer."""
+# A block compressed, before it is placed: (stored bytes, codec id, CRC, uncompressed length).
+_Stored = tuple[bytes, int, int, int]
+
+
+@dataclass(slots=True)
+class _Packed:
+    """A partition's blocks compressed (where they go is decided when the partitions are placed in order)."""
+
+    rows: int
+    text_length: int
+    head: bytes
+    vectors: list[tuple[bytes, bytes, list[tuple[bytes, _Stored]]]]   # (before, vector head, (meta, block))
+
+
+def _store(body: bytes, opts: FMOptions) -> _Stored:
+    stored, codec = compress(body, opts.compression, opts.compression_level)
+    return stored, codec, crc(stored, codec), len(body)
+
+
+def _pack(enc: _Encoded, opts: FMOptions) -> _Packed:
+    """Compress every payload block of a partition (numba's LZ4 and zstd release the GIL: partitions pack in
+    parallel)."""
+    return _Packed(enc.rows, enc.text_length, enc.head,
+                   [(before, head, [(meta, _store(body, opts)) for meta, body in items])
+                    for before, (head, items) in enc.vectors])
+
+
+def _place(packed: _Packed, opts: FMOptions, out: _Out, first_row_id: int) -> PartitionMeta:
+    """Place a packed partition's blocks, then its directory (which names their offsets) and its footer."""
     start = out.offset
-    directory = [enc.head]
-    for before, (head, items) in enc.vectors:
+    directory = [packed.head]
+    for before, head, items in packed.vectors:
         directory += [before, head]
-        for meta, body in items:
-            directory += [meta, out.block(body, opts).pack()]
+        for meta, (stored, codec, checksum, length) in items:
+            info = BlockInfo(out.offset, len(stored), length, codec, checksum)
+            out.raw(stored)
+            directory += [meta, info.pack()]
     info = out.block(b"".join(directory), opts)
-    out.raw(encode_partition_footer(info, first_row_id, enc.rows, enc.text_length, opts.sample_rate))
-    return PartitionMeta(start, out.offset, first_row_id, enc.rows)
-
-
-class _Ahead:
-    """Computes item k + 1 on a worker thread while the caller uses item k (one item ahead at most)."""
-
-    def __init__(self, make: Callable[[int], _Encoded], count: int) -> None:
-        self._make, self._count = make, count
-        self._next: tuple[threading.Thread, list[_Encoded | BaseException]] | None = None
-
-    def _start(self, k: int) -> None:
-        box: list[_Encoded | BaseException] = []
-
-        def run() -> None:
-            try:
-                box.append(self._make(k))
-            except BaseException as exc:   # handed to the caller by get()
-                box.append(exc)
-        t = threading.Thread(target=run, name="bgix-fm-encode", daemon=True)
-        t.start()
-        self._next = (t, box)
-
-    def get(self, k: int) -> _Encoded:
-        if self._next is None:
-            got = self._make(k)
-        else:
-            t, box = self._next
-            t.join()
-            self._next = None
-            if isinstance(box[0], BaseException):
-                raise box[0]
-            got = box[0]
-        if k + 1 < self._count:
-            self._start(k + 1)
-        return got
+    out.raw(encode_partition_footer(info, first_row_id, packed.rows, packed.text_length, opts.sample_rate))
+    return PartitionMeta(start, out.offset, first_row_id, packed.rows)
 
 
 def _cuts(enc: np.ndarray, opts: FMOptions) -> list[tuple[int, int]]:
@@ -376,16 +376,18 @@ def write_fm_bytes(values: pa.Array | Sequence[str | bytes | None], first_row_id
         sym[-1] = 0
         return sym
 
-    def encode(k: int) -> _Encoded:
+    def pack(k: int) -> _Packed:
         a, b = cuts[k]
-        return _encode(text(a, b), nulls[a:b], opts)
+        return _pack(_encode(text(a, b), nulls[a:b], opts), opts)
 
     out = _Out(0)
     parts = []
-    # a pipeline of two: the next partition's numpy half runs on a worker while this one is compressed
-    ahead = _Ahead(encode, len(cuts))
-    for k, (a, _) in enumerate(cuts):
-        parts.append(_emit(ahead.get(k), opts, out, first_row_id + a))
+    # partitions are independent until placed: encoded and compressed on the worker threads, a window at a time
+    # (the window bounds the memory of partitions waiting to be placed), then placed in order
+    for w0 in range(0, len(cuts), _WINDOW):
+        window = list(range(w0, min(len(cuts), w0 + _WINDOW)))
+        for k, packed in zip(window, map_parts(pack, window), strict=True):
+            parts.append(_place(packed, opts, out, first_row_id + cuts[k][0]))
     meta = IndexMeta(first_row_id, n, tuple(parts))
     meta_bytes = encode_index_meta(meta)
     info = out.block(meta_bytes, opts)
@@ -438,12 +440,13 @@ def write_fm_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.A
 
 
 def _written(path: str, data: bytes, meta: bytes, part: pa.Array) -> WrittenFile:
+    """The file's record. Its value_count is -1 (not counted): an fm file records no distinct count, nothing reads
+    it, and counting the values was a tenth of a 10M-row build's CPU, on one core after the parallel part."""
     import pyarrow.compute as pc
-    valid = part.drop_null()
-    mm = pc.min_max(valid.cast(pa.large_binary())) if len(valid) else None
+    mm = pc.min_max(part.cast(pa.large_binary())) if part.null_count < len(part) else None
     first = mm["min"].as_py() if mm is not None else None
     last = mm["max"].as_py() if mm is not None else None
     return WrittenFile(path=path, file_size=len(data), row_count=len(part), meta=meta,
                        first_key=first.decode("utf-8", "surrogateescape") if first is not None else None,
                        last_key=last.decode("utf-8", "surrogateescape") if last is not None else None,
-                       has_nulls=part.null_count > 0, value_count=len(pc.unique(valid)) if len(valid) else 0)
+                       has_nulls=part.null_count > 0, value_count=-1)

@@ -26,7 +26,8 @@ __all__ = ["PaimonDataFile", "PaimonField", "PaimonTableDescription", "RowRangeG
 
 # Options whose values decide how bgix can use the table.
 OPTIONS_THAT_MATTER = ("row-tracking.enabled", "data-evolution.enabled", "deletion-vectors.enabled",
-                       "global-index.external-path", "bucket")
+                       "global-index.external-path", "bucket",
+                       "bitmap-index.fallback-scan-max-size")   # a query-time index option (view._QUERY_OPTIONS)
 
 
 @dataclass(frozen=True, slots=True)

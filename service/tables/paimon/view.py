@@ -60,6 +60,10 @@ class PaimonView:
             options=dict(d.options), indexes=self.indexes)
 
 
+# The index options a Paimon table's own options may set for bgix's queries (query-time only: the scan budget).
+_QUERY_OPTIONS = ("bitmap-index.fallback-scan-max-size",)
+
+
 def latest_snapshot_id(location: str, storage_options: Mapping[str, object] | None = None,
                        roots: Sequence[str] | None = None) -> int | None:
     """The table's latest snapshot id (None before the first commit): cheap, for freshness checks.
@@ -104,13 +108,16 @@ def load_paimon_view(name: str, location: str, storage: Storage,
     origins = file_origins(table, entries, origins_cache)
     stale = stale_index_files(desc, entries, field_ids_loader(table)) if entries else {}
     per_column: dict[str, list[Snapshot]] = {}
+    # query-time index options set on the table itself (Paimon keeps options there): the scan budget
+    query_options = {k: str(v) for k, v in desc.options.items() if k in _QUERY_OPTIONS}
     for (column, index_type), items in entries.items():
         readable = [e for e in items if e.key_type is not None and e.index_meta is not None]
         if readable:
             # a fully stale index stays listed (no files, every row uncovered): the column is still indexed
             snap = _snapshot(name, column, index_type, sid or 0, created,
                              [e for e in readable if e.file_name not in stale],
-                             [stale[e.file_name] for e in readable if e.file_name in stale], readable[0])
+                             [stale[e.file_name] for e in readable if e.file_name in stale], readable[0],
+                             query_options)
             per_column.setdefault(column, []).append(snap)
     columns, more = {}, {}
     for column, snaps in per_column.items():
@@ -135,7 +142,7 @@ def load_paimon_view(name: str, location: str, storage: Storage,
 
 def _snapshot(table: str, column: str, index_type: str, sid: int, created: float | None,
               items: Sequence[GlobalIndexEntry], stale: Sequence[StaleIndexFile],
-              first: GlobalIndexEntry) -> Snapshot:
+              first: GlobalIndexEntry, options: Mapping[str, str] | None = None) -> Snapshot:
     kt = first.key_type
     assert kt is not None
     files = [IndexFileEntry(path=e.path, range_start=e.row_range_start, range_end=e.row_range_end,
@@ -146,7 +153,7 @@ def _snapshot(table: str, column: str, index_type: str, sid: int, created: float
     covered = ranges.merge((e.row_range_start, e.row_range_end) for e in items)
     return Snapshot(id=sid, table=table, column=column, key_type=kt.spelling, index_type=index_type, files=files,
                     covered_ranges=[list(r) for r in covered], row_count=sum(e - s + 1 for s, e in covered),
-                    stale=bool(stale), stale_files=[x.to_dict() for x in stale],
+                    stale=bool(stale), stale_files=[x.to_dict() for x in stale], options=dict(options or {}),
                     created_at=now() if created is None else created)
 
 

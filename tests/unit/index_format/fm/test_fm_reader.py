@@ -72,3 +72,24 @@ def test_every_byte_value_a_258_symbol_alphabet() -> None:
     assert r.values() == rows
     assert list(r.contains(bytes([255]))) == [i for i, v in enumerate(rows) if v and 255 in v]
     assert list(r.eq(bytes([1, 7]))) == [1] and list(r.starts_with(b"\x00")) == [0, 256]
+
+
+def test_a_shared_block_cache_keeps_the_decoded_partitions_within_its_budget() -> None:
+    """With the service's block cache the reader holds no partition itself: they are charged to the cache, a
+    budget smaller than the file's partitions keeps some and answers stay the same (the rest decoded again)."""
+    from index_format.global_index.block_index import BlockCache
+    rows = [f"row {i} {'vip' if i % 7 == 0 else 'x'}" for i in range(4000)]
+    data = write_fm_bytes(rows, 0, {"fm-index.partition-row-count": "500"})[0]
+    want = BitMap64(i for i in range(4000) if i % 7 == 0)
+    own = open_fm_index(BytesSource(data, "t.index"), "string")
+    assert own.contains("vip") == want and own.cache_cost() > 8 * 4000
+    one = own._part(0).resident_bytes()
+    for budget, kept in ((100 << 20, 8), (3 * one + one // 2, 3), (one // 2, 0)):
+        cache = BlockCache(budget)
+        r = open_fm_index(BytesSource(data, "t.index"), "string", cache=cache)
+        assert r.cache_cost() < 4096 + 64 * 9
+        for _ in range(2):
+            assert r.contains("vip") == want and r.like("row 1%vip") == own.like("row 1%vip")
+        assert len(cache) == kept and cache.bytes <= budget
+        # all kept: each decoded once; else some again by each question (4 passes of 8 partitions at most)
+        assert r.stats.partitions_decoded == 8 if kept == 8 else 8 < r.stats.partitions_decoded <= 32
