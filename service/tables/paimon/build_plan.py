@@ -182,14 +182,18 @@ def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range:
 def cut_tasks(plan: PaimonBuildPlan, max_task_rows: int) -> PaimonBuildPlan:
     """`plan` with every task spanning more than `max_task_rows` row ids cut into consecutive tasks of at most
     that many, between groups of files whose row ranges overlap (a larger group stays one task); each piece
-    keeps the parts of the task's ranges that fall in its files' row range."""
+    keeps the parts of the task's ranges that fall in its files' row range. A range of a family with globally
+    aligned shards (multivalue, fm) is never cut: Java and pypaimon-rust write one file per shard, and so must we
+    for the same bytes (its task then holds the whole shard, however big)."""
     tasks: list[PaimonBuildTask] = []
     for task in plan.tasks:
         rr = calc_row_range(task.split)
         if rr.to - rr.from_ + 1 <= max_task_rows:
             tasks.append(task)
             continue
-        for sub in _cut(task.split, max_task_rows):
+        whole = [r for c, rs in task.ranges.items() if family(plan.family_of(c)).aligned_ranges
+                 for r in rs]
+        for sub in _cut(task.split, max_task_rows, whole):
             sr = calc_row_range(sub)
             # each range clipped on its own (ranges.intersect would join neighbours past records-per-range)
             todo = {c: tuple((max(s, sr.from_), min(e, sr.to)) for s, e in rs if s <= sr.to and e >= sr.from_)
@@ -233,15 +237,16 @@ def _group_range(group: Sequence[Any]) -> Range:
     return min(f.row_id_range().from_ for f in group), max(f.row_id_range().to for f in group)
 
 
-def _cut(split: Split, max_rows: int) -> list[Split]:
+def _cut(split: Split, max_rows: int, whole: Sequence[Range] = ()) -> list[Split]:
     """`split` as consecutive sub-splits of at most `max_rows` row ids, cut only between groups of files whose
-    row ranges overlap (a data file and its data-evolution patches are read together)."""
+    row ranges overlap (a data file and its data-evolution patches are read together) and never inside a range
+    of `whole`."""
     out: list[Split] = []
     current: list[Any] = []
     start = 0
     for group in _file_groups(split):
         g_start, g_end = _group_range(group)
-        if current and g_end - start + 1 > max_rows:
+        if current and g_end - start + 1 > max_rows and not any(s < g_start <= e for s, e in whole):
             out.append(copy_split_with_files(split, current))
             current = []
         if not current:

@@ -132,6 +132,25 @@ def test_cut_partitioned(partitioned: PaimonTable, limit: int) -> None:
     assert_cut(plan, cut_tasks(plan, limit), limit, 160)
 
 
+@pytest.mark.parametrize("limit", [1, 120, 450])
+def test_a_cut_never_splits_an_aligned_shard(one_split: PaimonTable, limit: int) -> None:
+    """fm shards (`_ROW_ID DIV R`; multivalue's too, the same family flag) are one file each in pypaimon-rust's
+    builds: a task may be cut between shards, never inside one, even past the size bound."""
+    column = "status"
+    # file groups start at 0, 100, 250, 450, 700, 1000: shard edges meet them at 250 and 1000 only
+    plan = plan_build(one_split, [column, "flag"], records_per_range=250, families={column: "fm"})
+    shards = list(plan.tasks[0].ranges[column])
+    assert shards == [(s, min(s + 249, TOTAL - 1)) for s in range(0, TOTAL, 250)]
+    cut = cut_tasks(plan, limit)
+    assert [r for t in cut.tasks for r in t.ranges.get(column, ())] == shards   # each shard whole, in one task
+    for task in cut.tasks:   # a task's span starts and ends on shard edges
+        span = _span(task)
+        assert not any(s < span[0] <= e or s <= span[1] < e for s, e in shards), (span, shards)
+    assert _ids(cut.tasks, "flag") == list(range(TOTAL))
+    if limit < 250:
+        assert [_span(t) for t in cut.tasks] == [(0, 249), (250, 999), (1000, TOTAL - 1)]
+
+
 def test_cut_drops_pieces_without_work(one_split: PaimonTable) -> None:
     """A task whose split holds more files than its ranges need: pieces with nothing to build are dropped."""
     plan = plan_build(one_split, COLUMNS, records_per_range=10_000)
