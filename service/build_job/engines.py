@@ -217,7 +217,9 @@ def _conf_dirs_on_classpath() -> bool:
 
 
 def _cds_key() -> str | None:
-    """What an archive depends on: the java binary Spark launches and the Spark jars (None: no java)."""
+    """What an archive depends on: the java binary Spark launches and the Spark jars (None: no java). The JVM
+    refuses an archive whose class path jars changed size or modification time, silently with its logs off: a
+    venv made again at the same path (new jar mtimes) under the old key would never use or record one again."""
     import hashlib
     import importlib.util
     import shutil
@@ -230,7 +232,7 @@ def _cds_key() -> str | None:
     java_real = Path(java).resolve()
     try:
         parts = [str(java_real), str(java_real.stat().st_mtime_ns), str(jars),
-                 *sorted(f"{p.name}:{p.stat().st_size}" for p in jars.glob("*.jar"))]
+                 *sorted(f"{p.name}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in jars.glob("*.jar"))]
     except OSError:
         return None
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:16]

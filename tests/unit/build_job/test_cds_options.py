@@ -108,6 +108,21 @@ def test_the_archive_name_follows_java_and_spark(java: Path, tmp_path: Path) -> 
     assert _archive(class_data_sharing_options(tmp_path / "a"), "ArchiveClassesAtExit").name.split(".")[0] != first
 
 
+def test_the_archive_name_follows_the_jars_times(java: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The JVM refuses an archive once a class path jar's modification time changed (a venv made again at the same
+    path): the key changes with it, so a new archive is recorded."""
+    import importlib.util
+    fake = tmp_path / "site" / "pyspark"
+    (fake / "jars").mkdir(parents=True)
+    (fake / "jars" / "spark-core.jar").write_bytes(b"jar")
+    spec = importlib.util.spec_from_file_location("pyspark", fake / "__init__.py", submodule_search_locations=[str(fake)])
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: spec if name == "pyspark" else None)
+    first = engines._cds_key()
+    assert first is not None and engines._cds_key() == first
+    _age(fake / "jars" / "spark-core.jar", 60)   # same name and size, another time: pip installed it again
+    assert engines._cds_key() != first
+
+
 def test_one_jvm_at_a_time_records_the_archive(java: Path, tmp_path: Path) -> None:
     """Sessions starting while one records run without an archive (recording costs CPU at exit, once is enough);
     an abandoned claim is taken over; once the archive is promoted every session loads it."""
