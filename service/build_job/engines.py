@@ -146,7 +146,7 @@ def parallelism(master: str, spark: SparkSession) -> int:
 # -- JVM class-data sharing -------------------------------------------------------------------------
 
 _CDS_RECORD_SECONDS = 600.0  # a recording claim older than this is abandoned (its JVM died or wrote nothing)
-_CDS_SETTLE_SECONDS = 60.0  # a JVM writes its archive within seconds of exiting; older parts are complete
+_CDS_SETTLE_SECONDS = 20.0  # a JVM writes its archive in ~3 s as it exits; a part unchanged for longer is complete
 # Archives kept in the cache (~116 MB each): one per java + Spark install, so one per venv. Every new venv or
 # fresh clone records its own; without a cap they piled up (21 archives, 2.7 GB in /tmp on a developer machine).
 _CDS_KEEP = 4
@@ -159,7 +159,7 @@ def class_data_sharing_options(cache_dir: Path) -> str:
     Loading and verifying Spark's classes is a large part of a fresh session's start on a small machine;
     an archive roughly halves the JVM's start-up CPU. The JVM checks an archive itself and runs without it
     when it does not match, so the worst case is today's start time. An archive is written under a part
-    name (one JVM records at a time) and promoted by a later job once it has not changed for a minute.
+    name (one JVM records at a time) and promoted by a later job once it has not changed for _CDS_SETTLE_SECONDS.
     `cache_dir` must be ours alone (an archive holds code): it is created 0700 and not used when another
     user owns it.
     """
