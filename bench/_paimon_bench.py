@@ -346,5 +346,10 @@ def publish(report: str, path: Path, write: bool, notes: Sequence[str], failures
     return 0
 
 
+def verdict(ok: bool) -> str:
+    """A target's cell in a report: met, or MISSED (which the benches also print on a line of its own)."""
+    return "met" if ok else "MISSED"
+
+
 def mb(n: float) -> str:
     return f"{n / 2**20:,.0f} MiB"

@@ -65,7 +65,7 @@ from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
     NAME, Generated, api_build, copy_table, index_layout, layout_text, log_tail, publish, register, scratch_dir,
-    serve_env, wait_served, write_table)
+    serve_env, verdict, wait_served, write_table)
 from _server import KeepAlive, start_server, stop_server  # noqa: E402  (bench/_server.py)
 from bench_paimon import git_sha  # noqa: E402
 from bench_service import process_cpu_seconds  # noqa: E402
@@ -226,9 +226,6 @@ def measure(url: str, pid: int, shape: Shape, kind: str, truth: dict[tuple[str, 
     return {t: {"p50": pct(v, 50), "p90": pct(v, 90), "cpu": cpu[t] / len(v) * 1000, "n": len(v)}
             for t, v in lat.items()}
 
-
-def verdict(ok: bool) -> str:
-    return "met" if ok else "MISSED"
 
 
 def main() -> int:

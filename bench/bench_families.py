@@ -51,7 +51,7 @@ from index_format.options import IndexOptions  # noqa: E402
 from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
 from _paimon_bench import api_build as shared_api_build  # noqa: E402  (bench/_paimon_bench.py)
-from _paimon_bench import copy_table, index_layout, publish, register  # noqa: E402
+from _paimon_bench import copy_table, index_layout, publish, register, verdict  # noqa: E402
 from _server import KeepAlive, start_server, stop_server  # noqa: E402  (bench/_server.py)
 from bench_paimon import _CDS_WAIT, cds_archive_ready, git_sha, wait_for_cds_archive  # noqa: E402
 from bench_service import process_cpu_seconds  # noqa: E402
@@ -247,9 +247,6 @@ def measure(url: str, pid: int, tables: list[str], shape: Shape, queries: int, r
 
 
 # ---- report ----------------------------------------------------------------------------------------
-def verdict(ok: bool) -> str:
-    return "met" if ok else "MISSED"
-
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])

@@ -60,7 +60,8 @@ from index_format.options import IndexOptions  # noqa: E402
 from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
-    NAME, api_build, copy_table, index_layout, layout_text, log_tail, publish, register, rust_build, scratch_dir)
+    NAME, api_build, copy_table, index_layout, layout_text, log_tail, publish, register, rust_build, scratch_dir,
+    verdict)
 from _server import KeepAlive, start_server, stop_server  # noqa: E402  (bench/_server.py)
 from bench_paimon import git_sha  # noqa: E402
 
@@ -281,9 +282,6 @@ def phases(job: dict[str, Any]) -> str:
         return ", ".join(f"{k} {v:.2f} s" for k, v in got.items())
     return str(job.get("phases") or "phases not logged")
 
-
-def verdict(ok: bool) -> str:
-    return "met" if ok else "MISSED"
 
 
 # ---- main ------------------------------------------------------------------------------------------
