@@ -12,15 +12,18 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Protocol, cast
 
 from index_format.errors import InvalidOptionError
 
 if TYPE_CHECKING:
+    import numpy as np
+    import pyarrow as pa
+
     from index_format.index_reader import IndexReader
     from index_format.written_files import WrittenFile
 
-__all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "FM", "MULTIVALUE", "FAMILIES", "IndexFamily", "built_family",
+__all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "FM", "MULTIVALUE", "FAMILIES", "IndexFamily", "RangeStream", "built_family",
            "check_key_type", "family", "unserved_reason"]
 
 
@@ -46,6 +49,9 @@ class IndexFamily:
     `sidecars`: bgix may write and use a range sidecar beside its files (same rows, range-bitmap format).
     `key_types`: the KeyType names (index_format.types) its keys may have; None: every scalar type. A build on
     a column of another type is refused before it starts.
+    `streamer`: "module:function" of `open_stream(kt, options, *, rows, records_per_file, new_path, storage)`, a
+    writer of one range fed as the build reads it (`add(keys, local_row_ids)`, then `finish()` → its files, the
+    same as `write_files` of all the rows would write); None: the build gathers a range's rows, then writes them.
     `rank`: preference among families that answer a leaf equally well (lower first).
     `description`: one line for people (the dashboard's hint, GET /v1/index-families).
     """
@@ -61,6 +67,7 @@ class IndexFamily:
     dense: bool = False
     sidecars: bool = False
     key_types: frozenset[str] | None = None
+    streamer: str | None = None
     rank: int = 0
     description: str = ""
 
@@ -73,6 +80,18 @@ class IndexFamily:
     @property
     def write_files(self) -> Callable[..., list[WrittenFile]]:
         return cast("Callable[..., list[WrittenFile]]", _load(self.writer))
+
+    @property
+    def open_stream(self) -> Callable[..., RangeStream] | None:
+        return cast("Callable[..., RangeStream]", _load(self.streamer)) if self.streamer else None
+
+
+class RangeStream(Protocol):
+    """A range's writer fed as the build reads (IndexFamily.streamer)."""
+
+    def add(self, keys: pa.Array, local_row_ids: np.ndarray) -> None: ...
+
+    def finish(self) -> list[WrittenFile]: ...
 
 
 def _load(ref: str) -> object:
@@ -111,6 +130,7 @@ _FM_OPS = frozenset(("eq", "ne", "in", "not_in", "is_null", "is_not_null", "star
 FM = IndexFamily(name="fm", reader="index_format.fm.fm_reader:open_fm_index",
                  writer="index_format.fm.fm_writer:write_fm_files", answers=_FM_OPS, seeks=_FM_OPS, rank=3,
                  key_types=frozenset(("string",)), aligned_ranges=True, dense=True,
+                 streamer="index_format.fm.fm_stream:open_fm_stream",
                  description="an FM index (suffix array) over a STRING column; exact LIKE '%x%', contains, "
                              "LIKE 'x%', LIKE '%x' and general LIKE patterns, =, IN, IS [NOT] NULL")
 

@@ -10,7 +10,7 @@ import os
 import threading
 from collections.abc import Callable, Sequence
 from queue import SimpleQueue
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -80,3 +80,38 @@ def map_parts(fn: Callable[[T], R], parts: Sequence[T]) -> list[R]:
     if failed:
         raise failed[min(failed)]
     return out  # type: ignore[return-value]  # every part filled (a failure raised above)
+
+
+class Pending(Generic[R]):
+    """A part submitted to the workers (`submit`): `result()` waits for it and returns its value or raises its
+    exception."""
+
+    __slots__ = ("_done", "_ok", "_value")
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._ok = False
+        self._value: object = None
+
+    def _set(self, ok: bool, value: object) -> None:
+        self._ok, self._value = ok, value
+        self._done.set()
+
+    def result(self) -> R:
+        self._done.wait()
+        if not self._ok:
+            raise self._value  # type: ignore[misc]  # a failed part's value: its exception
+        return self._value  # type: ignore[return-value]  # set by a part that succeeded
+
+
+def submit(fn: Callable[[T], R], part: T) -> Pending[R]:
+    """fn(part) on a worker while the caller goes on (a stream's parts: `map_parts` when all are at hand)."""
+    pending: Pending[R] = Pending()
+
+    def run() -> None:
+        try:
+            pending._set(True, fn(part))
+        except BaseException as exc:  # handed to whoever waits, raised there
+            pending._set(False, exc)
+    _jobs().put(run)
+    return pending

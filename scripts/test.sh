@@ -18,9 +18,9 @@ unset PYTHONDONTWRITEBYTECODE
 # Compiled once here, on both cores, rather than by each of the workers that import a module first at once (and by
 # the servers and jobs the first tests start) in a fresh clone.
 .venv/bin/python -m compileall -q -j 2 index_format service tests > /dev/null
-# Likewise numba's cache of the fm writer's LZ4 loop (index_format/fm/lz4_native.py): ~1.5 CPU-s to compile, paid by
-# every process that writes an fm file before the cache exists.
-.venv/bin/python -c "from index_format.fm.lz4_block import compress_block; compress_block(bytes(range(256)) * 8)"
+# Likewise numba's cache of the fm writer's compiled loops (index_format/fm/lz4_native.py, wavelet_native.py): a few
+# CPU-s to compile, paid by every process that writes an fm file before the cache exists.
+.venv/bin/python -c "from index_format.fm.fm_writer import write_fm_bytes; write_fm_bytes(['ab' * 20] * 50)"
 export SPARK_LOCAL_IP=127.0.0.1
 export PYSPARK_PYTHON="$PWD/.venv/bin/python"
 export PYSPARK_DRIVER_PYTHON="$PWD/.venv/bin/python"

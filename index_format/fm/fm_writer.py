@@ -11,8 +11,11 @@ index_format.{fm,errors,storage,types,written_files}.
 """
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from types import ModuleType
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,7 +39,7 @@ from index_format.fm.fm_format import (
     encode_partition_footer,
     levels_for,
 )
-from index_format.parallel import THREADS, map_parts
+from index_format.parallel import Pending, submit
 from index_format.storage import Storage
 from index_format.written_files import WriterInputError, WrittenFile
 
@@ -155,7 +158,6 @@ def _group_prefixes(per_word: np.ndarray) -> np.ndarray:
 
 
 _LANES = 0x5555_5555_5555_5555
-_WINDOW = 4 * THREADS   # partitions encoded at once
 
 
 # A vector before its blocks are stored: its head (lengths, totals, block count), then per block the directory
@@ -163,8 +165,13 @@ _WINDOW = 4 * THREADS   # partitions encoded at once
 _Vector = tuple[bytes, list[tuple[bytes, bytes]]]
 
 
-def _quad_vector(digits: np.ndarray) -> _Vector:
-    """One wavelet level (2-bit digits, 32 per little-endian u64 word) as blocks of 4096 words."""
+def _quad_words(digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(words, per_word): 2-bit digits packed 32 per little-endian u64 word, and each word's count of each digit
+    (padding lanes not counted)."""
+    native = _native()
+    if native is not None:
+        words, per_word = native.quad_words(digits)
+        return words, per_word
     n = len(digits)
     nwords = -(-n // 32)
     padded = np.zeros(nwords * 32, dtype=np.uint8)
@@ -177,6 +184,14 @@ def _quad_vector(digits: np.ndarray) -> _Vector:
         diff = words ^ np.uint64(digit * _LANES)
         per_word[:, digit] = np.bitwise_count(~(diff | (diff >> np.uint64(1))) & np.uint64(_LANES))
     per_word[-1, 0] -= nwords * 32 - n   # padding lanes are zeros: not values
+    return words, per_word
+
+
+def _quad_vector(digits: np.ndarray) -> _Vector:
+    """One wavelet level (2-bit digits, 32 per little-endian u64 word) as blocks of 4096 words."""
+    n = len(digits)
+    words, per_word = _quad_words(digits)
+    nwords = len(words)
     totals = per_word.sum(axis=0)
     items = []
     before = np.zeros(4, dtype=np.int64)
@@ -227,6 +242,54 @@ def _suffix_array(dense: np.ndarray, alphabet: int) -> np.ndarray:
     return np.asarray(sa)   # int32 below 2^31 symbols: half the memory traffic of int64
 
 
+def _native() -> ModuleType | None:
+    """The numba-compiled loops (wavelet_native), or None without numba or with BGIX_FM_NATIVE=numpy."""
+    if not _NATIVE:
+        with _NATIVE_LOCK:   # set once loaded: a thread arriving meanwhile waits rather than take the numpy path
+            if not _NATIVE:
+                module: ModuleType | None = None
+                if os.environ.get("BGIX_FM_NATIVE") != "numpy":
+                    try:
+                        from index_format.fm import wavelet_native as module
+                    except ImportError:   # numba is not installed
+                        pass
+                _NATIVE.append(module)
+    return _NATIVE[0]
+
+
+_NATIVE: list[ModuleType | None] = []
+_NATIVE_LOCK = threading.Lock()
+
+
+def _bwt_samples(dense: np.ndarray, sa: np.ndarray, rate: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(bwt, sampled, samples) of a partition: its BWT, which suffix array entries are sampled (multiples of the
+    rate, a power of two), and their values."""
+    native = _native()
+    if native is not None:
+        bwt, sampled, samples = native.bwt_samples(dense, sa, rate)
+        return bwt, sampled, samples
+    sampled = (sa & (rate - 1)) == 0
+    return dense[sa - 1], sampled, sa[sampled]
+
+
+def _wavelet_digits(bwt: np.ndarray, levels: int) -> tuple[np.ndarray, np.ndarray]:
+    """(digits[levels, n], counts[levels, 4]): each quad wavelet level's 2-bit digits, most significant first,
+    the symbols of a level ordered stably by the digits of the levels above it."""
+    native = _native()
+    if native is not None:
+        digits, counts = native.wavelet_digits(bwt, levels)
+        return digits, counts
+    out = np.empty((levels, len(bwt)), dtype=np.uint8)
+    current = bwt
+    for level in range(levels):
+        out[level] = (current >> ((levels - level - 1) * 2)) & 3
+        if level + 1 < levels:
+            # stable partition by digit (one radix pass): four masked gathers beat an argsort
+            current = np.concatenate([current[out[level] == d] for d in range(4)])
+    counts = np.stack([np.bincount(row, minlength=4) for row in out])
+    return out, counts
+
+
 @dataclass(slots=True)
 class _Encoded:
     """A partition's directory pieces and blocks, before any is compressed or placed (numpy's part)."""
@@ -249,23 +312,15 @@ def _encode(sym: np.ndarray, nulls: np.ndarray, opts: FMOptions) -> _Encoded:
     lut = np.concatenate([np.arange(FIRST_BYTE_SYMBOL), b2s]).astype(np.uint16)
     dense = lut[sym]
     sa = _suffix_array(dense, alphabet)
-    bwt = dense[sa - 1]
-    sampled = (sa & (opts.sample_rate - 1)) == 0   # the rate is a power of two
-    samples = sa[sampled]
+    levels = levels_for(alphabet)
+    bwt, sampled, samples = _bwt_samples(dense, sa, opts.sample_rate)
     del sa
     cum = np.concatenate([[0], np.cumsum(counts[np.concatenate([np.arange(FIRST_BYTE_SYMBOL),
                                                                 present + FIRST_BYTE_SYMBOL])])])
-    levels = levels_for(alphabet)
-    vectors: list[tuple[bytes, _Vector]] = []
-    current = bwt
-    for level in range(levels):
-        shift = (levels - level - 1) * 2
-        digits = ((current >> shift) & 3).astype(np.uint8)
-        dcounts = np.bincount(digits, minlength=4)
-        vectors.append((_u32(np.concatenate([[0], np.cumsum(dcounts)[:3]])), _quad_vector(digits)))
-        if level + 1 < levels:
-            # stable partition by digit (one radix pass): four masked gathers beat an argsort
-            current = np.concatenate([current[digits == d] for d in range(4)])
+    digits, dcounts = _wavelet_digits(bwt, levels)
+    vectors: list[tuple[bytes, _Vector]] = [
+        (_u32(np.concatenate([[0], np.cumsum(dcounts[level])[:3]])), _quad_vector(digits[level]))
+        for level in range(levels)]
     vectors.append((b"", _bit_vector(sampled)))
     vectors.append((b"", _int_vector(samples)))
     vectors.append((b"", _bit_vector(nulls)))
@@ -332,17 +387,11 @@ def _cuts(enc: np.ndarray, opts: FMOptions) -> list[tuple[int, int]]:
     return cuts
 
 
-def write_fm_bytes(values: pa.Array | Sequence[str | bytes | None], first_row_id: int = 0,
-                   options: FMOptions | IndexOptions | Mapping[str, object] | str | None = None) -> tuple[bytes, bytes]:
-    """One FM file of `values` (row i has id first_row_id + i): (file bytes, index metadata for the manifest).
-
-    Raises:
-        WriterInputError: no rows, or a value longer than the partition size.
-    """
-    opts = fm_options(options)
+def _large(values: pa.Array | pa.ChunkedArray | Sequence[str | bytes | None]) -> pa.Array:
+    """`values` as one large_string or large_binary array (raw bytes, not necessarily UTF-8, stored as they are)."""
     if isinstance(values, (pa.Array, pa.ChunkedArray)):
         arr = values
-    elif any(isinstance(v, bytes) for v in values):   # raw bytes (not necessarily UTF-8): stored as they are
+    elif any(isinstance(v, bytes) for v in values):
         arr = pa.array([v.encode("utf-8") if isinstance(v, str) else v for v in values], pa.large_binary())
     else:
         arr = pa.array(values, pa.large_string())
@@ -350,49 +399,122 @@ def write_fm_bytes(values: pa.Array | Sequence[str | bytes | None], first_row_id
         arr = arr.combine_chunks()
     if not pa.types.is_large_string(arr.type) and not pa.types.is_large_binary(arr.type):
         arr = arr.cast(pa.large_binary() if pa.types.is_binary(arr.type) else pa.large_string())
+    return arr
+
+
+def _layout(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(value offsets relative to the first, value bytes) of a large_string/large_binary array."""
     n = len(arr)
-    if n == 0:
-        raise WriterInputError("an FM file needs at least one row")
-    nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else np.zeros(n, dtype=bool)
     offs = np.frombuffer(arr.buffers()[1], dtype=np.int64)[arr.offset:arr.offset + n + 1]
     data_buf = arr.buffers()[2]
     data = np.frombuffer(data_buf, dtype=np.uint8) if data_buf is not None else np.zeros(0, dtype=np.uint8)
-    lengths = np.diff(offs)
-    enc = lengths + 1
-    if n and int(enc.max()) >= opts.partition_size:
-        raise WriterInputError(f"a value exceeds {PARTITION_SIZE} ({opts.partition_size} encoded symbols)")
-    cuts = _cuts(enc, opts)
+    return offs - offs[0], data[offs[0]:offs[-1]]
 
-    def text(a: int, b: int) -> np.ndarray:
-        body = data[offs[a]:offs[b]]
-        total = len(body) + (b - a) + 1
-        sym = np.empty(total, dtype=np.uint16)
-        seps = offs[a + 1:b + 1] - offs[a] + np.arange(b - a)
-        mask = np.ones(total, dtype=bool)
-        mask[seps] = False
-        mask[-1] = False
-        sym[mask] = body.astype(np.uint16) + FIRST_BYTE_SYMBOL
-        sym[seps] = SEPARATOR
-        sym[-1] = 0
-        return sym
 
-    def pack(k: int) -> _Packed:
-        a, b = cuts[k]
-        return _pack(_encode(text(a, b), nulls[a:b], opts), opts)
+def _symbols(arr: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """(symbols, nulls) of one partition's rows: each value's bytes as symbols, then a separator; a terminator
+    closes the text."""
+    offs, body = _layout(arr)
+    b = len(arr)
+    total = len(body) + b + 1
+    sym = np.empty(total, dtype=np.uint16)
+    seps = offs[1:] + np.arange(b)
+    mask = np.ones(total, dtype=bool)
+    mask[seps] = False
+    mask[-1] = False
+    sym[mask] = body.astype(np.uint16) + FIRST_BYTE_SYMBOL
+    sym[seps] = SEPARATOR
+    sym[-1] = 0
+    nulls = arr.is_null().to_numpy(zero_copy_only=False) if arr.null_count else np.zeros(b, dtype=bool)
+    return sym, nulls
 
-    out = _Out(0)
-    parts = []
-    # partitions are independent until placed: encoded and compressed on the worker threads, a window at a time
-    # (the window bounds the memory of partitions waiting to be placed), then placed in order
-    for w0 in range(0, len(cuts), _WINDOW):
-        window = list(range(w0, min(len(cuts), w0 + _WINDOW)))
-        for k, packed in zip(window, map_parts(pack, window), strict=True):
-            parts.append(_place(packed, opts, out, first_row_id + cuts[k][0]))
-    meta = IndexMeta(first_row_id, n, tuple(parts))
-    meta_bytes = encode_index_meta(meta)
-    info = out.block(meta_bytes, opts)
-    out.raw(encode_container_footer(info, first_row_id, n, len(parts)))
-    return b"".join(out.parts), meta_bytes
+
+class FMFileStream:
+    """One FM file written as its rows arrive in row order (`add`): every partition the rows so far close is
+    encoded and compressed on the worker threads while the caller reads on; `finish` places the partitions in
+    order and returns the file. Row i of the stream has id first_row_id + i.
+
+    Partitions follow pypaimon-rust's rule (`_cuts`), which decides a partition's end from its own rows only: a
+    partition is closed once a row past it has arrived, so the stream's cuts are those of the whole input.
+    """
+
+    def __init__(self, first_row_id: int = 0,
+                 options: FMOptions | IndexOptions | Mapping[str, object] | str | None = None) -> None:
+        self.opts = fm_options(options)
+        self.first_row_id = first_row_id
+        self.rows = 0                                    # rows added
+        self._open: list[pa.Array] = []                  # rows after the last closed partition
+        self._open_rows = 0
+        self._open_symbols = 0
+        self._parts: list[tuple[int, Pending[_Packed]]] = []   # (first row, its encoding), in row order
+
+    def add(self, values: pa.Array | pa.ChunkedArray | Sequence[str | bytes | None]) -> None:
+        """Append rows (the next ids of the stream).
+
+        Raises:
+            WriterInputError: a value longer than the partition size.
+        """
+        arr = _large(values)
+        if len(arr) == 0:
+            return
+        offs, _ = _layout(arr)
+        longest = int(np.diff(offs).max())
+        if longest + 1 >= self.opts.partition_size:
+            raise WriterInputError(f"a value exceeds {PARTITION_SIZE} ({self.opts.partition_size} encoded symbols)")
+        self._open.append(arr)
+        self.rows += len(arr)
+        self._open_rows += len(arr)
+        self._open_symbols += int(offs[-1]) + len(arr)
+        # cut only once a partition must have closed: each row is gathered into one array at most twice
+        if self._open_rows > self.opts.partition_row_count or self._open_symbols >= self.opts.partition_size:
+            self._cut(last=False)
+
+    def _cut(self, last: bool) -> None:
+        arr = pa.concat_arrays(self._open) if len(self._open) > 1 else self._open[0]
+        offs, _ = _layout(arr)
+        cuts = _cuts(np.diff(offs) + 1, self.opts)
+        closed = cuts if last else cuts[:-1]
+        first = self.rows - len(arr)
+        for a, b in closed:
+            self._parts.append((first + a, submit(self._pack, arr.slice(a, b - a))))
+        rest = arr.slice(closed[-1][1]) if closed else arr
+        self._open = [rest] if len(rest) else []
+        self._open_rows = len(rest)
+        self._open_symbols = int(_layout(rest)[0][-1]) + len(rest) if len(rest) else 0
+
+    def _pack(self, rows: pa.Array) -> _Packed:
+        sym, nulls = _symbols(rows)
+        return _pack(_encode(sym, nulls, self.opts), self.opts)
+
+    def finish(self) -> tuple[bytes, bytes]:
+        """(file bytes, index metadata for the manifest).
+
+        Raises:
+            WriterInputError: no rows.
+        """
+        if self.rows == 0:
+            raise WriterInputError("an FM file needs at least one row")
+        if self._open:
+            self._cut(last=True)
+        out = _Out(0)
+        metas = [_place(pending.result(), self.opts, out, self.first_row_id + first)
+                 for first, pending in self._parts]
+        meta_bytes = encode_index_meta(IndexMeta(self.first_row_id, self.rows, tuple(metas)))
+        info = out.block(meta_bytes, self.opts)
+        out.raw(encode_container_footer(info, self.first_row_id, self.rows, len(metas)))
+        return b"".join(out.parts), meta_bytes
+
+
+def write_fm_bytes(values: pa.Array | Sequence[str | bytes | None], first_row_id: int = 0,
+                   options: FMOptions | IndexOptions | Mapping[str, object] | str | None = None) -> tuple[bytes, bytes]:
+    """One FM file of `values` (row i has id first_row_id + i): (file bytes, index metadata for the manifest).
+
+    Raises:
+        WriterInputError: no rows, or a value longer than the partition size.
+    """
+    stream = FMFileStream(first_row_id, options)
+    stream.add(values)
+    return stream.finish()
 
 
 def write_fm_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.Array | np.ndarray | Sequence[int],
@@ -435,18 +557,25 @@ def write_fm_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.A
         data, meta = write_fm_bytes(part, int(rid[a]), opts)
         path = new_path()
         storage.write_atomic(path, data)
-        out.append(_written(path, data, meta, part))
+        out.append(written_file(path, data, meta, len(part), key_bounds(part), part.null_count > 0))
     return out
 
 
-def _written(path: str, data: bytes, meta: bytes, part: pa.Array) -> WrittenFile:
+def key_bounds(arr: pa.Array) -> tuple[bytes | None, bytes | None]:
+    """(smallest, largest) value of `arr` as bytes, compared as bytes; (None, None) when every row is null."""
+    import pyarrow.compute as pc
+    if arr.null_count == len(arr):
+        return None, None
+    mm = pc.min_max(arr.cast(pa.large_binary()))
+    return mm["min"].as_py(), mm["max"].as_py()
+
+
+def written_file(path: str, data: bytes, meta: bytes, rows: int, bounds: tuple[bytes | None, bytes | None],
+                 has_nulls: bool) -> WrittenFile:
     """The file's record. Its value_count is -1 (not counted): an fm file records no distinct count, nothing reads
     it, and counting the values was a tenth of a 10M-row build's CPU, on one core after the parallel part."""
-    import pyarrow.compute as pc
-    mm = pc.min_max(part.cast(pa.large_binary())) if part.null_count < len(part) else None
-    first = mm["min"].as_py() if mm is not None else None
-    last = mm["max"].as_py() if mm is not None else None
-    return WrittenFile(path=path, file_size=len(data), row_count=len(part), meta=meta,
+    first, last = bounds
+    return WrittenFile(path=path, file_size=len(data), row_count=rows, meta=meta,
                        first_key=first.decode("utf-8", "surrogateescape") if first is not None else None,
                        last_key=last.decode("utf-8", "surrogateescape") if last is not None else None,
-                       has_nulls=part.null_count > 0, value_count=-1)
+                       has_nulls=has_nulls, value_count=-1)

@@ -10,7 +10,7 @@ from typing import Any, TypeVar, cast
 import numba
 import numpy as np
 
-__all__ = ["compress_into"]
+__all__ = ["compress_into", "nogil_jit"]
 
 _MIN_LENGTH = 13        # shorter inputs are one literal run
 _MFLIMIT = 12           # no match may start within the last 12 bytes
@@ -21,25 +21,25 @@ _SKIP_SHIFT = 5         # the search step grows by one every 2^5 misses
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def _jit(fn: F) -> F:
+def nogil_jit(fn: F) -> F:
     """numba's njit(nogil, cache), typed as the function it compiles."""
     return cast(F, numba.njit(nogil=True, cache=True)(fn))
 
 
-@_jit
+@nogil_jit
 def _word(d: Any, i: int) -> Any:
     """The little-endian 4 bytes at i."""
     return (np.uint32(d[i]) | (np.uint32(d[i + 1]) << np.uint32(8)) | (np.uint32(d[i + 2]) << np.uint32(16))
             | (np.uint32(d[i + 3]) << np.uint32(24)))
 
 
-@_jit
+@nogil_jit
 def _slot(w: Any) -> Any:
     """The 12-bit multiplicative hash of a word (in 64 bits: numba widens a u32 product)."""
     return ((np.uint64(w) * np.uint64(2654435761)) & np.uint64(0xFFFFFFFF)) >> np.uint64(20)
 
 
-@_jit
+@nogil_jit
 def _lsic(out: Any, o: int, n: int) -> int:
     """LZ4's length continuation: 255s, then the remainder."""
     while n >= 255:
@@ -50,7 +50,7 @@ def _lsic(out: Any, o: int, n: int) -> int:
     return o + 1
 
 
-@_jit
+@nogil_jit
 def _last_literals(d: Any, start: int, out: Any, o: int) -> int:
     n = d.shape[0] - start
     out[o] = (15 if n >= 15 else n) << 4
@@ -63,7 +63,7 @@ def _last_literals(d: Any, start: int, out: Any, o: int) -> int:
     return o
 
 
-@_jit
+@nogil_jit
 def compress_into(d: Any, out: Any) -> int:
     """`d` (uint8, under 64 KiB) as one raw LZ4 block written to `out` (at least n + n // 255 + 16 bytes);
     returns the bytes written."""

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 
 from index_format.errors import BgixError
-from index_format.families import family
+from index_format.families import RangeStream, family
 from index_format.global_index.writer import WrittenFile
 from index_format.options import IndexOptions, parse_options
 from index_format.sidecar import SIDECAR_SUFFIX
@@ -54,6 +54,9 @@ class RangeBuilder:
                                  np.asarray(idx, dtype=np.int64))
         self.keys: dict[int, list[pa.Array]] = {}
         self.ids: dict[int, list[np.ndarray]] = {}
+        # ranges of a family with a streamer are written as they are read (an fm range's partitions are encoded
+        # on the worker threads while the next files are read), the others gathered and written at flush
+        self.streams: dict[int, RangeStream] = {}
         self.counts: dict[int, int] = {}
         self.report = report
         self.files_written = 0
@@ -102,29 +105,56 @@ class RangeBuilder:
                 yield from self._append(int(sidx[part[0]]), keys.take(pa.array(take)), ids[take])
 
     def _append(self, r: int, keys: pa.Array, ids: np.ndarray) -> Iterator[pa.RecordBatch]:
-        self.keys.setdefault(r, []).append(keys)
-        self.ids.setdefault(r, []).append(ids - self.plan.ranges[r].start)   # local ids, spec §5.1
+        local = ids - self.plan.ranges[r].start   # local ids, spec §5.1
+        stream = self.streams.get(r) if r in self.counts else self._stream(r)
+        if stream is not None:
+            stream.add(keys, local)
+        else:
+            self.keys.setdefault(r, []).append(keys)
+            self.ids.setdefault(r, []).append(local)
         self.counts[r] = self.counts.get(r, 0) + len(ids)
         if self.plan.exact_rows and self.counts[r] == self.plan.ranges[r].rows:
             yield self.flush(r)
 
+    def _sidecars(self, r: int) -> bool:
+        rng = self.plan.ranges[r]
+        return bool(self.plan.sidecars and self.families[rng.column].sidecars and self.options.range_sidecar
+                    and sidecar_possible(self.kts[rng.column], rng.end - rng.start + 1))
+
+    def _stream(self, r: int) -> RangeStream | None:
+        """A new streamed writer for range r, when its family has one (and no sidecar needs the rows kept)."""
+        rng = self.plan.ranges[r]
+        fam = self.families[rng.column]
+        if fam.open_stream is None or self._sidecars(r):
+            return None
+        stream = fam.open_stream(self.kts[rng.column], self.options, rows=rng.end - rng.start + 1,
+                                 records_per_file=self.options.records_per_file,
+                                 new_path=self.plan.names.new_path(rng.start, rng.end, fam.name), storage=self.storage)
+        self.streams[r] = stream
+        return stream
+
     def flush(self, r: int) -> pa.RecordBatch:
         rng = self.plan.ranges[r]
         kt = self.kts[rng.column]
-        keys = pa.concat_arrays(self.keys.pop(r))
-        local = np.concatenate(self.ids.pop(r))
         rows = self.counts.pop(r)
         start, end = rng.start, rng.end
         fam = self.families[rng.column]
-        if fam.dense and len(local) < end - start + 1:
-            keys, local = _dense(keys, local, end - start + 1)
-        sidecars = (self.plan.sidecars and fam.sidecars and self.options.range_sidecar
-                    and sidecar_possible(kt, end - start + 1))
-        written = fam.write_files(keys, local, kt, self.options,
-                                  records_per_file=self.options.records_per_file,  # floor(1.2 R), spec §5.2
-                                  new_path=self.plan.names.new_path(start, end, fam.name), storage=self.storage,
-                                  keep_rows=sidecars)
-        sidecar_sizes = [self.write_sidecar(kt, keys, w, end - start + 1) if sidecars else None for w in written]
+        sidecars = self._sidecars(r)
+        stream = self.streams.pop(r, None)
+        if stream is not None:
+            written = stream.finish()
+            sidecar_sizes: list[int | None] = [None] * len(written)
+        else:
+            keys = pa.concat_arrays(self.keys.pop(r))
+            local = np.concatenate(self.ids.pop(r))
+            if fam.dense and len(local) < end - start + 1:
+                keys, local = _dense(keys, local, end - start + 1)
+            written = fam.write_files(keys, local, kt, self.options,
+                                      records_per_file=self.options.records_per_file,  # floor(1.2 R), spec §5.2
+                                      new_path=self.plan.names.new_path(start, end, fam.name), storage=self.storage,
+                                      keep_rows=sidecars)
+            sidecar_sizes = [self.write_sidecar(kt, keys, w, end - start + 1) if sidecars else None
+                             for w in written]
         self.files_written += len(written)
         fail_after = self.plan.test_hooks.get("fail_after_files")
         if fail_after is not None and self.files_written >= int(fail_after):
@@ -165,11 +195,11 @@ class RangeBuilder:
     def close(self, ranges: Iterable[int]) -> Iterator[pa.RecordBatch]:
         """Write the given ranges now (their task ended; a range never seen had no live row)."""
         for r in ranges:
-            if r in self.keys:
+            if r in self.counts:
                 yield self.flush(r)
 
     def finish(self) -> Iterator[pa.RecordBatch]:
-        for r in sorted(self.keys):
+        for r in sorted(self.counts):
             yield self.flush(r)
 
 
