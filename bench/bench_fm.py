@@ -266,6 +266,16 @@ def wait_served(client: httpx.Client, table: str, index_type: str, timeout: floa
         time.sleep(0.1)
 
 
+def fm_digests(location: Path) -> list[tuple[int, int, str]]:
+    """(row range start, end, sha256 of the file) of every committed fm file of the table, in row order."""
+    import hashlib
+
+    from service.tables.paimon import list_all_index_entries, open_paimon_table
+    entries = list_all_index_entries(open_paimon_table(str(location))).get(("txt", "fm"), ())
+    return sorted((int(e.row_range_start), int(e.row_range_end), hashlib.sha256(Path(e.path).read_bytes()).hexdigest())
+                  for e in entries)
+
+
 def tiny_table(root: Path) -> Path:
     """A 1,000-row table for the untimed warm-up builds."""
     wh = root / "tiny" / "warehouse"
@@ -363,6 +373,13 @@ def main() -> int:
         layouts = {n: index_layout(locations[n]) for n in names}
         for n in names:
             print(f"  {n}: {layout_text(layouts[n])}", flush=True)
+        same_bytes = {}
+        for e in engines:   # each engine's fm files against pypaimon-rust's, built with the same options
+            same_bytes[e] = fm_digests(locations[f"bgix_{e}"]) == fm_digests(locations["rust"])
+            print(f"  bgix_{e}: fm files {'byte-identical to' if same_bytes[e] else 'DIFFER from'} pypaimon-rust's",
+                  flush=True)
+            if not same_bytes[e]:
+                failures.append(f"bgix engine {e}: fm files differ from pypaimon-rust's for the same rows and options")
 
         # ---- serving
         fm_tables = [f"bgix_{engines[0]}", "rust"]
@@ -494,7 +511,8 @@ def main() -> int:
         job = builds[f"bgix_{e}"]
         lines.append(f"| bgix API, engine {e}{' ' + args.master if e == 'spark' else ''} | {job['seconds']:.1f} s "
                      f"(server process tree CPU {job['cpu']:.1f} s; peak RSS {job['peak_rss'] / 2**20:.0f} MiB): "
-                     f"{phases(job)} | {layout_text(layouts[f'bgix_{e}'])} |")
+                     f"{phases(job)} | {layout_text(layouts[f'bgix_{e}'])}, "
+                     f"{'byte-identical to' if same_bytes[e] else 'DIFFERENT from'} pypaimon-rust's |")
     bj = builds["bitmap"]
     lines.append(f"| bgix API, bitmap (engine {engines[0]}) | {bj['seconds']:.1f} s (CPU {bj['cpu']:.1f} s): "
                  f"{phases(bj)} | {layout_text(layouts['bitmap'])} |")

@@ -12,7 +12,7 @@ import pytest
 
 from tests.e2e.soak_driver import run_soak
 
-DURATION_S = 35.0
+DURATION_S = 25.0   # the suite's time budget; bench/bench_soak.py runs for minutes
 
 
 @pytest.mark.slow
@@ -25,9 +25,9 @@ def test_soak_mixed_load_stays_correct_and_flat(tmp_path: Path) -> None:
     assert report.wrong == [], report.wrong[:5]
     assert report.failed_jobs == [], report.failed_jobs[:5]
     assert report.writer_errors == [], report.writer_errors[:5]
-    # floors, not throughput: on a loaded 2-core machine the 35 s make ~300 requests, idle ones well over 700
-    assert sum(report.requests.values()) > 150 and report.requests["refused"] > 10, summary
-    assert report.writer["append"] > 3 and report.jobs["succeeded"] > 3, summary
+    # floors, not throughput: on a loaded 2-core machine 35 s made ~300 requests, an idle one well over 700
+    assert sum(report.requests.values()) > 100 and report.requests["refused"] > 7, summary
+    assert report.writer["append"] > 3 and report.jobs["succeeded"] >= 2, summary   # builds: 2 in 100 requests
     growth = report.growth()
     assert all(v < 60 * 2**20 for v in growth["rss"].values()), summary
     # Open files: a query holds every index file it reads while it runs (more as the table gains commits), so
