@@ -36,8 +36,9 @@ class InjectedFailure(RuntimeError):
 
 
 class RangeBuilder:
-    """Collects rows per range; writes a range's files as soon as all its rows arrived (plans with exact row
-    counts), when the task holding it ends (`close`), or at the end (`finish`)."""
+    """Collects rows per range (or feeds them to the range's streamed writer, for a family with one); writes a
+    range's files as soon as all its rows arrived (plans with exact row counts), when the task holding it ends
+    (`close`), or at the end (`finish`)."""
 
     def __init__(self, plan: BuildPlan, report: Report | None = None) -> None:
         self.plan = plan
