@@ -114,9 +114,10 @@ class Accumulator:
             return
         self.count += count
         self.total = _add(self.total, total)
-        if self.low is None or (low is not None and low < self.low):  # type: ignore[operator]
+        # keys of one column compare with each other
+        if self.low is None or (low is not None and low < self.low):  # type: ignore[operator]  # see above
             self.low = low
-        if self.high is None or (high is not None and high > self.high):  # type: ignore[operator]
+        if self.high is None or (high is not None and high > self.high):  # type: ignore[operator]  # see above
             self.high = high
 
     def value(self, op: str) -> object:
@@ -134,14 +135,14 @@ class Accumulator:
         total = self.total
         if isinstance(total, Decimal):
             return total / self.count
-        return float(total) / self.count  # type: ignore[arg-type]
+        return float(total) / self.count  # type: ignore[arg-type]  # an int or float sum
 
 
 def _add(a: object, b: object) -> object:
     if isinstance(a, Decimal) or isinstance(b, Decimal):
         return Decimal(str(a)) + Decimal(str(b)) if not isinstance(a, Decimal) or not isinstance(b, Decimal) \
             else a + b
-    return a + b  # type: ignore[operator]
+    return a + b  # type: ignore[operator]  # numeric sums
 
 
 def metric_of(group: AbstractBitMap64, metric: Partition, deadline: float | None = None) -> Accumulator:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -289,12 +289,15 @@ def _ordered(by_key: dict[GroupKey, _Group], groups: list[str], cis: Mapping[str
     """Groups in the asked order, ties by the group keys ascending; NULLS FIRST ascending, LAST descending."""
     items = sorted(by_key.items(), key=lambda kv: tuple(_sort_value(v) for v in kv[0]))
     for kind, i, desc in reversed(order):   # stable sorts, the last term first
-        if kind == "key":
-            items.sort(key=lambda kv, i=i: _sort_value(kv[0][i]), reverse=desc)  # type: ignore[misc]
-        else:
-            m = wanted[i]
-            items.sort(key=lambda kv, m=m: _sort_value(_metric_value(kv[1], m)), reverse=desc)  # type: ignore[misc]
+        items.sort(key=_term_key(kind, i, wanted), reverse=desc)
     return items
+
+
+def _term_key(kind: str, i: int, wanted: list[_Metric]) -> Callable[[tuple[GroupKey, _Group]], tuple[bool, object]]:
+    if kind == "key":
+        return lambda kv: _sort_value(kv[0][i])
+    m = wanted[i]
+    return lambda kv: _sort_value(_metric_value(kv[1], m))
 
 
 def _metric_value(g: _Group, m: _Metric) -> object:

@@ -302,3 +302,42 @@ def test_too_many_groups_is_a_named_400(plain: tuple[TestClient, pd.DataFrame],
     monkeypatch.setattr(run_aggregate, "MAX_INTERSECTIONS", 20)
     r = client.post("/v1/tables/t/aggregate", json={"group_by": ["status", "country"]})
     assert r.status_code == 400 and r.json()["error"]["code"] == "aggregate_too_large", r.text
+
+
+# ---- the Python client ---------------------------------------------------------------------------------------------
+def test_client_aggregate_returns_typed_groups_and_a_dataframe(plain: tuple[TestClient, pd.DataFrame]) -> None:
+    from service.aggregate_answer import AggregateAnswer, InexactAggregateError
+    from service.client import Client
+    from service.query.query_errors import TooManyGroupsError
+
+    http, df = plain
+    table = _arrow(df).append_column("rid", pa.array(np.arange(len(df), dtype=np.int64)))
+    truth = pd.array(df.score > 10, dtype="boolean").fillna(False).to_numpy(dtype=bool)
+    want = _judge(table.filter(pa.array(truth)), ["status"], "price", "rid")
+    with Client("http://testserver", transport=http._transport) as client:
+        answer = client.aggregate("t", ["status"], ["count", "sum:price", "min:price", "max:price", "avg:price",
+                                                    "count:price"], where="score > 10", order_by=["-count"])
+        assert isinstance(answer, AggregateAnswer) and answer.is_exact and answer.group_by == ["status"]
+        _same({(g.key["status"],): g.metrics for g in answer}, want)
+        counts = [g["count"] for g in answer]
+        assert counts == sorted(counts, reverse=True) and len(answer) == len(want)
+        frame = answer.to_pandas()
+        assert list(frame.columns) == ["status", *answer.metric_names]
+        assert frame["count"].sum() == int(truth.sum())
+        assert dict(zip(frame["status"], frame["count"])) == {k[0]: v["count"] for k, v in want.items()}
+
+        partial = client.aggregate("t", ["status"], scan="never")
+        assert not partial.is_exact and partial.coverage.uncovered_rows == APPENDED
+        with pytest.raises(InexactAggregateError, match="150 rows"):
+            client.aggregate("t", ["status"], scan="never", allow_inexact=False)
+        page = client.aggregate("t", ["country"], limit=2)
+        rest = client.aggregate("t", ["country"], limit=2, cursor=page.next_cursor)
+        assert [g.key["country"] for g in [*page, *rest]] == [None, "de", "fr", "jp"]
+        from service.query import run_aggregate
+        saved = run_aggregate.MAX_GROUPS
+        run_aggregate.MAX_GROUPS = 3
+        try:
+            with pytest.raises(TooManyGroupsError):
+                client.aggregate("t", ["status"])
+        finally:
+            run_aggregate.MAX_GROUPS = saved
