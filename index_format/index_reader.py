@@ -97,6 +97,9 @@ class IndexReader(Protocol):
     # ---- every key
     def entries(self) -> Iterator[Entry]:
         """(value, its rows) for every key in logical order, rows read a bounded number of keys at a time."""
+    def entries_desc(self) -> Iterator[Entry]:
+        """entries() in descending logical order (ORDER BY … DESC LIMIT k stops early: a btree walks its blocks from
+        the last, a bitmap file its dictionary backwards)."""
     def key_rows(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(serialized key, its rows ascending as uint64) for every key in logical order (sidecar derivation)."""
     def value_counts(self, prefix: str | None = None) -> Iterator[tuple[object, int]]:

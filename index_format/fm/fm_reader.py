@@ -363,6 +363,10 @@ class FMIndexReader:
         for value, ids in self._grouped():
             yield deserialize_key(kt, value), _bitmap(ids)
 
+    def entries_desc(self) -> Iterator[tuple[object, BitMap64]]:
+        """entries() in descending order (an fm file has no key order to walk: every value is grouped first)."""
+        yield from reversed(list(self.entries()))
+
     def key_rows(self) -> Iterator[tuple[bytes, np.ndarray]]:
         for value, ids in self._grouped():
             yield value, ids.astype(np.uint64)

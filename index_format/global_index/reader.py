@@ -198,7 +198,16 @@ class BitmapIndexReader:
     def key_rows(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(key bytes, its local row ids as uint64) for every key in logical order, bitmaps read a bounded
         number of bytes at a time (deriving a range sidecar from this file)."""
-        items = self._logical(list(self.raw_entries()))
+        yield from self._rows_of(self._logical(list(self.raw_entries())))
+
+    def entries_desc(self) -> Iterator[tuple[object, BitMap64]]:
+        """entries() in descending logical order, bitmaps read a bounded number at a time from the last key."""
+        kt = self.kt
+        for k, ids in self._rows_of(self._logical(list(self.raw_entries()))[::-1]):
+            yield deserialize_key(kt, k), BitMap64(array("Q", ids.astype(np.uint64, copy=False).tobytes()))
+
+    def _rows_of(self, items: list[tuple[bytes, int, int]]) -> Iterator[tuple[bytes, np.ndarray]]:
+        """(key bytes, local row ids) of `items` in their order, gathered a bounded number of bitmaps at a time."""
         a = 0
         while a < len(items):
             part = items[a:a + (_FIRST_KEYS if a == 0 else _KEYS_PER_GATHER)]

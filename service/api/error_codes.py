@@ -8,8 +8,8 @@ from index_format import errors as fmt
 from service.catalog import catalog_errors as cat
 from service.catalog.catalog_errors import LocationNotAllowedError
 from service.query.query_errors import (
-    AggregateError, AggregateTooLargeError, InvalidCursorError, NotGroupableError, SnapshotChangedError,
-    TooManyGroupsError,
+    AggregateError, AggregateTooLargeError, InvalidCursorError, NotGroupableError, OrderByError,
+    SnapshotChangedError, TooManyGroupsError,
 )
 
 
@@ -44,6 +44,7 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (AggregateTooLargeError, 400, "aggregate_too_large"),
     (NotGroupableError, 400, "no_index"),
     (AggregateError, 400, "invalid_aggregate"),
+    (OrderByError, 400, "invalid_order_by"),
     (cat.InvalidTableError, 400, "invalid_table"),       # before TableNotFoundError: a bad location
     (cat.UnsupportedOperationError, 400, "unsupported_operation"),
     (cat.TableNotFoundError, 404, "not_found"),

@@ -409,6 +409,11 @@ ExplainMode = Annotated[bool | Literal["plan"], PlainValidator(_explain_mode),
                                         "default": False})]
 
 
+class QueryOrder(_Model):
+    column: str = Field(max_length=1000, description="An indexed scalar column.")
+    direction: Literal["asc", "desc"] = "asc"
+
+
 class QueryRequest(_Model):
     # the predicate readers refuse its strings that are not valid Unicode (400 invalid_predicate), naming them
     _text_checked_elsewhere: ClassVar[frozenset[str]] = frozenset({"predicate"})
@@ -427,6 +432,11 @@ class QueryRequest(_Model):
                            "\"plan\": only the plan (a QueryPlanResponse: index per leaf, files after pruning, how each "
                            "range would be read, coverage and the rows no index covers), made from manifest "
                            "metadata without opening any index file, so no rows and no count.")
+    order_by: QueryOrder | None = Field(
+        None, description="With result row_ids: the matching rows ordered by one indexed column (ORDER BY c "
+                          "ASC|DESC; ties by row id; NULLS FIRST ascending, NULLS LAST descending, as Paimon), "
+                          "`limit` rows a page, each row's value in `order_values`; answered from the column's "
+                          "btree or bitmap index in key order, stopping after `limit` rows.")
     scan: Literal["auto", "never"] = Field(
         "auto", description="\"auto\": rows no index covers (appends since the last build, stale files, a column "
                             "with no index) and leaves the indexes decline are read from the table's data and "
@@ -534,6 +544,8 @@ class QueryResponse(BaseModel):
     row_ids: list[int] | None = None
     ranges: list[list[int]] | None = Field(None, description="Inclusive [first, last] runs of matching row ids.")
     files: list[FileMatch] | None = None
+    order_values: list[Any] | None = Field(None, description="With `order_by`: each row's value of the order "
+                                                              "column, beside `row_ids`.")
     next_cursor: str | None = None
     snapshots: dict[str, int] = Field(default_factory=dict, description="Snapshot id used per column.")
     coverage: Coverage

@@ -51,3 +51,8 @@ class AggregateTooLargeError(AggregateError):
         super().__init__(f"this aggregate needs {work} bitmap intersections, more than its cap of {cap}: narrow "
                          "`where`, group by fewer columns, or aggregate a column with fewer distinct values")
         self.cap = cap
+
+
+class OrderByError(fmt.BgixError):
+    """A query's `order_by` the service cannot answer (400 invalid_order_by): an ARRAY column, a result other than
+    row_ids."""

@@ -36,7 +36,8 @@ from service.query.query_errors import (
 from service.query.query_service import QueryService, TableView
 from service.query.results import decode_cursor, encode_cursor
 
-__all__ = ["MAX_GROUPS", "MAX_INTERSECTIONS", "AggregateAsk", "MetricAsk", "OrderAsk", "run_aggregate"]
+__all__ = ["MAX_GROUPS", "MAX_INTERSECTIONS", "AggregateAsk", "MetricAsk", "OrderAsk", "indexed_column",
+           "run_aggregate"]
 
 MAX_GROUPS = 100_000             # groups one aggregate may hold (each keeps a bitmap while it is built)
 MAX_INTERSECTIONS = 4_000_000    # bitmap intersections one aggregate may make (groups × keys of the next column)
@@ -170,7 +171,7 @@ def _live_rows(view: TableView) -> BitMap64:
     return rows - view.retired if view.retired else rows
 
 
-def _resolve(qs: QueryService, view: TableView, column: str) -> str:
+def indexed_column(qs: QueryService, view: TableView, column: str) -> str:
     """The indexed column `column` names (exact, else case-insensitive); a table column without an index is
     NotGroupableError, any other name UnknownColumnError."""
     if column in view.columns:
@@ -186,7 +187,7 @@ def _resolve(qs: QueryService, view: TableView, column: str) -> str:
 
 
 def _group_columns(qs: QueryService, view: TableView, names: Sequence[str]) -> list[str]:
-    out = [_resolve(qs, view, c) for c in names]
+    out = [indexed_column(qs, view, c) for c in names]
     if len(set(out)) != len(out):
         raise AggregateError(f"group_by names a column twice: {', '.join(names)}")
     return out
@@ -197,7 +198,7 @@ def _metrics(qs: QueryService, view: TableView, asked: Sequence[MetricAsk]) -> l
     for m in asked or (MetricAsk(),):
         if m.op not in OPS:
             raise AggregateError(f"unknown metric {m.op!r}; metrics: {', '.join(OPS)}")
-        column = None if m.column is None else _resolve(qs, view, m.column)
+        column = None if m.column is None else indexed_column(qs, view, m.column)
         if column is None and m.op != "count":
             raise AggregateError(f"metric {m.op!r} needs a column")
         if column is not None:
