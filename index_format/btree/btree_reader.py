@@ -336,6 +336,10 @@ class BTreeIndexReader:
         for key, ids in self.raw_entries():
             yield deserialize_key(kt, key), _bitmap(ids)
 
+    def key_bitmaps(self) -> Iterator[tuple[object, BitMap64]]:
+        """entries() (a btree file keeps no decoded bitmaps)."""
+        yield from self.entries()
+
     def entries_desc(self) -> Iterator[tuple[object, BitMap64]]:
         """(value, its local rows) in descending logical order: data blocks from the last, one at a time (a
         top-k walk reads only the blocks it needs)."""

@@ -6,10 +6,12 @@ Imports index_format (readers through ColumnIndex, ranges) and this package's er
 from __future__ import annotations
 
 import time
+from array import array
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from pyroaring import AbstractBitMap64, BitMap64
+import numpy as np
+from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap, BitMap64
 
 from index_format import ranges
 from index_format.errors import QueryTimeoutError
@@ -21,6 +23,7 @@ __all__ = ["NUMERIC_TYPES", "Accumulator", "GroupKey", "Partition", "best_index"
            "partition"]
 
 NUMERIC_TYPES = frozenset((*INTEGER_NAMES, *FLOAT_NAMES, "decimal"))
+_U32 = 1 << 32
 _CHECK_EVERY = 256          # keys or intersections between two looks at the deadline
 
 GroupKey = tuple[object, ...]   # one value per group column; None is SQL's NULL group
@@ -68,18 +71,27 @@ def partition(ci: ColumnIndex, rows: AbstractBitMap64, *, element_keys: bool, ma
         if not inside:
             continue
         local = inside.shift(-ref.range_start)
+        # a 32-bit copy of the file's filter rows meets the bitmap family's cached 32-bit maps without conversion
+        local32 = BitMap(array("I", _ids(local).astype(np.uint32).tobytes())) if local.max() < _U32 else None
         reader = ref.open()
         if not element_keys:
             n = local & reader.null_rows()
             if n:
                 nulls |= n.shift(ref.range_start)
-        for key, bm in reader.entries():
+        for key, bm in reader.key_bitmaps():
             seen += 1
             if seen % _CHECK_EVERY == 0:
                 _check(deadline)
-            if not local.intersect(bm):
-                continue
-            got = (local & bm).shift(ref.range_start)
+            if local32 is not None and isinstance(bm, AbstractBitMap):
+                small = local32 & bm
+                if not small:
+                    continue
+                got = BitMap64(array("Q", (np.frombuffer(small.to_array(), dtype=np.uint32).astype(np.uint64)
+                                          + np.uint64(ref.range_start)).tobytes()))
+            else:
+                if not local.intersect(bm):  # type: ignore[arg-type]  # a 64-bit map here
+                    continue
+                got = (local & bm).shift(ref.range_start)  # type: ignore[operator]  # likewise
             have = acc.get(key)
             if have is None:
                 if len(acc) >= max_keys:
@@ -94,6 +106,10 @@ def partition(ci: ColumnIndex, rows: AbstractBitMap64, *, element_keys: bool, ma
         parts.insert(0, nulls)
     return Partition(column=ci.column, kt=ci.kt, family=ci.family, keys=keys, rows=parts,
                      uncovered=ci.uncovered(rows), files=len(ci.files))
+
+
+def _ids(bm: AbstractBitMap64) -> np.ndarray:
+    return np.frombuffer(bm.to_array(), dtype=np.uint64)
 
 
 def _sort_key(v: object) -> tuple[int, object]:
