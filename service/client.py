@@ -234,7 +234,7 @@ class Client:
     def query(self, table: str, where: str | None = None,
               predicate: Node | Mapping[str, Any] | None = None, result: str = "roaring",
               limit: int | None = None, cursor: str | None = None,
-              explain: bool | str = False) -> QueryAnswer:
+              explain: bool | str = False, order_by: str | None = None) -> QueryAnswer:
         """The service's answer with its exactness: a QueryAnswer whatever `result` is (`rows`, a BitMap64, for
         "roaring"; this page's `row_ids` / `ranges` / `files` and `next_cursor` otherwise; `count` always).
 
@@ -242,8 +242,14 @@ class Client:
         asks once more for its coverage (result "ranges", one run), and a roaring answer with `explain` for its
         explain, from a second evaluation at the same snapshots. `explain="plan"`: the plan only (`plan`,
         `coverage`; no rows, no count). Never raises for an inexact answer; `require_exact()` does.
+        `order_by="uid DESC"` (or "uid", "uid ASC"): the page's `row_ids` in that column's order, each row's value in
+        `order_values` (result "row_ids" is then implied).
         """
         body = {**self._query_options, **_query_body(where, predicate, result, limit, cursor, explain)}
+        if order_by is not None:
+            column, _, direction = order_by.strip().partition(" ")
+            body.update(result="row_ids", order_by={"column": column, "direction": direction.strip().lower() or "asc"})
+            result = "row_ids"
         if result == "roaring" and explain != "plan":
             return self._roaring(table, body)
         r = self._request("POST", f"/v1/tables/{table}/query", json=body)
@@ -417,6 +423,7 @@ def _json_answer(table: str, data: Mapping[str, Any], body: Mapping[str, Any]) -
         table=table, result=str(data.get("result", body["result"])), exact=bool(data.get("exact", not plan)),
         coverage=Coverage.from_json(data.get("coverage")), count=None if count is None else int(count),
         row_ids=data.get("row_ids"), ranges=data.get("ranges"), files=data.get("files"),
+        order_values=data.get("order_values"),
         next_cursor=data.get("next_cursor"), snapshots=dict(data.get("snapshots") or {}),
         explain=data.get("explain"), plan=_plan_of(data), where=body.get("where"), predicate=body.get("predicate"))
 

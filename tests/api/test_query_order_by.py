@@ -114,3 +114,15 @@ def test_order_by_on_paimon_leaves_deleted_rows_out(dv: tuple[TestClient, Path, 
         got = _ask(client, "events", body)
         assert got["row_ids"] == want[:120] and got["order_values"] == values[:120], where
         assert got["exact"] is True and not set(deleted) & set(got["row_ids"])
+
+
+def test_the_client_asks_for_an_order(plain: tuple[TestClient, pd.DataFrame]) -> None:  # noqa: F811
+    from service.client import Client
+
+    http, df = plain
+    table = _arrow(df).append_column("rid", pa.array(np.arange(len(df), dtype=np.int64)))
+    want, values = _sorted_ids(table.filter(pc.less(table.column("score"), 0)), "price", True, "rid")
+    with Client("http://testserver", transport=http._transport) as client:
+        answer = client.query("t", where="score < 0", order_by="price DESC", limit=25)
+        assert answer.row_ids == want[:25] and answer.order_values == values[:25] and answer.is_exact
+        assert answer.count == len(want) and answer.next_cursor is not None
