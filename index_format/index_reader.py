@@ -9,14 +9,16 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Protocol, TypeAlias, runtime_checkable
 
 import numpy as np
-from pyroaring import BitMap64
+from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap64
 
 from index_format.types import KeyType
 
-__all__ = ["Entry", "IndexReader", "KeyCounts", "ReadCounters"]
+__all__ = ["Entry", "IndexReader", "KeyBitmap", "KeyCounts", "ReadCounters"]
 
 # One key of a file and its LOCAL row ids: what `IndexReader.entries()` yields for every family.
 Entry: TypeAlias = tuple[object, BitMap64]
+# One key of a file and its LOCAL row ids as a 32-bit map when they fit (a cached bitmap as it is), else 64-bit.
+KeyBitmap: TypeAlias = tuple[object, "AbstractBitMap | AbstractBitMap64"]
 # A batch of keys (a list of serialized keys, or one buffer and its n + 1 start offsets) and their row counts.
 KeyCounts: TypeAlias = tuple["list[bytes] | tuple[np.ndarray, np.ndarray]", np.ndarray]
 
@@ -97,6 +99,12 @@ class IndexReader(Protocol):
     # ---- every key
     def entries(self) -> Iterator[Entry]:
         """(value, its rows) for every key in logical order, rows read a bounded number of keys at a time."""
+    def entries_desc(self) -> Iterator[Entry]:
+        """entries() in descending logical order (ORDER BY … DESC LIMIT k stops early: a btree walks its blocks from
+        the last, a bitmap file its dictionary backwards)."""
+    def key_bitmaps(self) -> Iterator[KeyBitmap]:
+        """entries() with each key's rows as the family keeps them best (a bitmap file: its decoded-bitmap cache,
+        32-bit maps when the ids fit), for callers that only intersect or count them (aggregates)."""
     def key_rows(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(serialized key, its rows ascending as uint64) for every key in logical order (sidecar derivation)."""
     def value_counts(self, prefix: str | None = None) -> Iterator[tuple[object, int]]:

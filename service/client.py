@@ -24,6 +24,7 @@ from service.api import schemas
 from service.api.error_codes import ERROR_TABLE
 from service.catalog import catalog_errors as cat
 from service.predicate_translation import UntranslatablePredicateError
+from service.aggregate_answer import AggregateAnswer, InexactAggregateError, metric_bodies
 from service.query_answer import Coverage, InexactAnswerError, QueryAnswer
 
 if TYPE_CHECKING:
@@ -31,8 +32,8 @@ if TYPE_CHECKING:
 
     from service.paimon_answers import PaimonRowScan
 
-__all__ = ["ApiError", "Client", "Coverage", "InexactAnswerError", "InvalidRequestError", "JobFailedError",
-           "QueryAnswer", "SnapshotRaceError", "UnauthorizedError", "UntranslatablePredicateError",
+__all__ = ["AggregateAnswer", "ApiError", "Client", "Coverage", "InexactAggregateError", "InexactAnswerError",
+           "InvalidRequestError", "JobFailedError", "QueryAnswer", "SnapshotRaceError", "UnauthorizedError", "UntranslatablePredicateError",
            "error_from_response"]
 
 _TERMINAL = ("succeeded", "failed", "cancelled")
@@ -233,7 +234,7 @@ class Client:
     def query(self, table: str, where: str | None = None,
               predicate: Node | Mapping[str, Any] | None = None, result: str = "roaring",
               limit: int | None = None, cursor: str | None = None,
-              explain: bool | str = False) -> QueryAnswer:
+              explain: bool | str = False, order_by: str | None = None) -> QueryAnswer:
         """The service's answer with its exactness: a QueryAnswer whatever `result` is (`rows`, a BitMap64, for
         "roaring"; this page's `row_ids` / `ranges` / `files` and `next_cursor` otherwise; `count` always).
 
@@ -241,12 +242,49 @@ class Client:
         asks once more for its coverage (result "ranges", one run), and a roaring answer with `explain` for its
         explain, from a second evaluation at the same snapshots. `explain="plan"`: the plan only (`plan`,
         `coverage`; no rows, no count). Never raises for an inexact answer; `require_exact()` does.
+        `order_by="uid DESC"` (or "uid", "uid ASC"): the page's `row_ids` in that column's order, each row's value in
+        `order_values` (result "row_ids" is then implied).
         """
         body = {**self._query_options, **_query_body(where, predicate, result, limit, cursor, explain)}
+        if order_by is not None:
+            column, _, direction = order_by.strip().partition(" ")
+            body.update(result="row_ids", order_by={"column": column, "direction": direction.strip().lower() or "asc"})
+            result = "row_ids"
         if result == "roaring" and explain != "plan":
             return self._roaring(table, body)
         r = self._request("POST", f"/v1/tables/{table}/query", json=body)
         return _json_answer(table, r.json(), body)
+
+    def aggregate(self, table: str, group_by: Sequence[str] = (), metrics: Sequence[Mapping[str, Any] | str] | None
+                  = None, where: str | None = None, predicate: Node | Mapping[str, Any] | None = None, *,
+                  order_by: Sequence[tuple[str, str] | str] = (), limit: int | None = None,
+                  cursor: str | None = None, explain: bool = False, scan: str = "auto",
+                  allow_inexact: bool = True) -> AggregateAnswer:
+        """Groups of the rows where the predicate is TRUE (every live row without one), by up to three indexed
+        columns: POST /v1/tables/{table}/aggregate as an AggregateAnswer (`to_pandas()` for a DataFrame).
+
+        `metrics`: dicts ({"op": "sum", "column": "amount"}) or text ("count", "sum:amount"); default count.
+        `order_by`: metric names or group columns, "-name" (or ("name", "desc")) descending. With
+        `allow_inexact=False` an answer that leaves rows out raises InexactAggregateError.
+        """
+        body: dict[str, Any] = {"group_by": list(group_by), "explain": explain, "scan": scan}
+        bodies = metric_bodies(metrics)
+        if bodies is not None:
+            body["metrics"] = bodies
+        if where is not None:
+            body["where"] = where
+        if predicate is not None:
+            body["predicate"] = predicate_to_json(predicate) if isinstance(predicate, Node) else dict(predicate)
+        body["order_by"] = [{"by": o[0], "direction": o[1]} if isinstance(o, tuple) else
+                            {"by": o[1:], "direction": "desc"} if o.startswith("-") else {"by": o}
+                            for o in order_by]
+        if limit is not None:
+            body["limit"] = limit
+        if cursor is not None:
+            body["cursor"] = cursor
+        r = self._request("POST", f"/v1/tables/{table}/aggregate", json=body)
+        answer = AggregateAnswer.from_json(table, r.json())
+        return answer if allow_inexact else answer.require_exact()
 
     def _roaring(self, table: str, body: dict[str, Any], attempts: int = 3) -> QueryAnswer:
         """A roaring answer with its coverage: its headers say whether it is exact and complete, not which rows are
@@ -385,6 +423,7 @@ def _json_answer(table: str, data: Mapping[str, Any], body: Mapping[str, Any]) -
         table=table, result=str(data.get("result", body["result"])), exact=bool(data.get("exact", not plan)),
         coverage=Coverage.from_json(data.get("coverage")), count=None if count is None else int(count),
         row_ids=data.get("row_ids"), ranges=data.get("ranges"), files=data.get("files"),
+        order_values=data.get("order_values"),
         next_cursor=data.get("next_cursor"), snapshots=dict(data.get("snapshots") or {}),
         explain=data.get("explain"), plan=_plan_of(data), where=body.get("where"), predicate=body.get("predicate"))
 

@@ -63,6 +63,7 @@ class QueryAnswer:
     row_ids: list[int] | None = None
     ranges: list[list[int]] | None = None
     files: list[dict[str, Any]] | None = None
+    order_values: list[Any] | None = None    # with `order_by`: each row's value of the order column
     next_cursor: str | None = None
     snapshots: dict[str, int] = field(default_factory=dict)
     explain: dict[str, Any] | None = None

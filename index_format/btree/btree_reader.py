@@ -336,6 +336,22 @@ class BTreeIndexReader:
         for key, ids in self.raw_entries():
             yield deserialize_key(kt, key), _bitmap(ids)
 
+    def key_bitmaps(self) -> Iterator[tuple[object, BitMap64]]:
+        """entries() (a btree file keeps no decoded bitmaps)."""
+        yield from self.entries()
+
+    def entries_desc(self) -> Iterator[tuple[object, BitMap64]]:
+        """(value, its local rows) in descending logical order: data blocks from the last, one at a time (a
+        top-k walk reads only the blocks it needs)."""
+        kt = self.kt
+        for b in range(len(self.index()) - 1, -1, -1):
+            blk = self._block(b, keep=False)
+            ids, counts = self._rows(b, blk, np.arange(len(blk), dtype=np.int64))
+            bounds = np.concatenate(([0], np.cumsum(counts)))
+            keys = blk.keys()
+            for i in range(len(blk) - 1, -1, -1):
+                yield deserialize_key(kt, keys[i]), _bitmap(ids[bounds[i]:bounds[i + 1]])
+
     def raw_entries(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(key bytes, row ids as stored) for every key in logical order, one block at a time."""
         for b, blk in self._walk(0, len(self.index())):

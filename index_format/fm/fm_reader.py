@@ -363,6 +363,14 @@ class FMIndexReader:
         for value, ids in self._grouped():
             yield deserialize_key(kt, value), _bitmap(ids)
 
+    def key_bitmaps(self) -> Iterator[tuple[object, BitMap64]]:
+        """entries() (an fm file keeps no bitmaps)."""
+        yield from self.entries()
+
+    def entries_desc(self) -> Iterator[tuple[object, BitMap64]]:
+        """entries() in descending order (an fm file has no key order to walk: every value is grouped first)."""
+        yield from reversed(list(self.entries()))
+
     def key_rows(self) -> Iterator[tuple[bytes, np.ndarray]]:
         for value, ids in self._grouped():
             yield value, ids.astype(np.uint64)

@@ -11,7 +11,7 @@ from pyroaring import BitMap, BitMap64, FrozenBitMap64
 from index_format import bitmaps
 from index_format.errors import CorruptFileError
 from index_format.global_index.block_index import Locs
-from index_format.global_index.reads import FileReads, decode_piece
+from index_format.global_index.reads import Decoded, FileReads, decode_piece
 from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
 
 # Bitmaps closer than this are fetched with one read (the gap is usually a dictionary block).
@@ -193,3 +193,21 @@ def cardinalities_without(reads: FileReads, offs: np.ndarray, lens: np.ndarray, 
     counts = np.empty(len(offs), dtype=np.int64)
     counts[order] = cards
     return counts
+
+
+def decoded(reads: FileReads, offs: np.ndarray, lens: np.ndarray) -> list[Decoded]:
+    """Each bitmap at (offs, lens) as the decoded-bitmap cache keeps it (32-bit when its ids fit), in input order:
+    cached ones from the cache, the rest read (neighbours at once), decoded and kept."""
+    out: list[Decoded | None] = [reads.cached(o) for o in offs.tolist()]
+    missing = np.array([i for i, d in enumerate(out) if d is None], dtype=np.int64)
+    if len(missing):
+        m_offs, m_lens = offs[missing], lens[missing]
+        order = np.argsort(m_offs, kind="stable")
+        raw, rel, s_offs, s_lens = gather(reads, m_offs, m_lens)
+        reads.stats.bitmaps_read += len(missing)
+        mv = memoryview(raw)
+        for j, (p, n, o) in enumerate(zip(rel.tolist(), s_lens.tolist(), s_offs.tolist())):
+            d = decode_piece(reads, mv[p:p + n], o)
+            reads.keep(o, d, n)
+            out[int(missing[int(order[j])])] = d
+    return [d for d in out if d is not None]

@@ -18,7 +18,7 @@ from index_format.global_index import gather
 from index_format.global_index.block_index import BlockCache, BlockIndex, Locs, Span
 from index_format.global_index.footer import Footer, parse_footer
 from index_format.global_index.reads import BitmapCache, FileReads, ReadStats
-from index_format.index_reader import IndexReader
+from index_format.index_reader import IndexReader, KeyBitmap
 from index_format.keys import deserialize_key, serialize_key, sort_key_of_bytes
 from index_format.layout import FOOTER_SIZE
 from index_format.storage import RangeSource, Storage, as_source
@@ -198,7 +198,28 @@ class BitmapIndexReader:
     def key_rows(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(key bytes, its local row ids as uint64) for every key in logical order, bitmaps read a bounded
         number of bytes at a time (deriving a range sidecar from this file)."""
+        yield from self._rows_of(self._logical(list(self.raw_entries())))
+
+    def entries_desc(self) -> Iterator[tuple[object, BitMap64]]:
+        """entries() in descending logical order, bitmaps read a bounded number at a time from the last key."""
+        kt = self.kt
+        for k, ids in self._rows_of(self._logical(list(self.raw_entries()))[::-1]):
+            yield deserialize_key(kt, k), BitMap64(array("Q", ids.astype(np.uint64, copy=False).tobytes()))
+
+    def key_bitmaps(self) -> Iterator[KeyBitmap]:
+        """(value, its local rows) per key in logical order through the decoded-bitmap cache (a warm call reads and
+        decodes nothing), each map 32-bit when its ids fit: what aggregates intersect with a filter."""
+        kt = self.kt
         items = self._logical(list(self.raw_entries()))
+        for a in range(0, len(items), _KEYS_PER_GATHER):
+            part = items[a:a + _KEYS_PER_GATHER]
+            offs = np.fromiter((e[1] for e in part), dtype=np.int64, count=len(part))
+            lens = np.fromiter((e[2] for e in part), dtype=np.int64, count=len(part))
+            for (k, _o, _n), bm in zip(part, gather.decoded(self._reads, offs, lens)):
+                yield deserialize_key(kt, k), bm
+
+    def _rows_of(self, items: list[tuple[bytes, int, int]]) -> Iterator[tuple[bytes, np.ndarray]]:
+        """(key bytes, local row ids) of `items` in their order, gathered a bounded number of bitmaps at a time."""
         a = 0
         while a < len(items):
             part = items[a:a + (_FIRST_KEYS if a == 0 else _KEYS_PER_GATHER)]

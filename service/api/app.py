@@ -32,7 +32,7 @@ from service.server.job_runner import JobRunner
 from service.observability.log_format import configure_logging
 from service.observability.metrics import Metrics
 from service.query.query_service import QueryService
-from service.api.routes import indexes, jobs, ops, query, tables
+from service.api.routes import aggregate, indexes, jobs, ops, query, tables
 from service.server.settings import Settings
 from service.catalog import Catalog
 
@@ -155,7 +155,7 @@ def create_app(settings: Settings | None = None, *, worker_group: WorkerGroup | 
     )
     app.state.services = services
     install_error_handlers(app, services.metrics)
-    for module in (tables, indexes, jobs, query, ops):
+    for module in (tables, indexes, jobs, query, aggregate, ops):
         app.include_router(module.router)
     _include_dashboard(app)
     app.add_middleware(QueryFastPath, services=services, fastapi_app=app)

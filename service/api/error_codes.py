@@ -7,7 +7,10 @@ from __future__ import annotations
 from index_format import errors as fmt
 from service.catalog import catalog_errors as cat
 from service.catalog.catalog_errors import LocationNotAllowedError
-from service.query.query_errors import InvalidCursorError, SnapshotChangedError
+from service.query.query_errors import (
+    AggregateError, AggregateTooLargeError, InvalidCursorError, NotGroupableError, OrderByError,
+    SnapshotChangedError, TooManyGroupsError,
+)
 
 
 class UnauthorizedError(fmt.BgixError):
@@ -37,6 +40,11 @@ ERROR_TABLE: tuple[tuple[type[BaseException], int, str], ...] = (
     (cat.InvalidTextError, 400, "invalid_text"),
     (fmt.UnsupportedTypeError, 400, "unsupported_type"),
     (InvalidCursorError, 400, "invalid_cursor"),
+    (TooManyGroupsError, 400, "too_many_groups"),
+    (AggregateTooLargeError, 400, "aggregate_too_large"),
+    (NotGroupableError, 400, "no_index"),
+    (AggregateError, 400, "invalid_aggregate"),
+    (OrderByError, 400, "invalid_order_by"),
     (cat.InvalidTableError, 400, "invalid_table"),       # before TableNotFoundError: a bad location
     (cat.UnsupportedOperationError, 400, "unsupported_operation"),
     (cat.TableNotFoundError, 404, "not_found"),

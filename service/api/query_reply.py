@@ -21,7 +21,9 @@ def answer_query(services: Services, name: str, body: schemas.QueryRequest, acce
     if accept and schemas.ROARING_MEDIA_TYPE in accept and result == "row_ids":
         result = "roaring"
     ask = QueryAsk(where=body.where, predicate=body.predicate, result=result, limit=body.limit,
-                   cursor=body.cursor, explain=body.explain, scan=body.scan)
+                   cursor=body.cursor, explain=body.explain, scan=body.scan,
+                   order_by=None if body.order_by is None else (body.order_by.column,
+                                                                body.order_by.direction == "desc"))
     return respond(run_query(services.query_service, services.metrics, name, ask, deadline))
 
 

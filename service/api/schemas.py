@@ -409,6 +409,11 @@ ExplainMode = Annotated[bool | Literal["plan"], PlainValidator(_explain_mode),
                                         "default": False})]
 
 
+class QueryOrder(_Model):
+    column: str = Field(max_length=1000, description="An indexed scalar column.")
+    direction: Literal["asc", "desc"] = "asc"
+
+
 class QueryRequest(_Model):
     # the predicate readers refuse its strings that are not valid Unicode (400 invalid_predicate), naming them
     _text_checked_elsewhere: ClassVar[frozenset[str]] = frozenset({"predicate"})
@@ -427,6 +432,11 @@ class QueryRequest(_Model):
                            "\"plan\": only the plan (a QueryPlanResponse: index per leaf, files after pruning, how each "
                            "range would be read, coverage and the rows no index covers), made from manifest "
                            "metadata without opening any index file, so no rows and no count.")
+    order_by: QueryOrder | None = Field(
+        None, description="With result row_ids: the matching rows ordered by one indexed column (ORDER BY c "
+                          "ASC|DESC; ties by row id; NULLS FIRST ascending, NULLS LAST descending, as Paimon), "
+                          "`limit` rows a page, each row's value in `order_values`; answered from the column's "
+                          "btree or bitmap index in key order, stopping after `limit` rows.")
     scan: Literal["auto", "never"] = Field(
         "auto", description="\"auto\": rows no index covers (appends since the last build, stale files, a column "
                             "with no index) and leaves the indexes decline are read from the table's data and "
@@ -457,6 +467,76 @@ class FileMatch(BaseModel):
     positions: list[int] = Field(description="Matching row positions inside the file (0-based), paged.")
 
 
+MAX_GROUP_COLUMNS = 3
+
+
+class AggregateMetric(_Model):
+    op: Literal["count", "sum", "min", "max", "avg"] = Field(
+        "count", description="count: rows (with a column: its non-null values); sum / avg: of a numeric column; "
+                             "min / max: of any scalar column, in its key order. NULLs are skipped; over no "
+                             "non-null value sum, min, max and avg are NULL (SQL).")
+    column: str | None = Field(None, max_length=1000, description="An indexed scalar column (none: count rows).")
+    name: str | None = Field(None, max_length=200, description="The metric's key in each group's `metrics` "
+                                                              "(default: `count`, or `<op>_<column>`).")
+
+
+class AggregateOrder(_Model):
+    by: str = Field(max_length=1000, description="A metric's name or a group_by column.")
+    direction: Literal["asc", "desc"] = Field(
+        "asc", description="asc: NULLS FIRST; desc: NULLS LAST. Ties: the group keys ascending.")
+
+
+class AggregateRequest(_Model):
+    _text_checked_elsewhere: ClassVar[frozenset[str]] = frozenset({"predicate"})
+    where: str | None = Field(None, max_length=1_000_000,
+                              description="SQL WHERE text, as in a query; with neither `where` nor `predicate` "
+                                          "every live row.")
+    predicate: dict[str, Any] | None = Field(None, description="JSON predicate tree, as in a query.")
+    group_by: list[str] = Field(
+        default_factory=list, max_length=MAX_GROUP_COLUMNS,
+        description="Up to 3 indexed columns of any family. NULL is a group (SQL GROUP BY); for an ARRAY "
+                    "(multivalue) column each distinct non-null element of a row's array is a group. Empty: one "
+                    "group of every row.")
+    metrics: list[AggregateMetric] = Field(default_factory=lambda: [AggregateMetric()], min_length=1,
+                                           max_length=16)
+    order_by: list[AggregateOrder] = Field(default_factory=list, max_length=MAX_GROUP_COLUMNS + 16,
+                                           description="Default: the group keys ascending (NULLS FIRST).")
+    limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Groups per page.")
+    cursor: str | None = Field(None, max_length=4096, description="`next_cursor` of the previous page.")
+    explain: bool = Field(False, description="With how it was answered: the filter's explain, the index per "
+                                             "group and metric column, intersections made, the scan step.")
+    scan: Literal["auto", "never"] = Field(
+        "auto", description="As in a query: rows no index covers (the filter's, a group or metric column's) are "
+                            "read from the table's data within BGIX_QUERY_SCAN_MAX_ROWS; \"never\": indexes only, "
+                            "the rest named in `coverage`.")
+
+    @model_validator(mode="after")
+    def _at_most_one(self) -> AggregateRequest:
+        if self.where is not None and self.predicate is not None:
+            raise ValueError("give at most one of 'where' or 'predicate'")
+        return self
+
+
+class AggregateGroup(BaseModel):
+    key: dict[str, Any] = Field(description="Group column → its value (null: the NULL group).")
+    metrics: dict[str, Any] = Field(description="Metric name → value (decimals and integers past 64 bits as "
+                                                "text; NaN and infinities as text).")
+
+
+class AggregateResponse(BaseModel):
+    group_by: list[str]
+    metrics: list[str]
+    groups: list[AggregateGroup] = Field(description="This page of groups, in the asked order.")
+    total_groups: int = Field(description="Groups in the whole answer.")
+    rows: int = Field(description="Rows where the filter is TRUE (the indexes' answer).")
+    exact: bool = Field(description="false when any row the answer should hold is left out: the filter not "
+                                    "exact, or rows no index covers past the scan budget (`coverage`).")
+    snapshots: dict[str, int] = Field(default_factory=dict)
+    coverage: Coverage
+    next_cursor: str | None = None
+    explain: dict[str, Any] | None = None
+
+
 class QueryResponse(BaseModel):
     result: ResultKind
     count: int = Field(description="Rows where the predicate is TRUE (whole result, not this page).")
@@ -464,6 +544,8 @@ class QueryResponse(BaseModel):
     row_ids: list[int] | None = None
     ranges: list[list[int]] | None = Field(None, description="Inclusive [first, last] runs of matching row ids.")
     files: list[FileMatch] | None = None
+    order_values: list[Any] | None = Field(None, description="With `order_by`: each row's value of the order "
+                                                              "column, beside `row_ids`.")
     next_cursor: str | None = None
     snapshots: dict[str, int] = Field(default_factory=dict, description="Snapshot id used per column.")
     coverage: Coverage

@@ -479,6 +479,10 @@ class QueryService:
     def _index_arrays(view: TableView) -> frozenset[str]:
         return frozenset(name for name, cv in view.columns.items() if family(cv.snapshot.index_type).element_keys)
 
+    def table_columns(self, view: TableView) -> set[str]:
+        """Every column name of the table's data (indexed or not), read once per view."""
+        return set(self._table_schema(view)[2].names)
+
     def _types_of_table(self, view: TableView) -> tuple[dict[str, KeyType], frozenset[str]]:
         types, arrays, _ = self._table_schema(view)
         return types, arrays

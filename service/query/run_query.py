@@ -11,9 +11,14 @@ from typing import Any
 
 from index_format import global_index_result
 from service.observability.metrics import Metrics
-from service.query.query_service import QueryService
+from index_format import ranges
+from service.query.ordered_rows import ordered_page
+from service.query.query_errors import InvalidCursorError, OrderByError, SnapshotChangedError
+from service.query.query_service import QueryOutcome, QueryService
 from service.query.row_scan import planned_scan
-from service.query.results import Cursor, file_matches, file_matches_by_value, page_ids, page_runs, query_fingerprint
+from service.query.results import (
+    Cursor, decode_cursor, encode_cursor, file_matches, file_matches_by_value, page_ids, page_runs, query_fingerprint,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +32,7 @@ class QueryAsk:
     cursor: str | None = None
     explain: bool | str = False   # True: with the answer; "plan": the plan only (nothing read)
     scan: str = "auto"            # "auto": what no index answers is read within the budget; "never": indexes only
+    order_by: tuple[str, bool] | None = None   # (column, descending): rows in that column's order (row_ids)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +76,8 @@ def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, dead
     if result == "global_index_result":   # for JVM drivers: what Paimon Java's scans take (withGlobalIndexResult)
         return reply(binary=global_index_result.encode(rows))
 
+    if ask.order_by is not None:
+        return reply(payload=_ordered_payload(qs, name, ask, outcome, count, deadline))
     fingerprint = query_fingerprint(name, ask.where, ask.predicate, result)
     after = -1
     if ask.cursor is not None:
@@ -99,6 +107,40 @@ def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, dead
     if last is not None:
         payload["next_cursor"] = Cursor(last, outcome.used, fingerprint).encode()
     return reply(payload=payload)
+
+
+def _ordered_payload(qs: QueryService, name: str, ask: QueryAsk, outcome: QueryOutcome, count: int,
+                     deadline: float) -> dict[str, object]:
+    """Result row_ids in the order of one column (service.query.ordered_rows), paged by offset."""
+    assert ask.order_by is not None
+    if ask.result != "row_ids":
+        raise OrderByError(f"order_by needs result 'row_ids', not {ask.result!r}")
+    column, desc = ask.order_by
+    fingerprint = query_fingerprint(name, ask.where, ask.predicate, f"row_ids order by {column} {desc}")
+    used = outcome.used
+    offset = 0
+    if ask.cursor is not None:
+        at, query, snaps = decode_cursor(ask.cursor, ("o", "q", "s"))
+        if not isinstance(at, int) or isinstance(at, bool) or not 0 <= at < (1 << 62):
+            raise InvalidCursorError("invalid cursor")
+        offset = at
+        if query != fingerprint:
+            raise InvalidCursorError("cursor belongs to a different query")
+        if snaps != {**used, "_v": outcome.view.version}:
+            raise SnapshotChangedError("the table changed since the first page; restart paging without a cursor")
+    page = ordered_page(qs, outcome.view, outcome.answer.rows, column, desc=desc, offset=offset, limit=ask.limit,
+                        scan=ask.scan, deadline=deadline)
+    uncovered = ranges.merge([*(tuple(r) for r in outcome.uncovered), *ranges.of_bitmap(page.uncovered)])
+    used = {**used, page.column: outcome.view.columns[page.column].snapshot.id}
+    payload: dict[str, object] = {
+        "result": "row_ids", "count": count, "exact": bool(outcome.answer.exact) and not page.uncovered,
+        "snapshots": used, "coverage": {"complete": not uncovered, "uncovered_ranges": [list(r) for r in uncovered]},
+        "row_ids": page.row_ids, "order_values": page.values, "next_cursor": None,
+    }
+    if page.more:
+        payload["next_cursor"] = encode_cursor({"o": offset + ask.limit, "q": fingerprint,
+                                                "s": {**outcome.used, "_v": outcome.view.version}})
+    return payload
 
 
 def _plan_reply(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, node: Any) -> QueryReply:

@@ -94,6 +94,49 @@ def test_entries_have_one_shape_for_every_family_in_logical_order(name: str) -> 
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_entries_desc_are_every_key_in_descending_logical_order(name: str) -> None:
+    reader = _reader(name)
+    truth = _truth(name)
+    entries = list(reader.entries_desc())
+    assert [v for v, _ in entries] == sorted(truth, key=lambda v: sort_key(_kt(name), v), reverse=True)
+    assert all(isinstance(rows, BitMap64) and rows == truth[v] for v, rows in entries)
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_key_bitmaps_are_the_entries_in_the_same_order(name: str) -> None:
+    truth = _truth(name)
+    got = [(v, BitMap64(list(bm)) if not isinstance(bm, BitMap64) else bm)
+           for v, bm in _reader(name).key_bitmaps()]
+    assert [v for v, _ in got] == sorted(truth, key=lambda v: sort_key(_kt(name), v))
+    assert all(rows == truth[v] for v, rows in got)
+
+
+def test_warm_key_bitmaps_of_a_bitmap_file_read_and_decode_nothing() -> None:
+    from index_format.global_index.reader import open_index
+    from index_format.lru import ByteLRU
+
+    data, _ = write_index_bytes(SCALARS, list(range(len(SCALARS))), KT)
+    cache: ByteLRU = ByteLRU(1 << 24)
+    list(open_index(BytesSource(data, "warm.index"), KT, bitmap_cache=cache).key_bitmaps())
+    again = open_index(BytesSource(data, "warm.index"), KT, bitmap_cache=cache)
+    assert {v: BitMap64(list(bm)) for v, bm in again.key_bitmaps()} == _truth("bitmap")
+    assert again.stats.bitmaps_read == 0
+
+
+def test_btree_entries_desc_walk_blocks_from_the_last() -> None:
+    """Many small data blocks: the descending walk crosses every block boundary, and a top-k reads few blocks."""
+    values = [rng.randint(-5000, 5000) for _ in range(4000)]
+    data, _ = write_btree_bytes(values, list(range(len(values))), KT, "btree-index.block-size=256 b")
+    reader = FAMILIES["btree"].open_reader(BytesSource(data, "many.index"), KT)
+    want = sorted(set(values), reverse=True)
+    assert [v for v, _ in reader.entries_desc()] == want
+    fresh = FAMILIES["btree"].open_reader(BytesSource(data, "many.index"), KT)
+    first = next(iter(fresh.entries_desc()))
+    assert first[0] == want[0] and first[1] == BitMap64(i for i, v in enumerate(values) if v == want[0])
+    assert fresh.stats.blocks_decoded <= 2
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_rows_and_counts_agree_with_the_rows_written(name: str) -> None:
     reader = _reader(name)
     truth = _truth(name)
