@@ -353,3 +353,31 @@ def verdict(ok: bool) -> str:
 
 def mb(n: float) -> str:
     return f"{n / 2**20:,.0f} MiB"
+
+
+# ---- latency figures -------------------------------------------------------------------------------
+def pct(values: Sequence[float], q: float) -> float:
+    """The q-th percentile of `values` (nan when there are none)."""
+    return float(np.percentile(np.asarray(values, dtype=float), q)) if len(values) else float("nan")
+
+
+def flat(by_key: Mapping[str, Sequence[float]], only: set[str] | None = None) -> list[float]:
+    """Every latency of `by_key` (question → its latencies), or of the questions in `only`."""
+    return [ms for k, v in by_key.items() if only is None or k in only for ms in v]
+
+
+def own_cpu(pid: int) -> float:
+    """user + system CPU seconds of the serving process itself (its threads; not its build runner)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def rss(pid: int) -> int:
+    """The process's resident set in bytes (0 when it is gone)."""
+    try:
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0

@@ -60,8 +60,8 @@ from index_format.options import IndexOptions  # noqa: E402
 from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
-    NAME, api_build, copy_table, index_layout, layout_text, log_tail, publish, register, rust_build, scratch_dir,
-    verdict)
+    NAME, api_build, copy_table, flat, index_layout, layout_text, log_tail, own_cpu, pct, publish, register, rss,
+    rust_build, scratch_dir, verdict)
 from _server import KeepAlive, start_server, stop_server  # noqa: E402  (bench/_server.py)
 from bench_paimon import git_sha  # noqa: E402
 
@@ -181,16 +181,6 @@ def check(who: str, s: str, answer: dict[str, Any], want: int, failures: list[st
         failures.append(f"{who}: `{like(s)}` not exact (exact {answer.get('exact')}, coverage {answer['coverage']})")
 
 
-def own_cpu(pid: int) -> float:
-    """user + system CPU seconds of the serving process itself (its threads; not its build runner)."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def pct(values: list[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values, dtype=float), q)) if values else float("nan")
-
-
 def measure_bgix(url: str, pid: int, tables: list[str], subs: list[tuple[str, str]], source: Source,
                  queries: int, rounds: int, failures: list[str]) -> dict[str, dict[str, Any]]:
     """Every substring once untimed per table, then `queries` requests per table cycling through `subs`, the
@@ -247,10 +237,6 @@ def measure_rust(warehouse: Path, subs: list[tuple[str, str]], source: Source,
             failures.append(f"pypaimon-rust SQL: `{like(s)}` counted {n:,}, pyarrow says {source.truth(s):,}")
         out[s] = [ms]
     return out
-
-
-def flat(by_sub: dict[str, list[float]], only: set[str] | None = None) -> list[float]:
-    return [ms for s, v in by_sub.items() if only is None or s in only for ms in v]
 
 
 def wait_served(client: httpx.Client, table: str, index_type: str, timeout: float = 60) -> None:
@@ -391,7 +377,7 @@ def main() -> int:
             for t, family in [*((t, "fm") for t in fm_tables), ("bitmap", "bitmap")]:
                 register(client, t, locations[t])
                 wait_served(client, t, family)
-        rss0 = _rss(proc.pid)
+        rss0 = rss(proc.pid)
         first: dict[str, float] = {}
         explains: dict[str, Any] = {}
         with KeepAlive(url, timeout=3600) as client:
@@ -402,7 +388,7 @@ def main() -> int:
               ", ".join(f"{t} {ms:.0f} ms" for t, ms in first.items()), flush=True)
         print(f"bgix LIKE, {args.queries} requests per table over {len(subs)} substrings …", flush=True)
         results = measure_bgix(url, proc.pid, fm_tables, subs, source, args.queries, args.rounds, failures)
-        rss1 = _rss(proc.pid)
+        rss1 = rss(proc.pid)
         for t in fm_tables:
             v = flat(results[t]["by_sub"])
             print(f"  {t}: p50 {pct(v, 50):.2f} ms, p95 {pct(v, 95):.2f} ms, CPU {results[t]['cpu']:.2f} ms",
@@ -568,16 +554,6 @@ def _explain_line(e: Any) -> str:
                      f"→ {d['decision']}")
     parts.append(f"{e.get('bytes_read', 0) / 2**20:.1f} MiB read, row scan {(e.get('scan') or {}).get('decision')}")
     return ", ".join(parts)
-
-
-def _rss(pid: int) -> int:
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return 0
 
 
 if __name__ == "__main__":
