@@ -219,7 +219,8 @@ function renderFacet(card, col, ans, groups) {
   if (!groups.length) foot.append("no rows");
   else if (card.dataset.unique !== "true") {
     foot.append(hidden > 0 ? `${fmtInt(groups.length)} of ${fmtInt(ans.total_groups)} values shown; `
-      + `${fmtInt(hidden)} more not shown` : `all ${fmtInt(ans.total_groups)} values`);
+      + `${fmtInt(hidden)} more not shown`
+      : ans.total_groups === 1 ? "the only value" : `all ${fmtInt(ans.total_groups)} values`);
   }
   if (hidden > 0 && ans.next_cursor && card.dataset.unique !== "true") {
     const seq = facets.seq;
