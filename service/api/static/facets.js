@@ -312,6 +312,7 @@ function topnTable(ans, ask) {
 }
 
 function initFacets() {
+  renderFacetHint();
   $("topn-form").addEventListener("submit", runTopn);
   $("query-table").addEventListener("change", () => {
     if (!facets.scope || facets.scope.table !== $("query-table").value) setFacetScope($("query-table").value, "");
