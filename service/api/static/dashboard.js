@@ -419,6 +419,7 @@ function fillTableSelects() {
     if (prev && state.tables.some((d) => d.table.name === prev)) sel.value = prev;
   }
   fillColumnList();
+  facetsOnTables();   // facets.js: the columns one can facet on
 }
 
 function fillColumnList() {
@@ -504,6 +505,13 @@ function withNulls(values, nullRows) {
 }
 
 function topValuesSvg(values) {
+  return barChartSvg(values, state.explore && state.explore.multi ? "top array elements by row count"
+                                                                  : "top values by row count");
+}
+
+// A horizontal bar chart of {value, rows}; with `onPick`, each bar is a button (click or Enter) that picks its value.
+// NULL is a labelled bar of its own (class null-bar).
+function barChartSvg(values, ariaLabel, onPick, barClass) {
   const NS = "http://www.w3.org/2000/svg";
   const maxChars = 30;
   const shorten = (t) => (t.length > maxChars ? t.slice(0, maxChars - 1) + "…" : t);
@@ -515,8 +523,7 @@ function topValuesSvg(values) {
   const svg = document.createElementNS(NS, "svg");
   svg.setAttribute("viewBox", `0 0 ${width} ${Math.max(1, values.length) * rowH + 4}`);
   svg.setAttribute("role", "img");
-  svg.setAttribute("aria-label", state.explore && state.explore.multi ? "top array elements by row count"
-                                                                      : "top values by row count");
+  svg.setAttribute("aria-label", ariaLabel);
   const mk = (tag, attrs, text) => {
     const n = document.createElementNS(NS, tag);
     for (const [k, v] of Object.entries(attrs)) n.setAttribute(k, v);
@@ -525,13 +532,22 @@ function topValuesSvg(values) {
   };
   values.forEach((v, i) => {
     const y = i * rowH + 2, w = Math.max(1, (v.rows / max) * plotW);
-    const g = mk("g", { class: "chart-row", "data-value": fmtValue(v.value), "data-rows": String(v.rows) });
+    const cls = ["chart-row", v.value === null ? "null-bar" : "", onPick ? "pickable" : "", barClass || ""];
+    const g = mk("g", { class: cls.filter(Boolean).join(" "), "data-value": fmtValue(v.value),
+                        "data-rows": String(v.rows) });
+    if (v.value === null) g.setAttribute("data-null", "true");
     const label = fmtValue(v.value);
     // An empty string would leave its bar unlabelled.
     g.append(mk("text", { x: labelW - 8, y: y + 15, "text-anchor": "end" }, label === "" ? '""' : shorten(label)));
     g.append(mk("rect", { class: "barrect", x: labelW, y: y + 3, width: w.toFixed(1), height: rowH - 6, rx: 3 }));
     g.append(mk("text", { class: "val", x: labelW + w + 6, y: y + 15 }, fmtInt(v.rows)));
-    g.append(mk("title", {}, `${label}: ${fmtInt(v.rows)} rows`));
+    g.append(mk("title", {}, `${label}: ${fmtInt(v.rows)} rows` + (onPick ? " (click: add to the filter)" : "")));
+    if (onPick) {
+      g.setAttribute("tabindex", "0");
+      g.setAttribute("role", "button");
+      g.addEventListener("click", () => onPick(v.value));
+      g.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { ev.preventDefault(); onPick(v.value); } });
+    }
     svg.append(g);
   });
   if (!values.length) svg.append(mk("text", { x: 10, y: 16 }, "no values"));
@@ -701,7 +717,7 @@ function prefillQuery(where) {
 
 // ---- query ----------------------------------------------------------------------------------------
 async function runQuery(ev) {
-  ev.preventDefault();
+  if (ev) ev.preventDefault();
   const table = $("query-table").value, where = $("query-where").value.trim();
   const limit = Math.max(1, Math.min(1000, Number($("query-limit").value) || 20));
   showError("query-error", null);
@@ -711,6 +727,7 @@ async function runQuery(ev) {
     const ans = await api("POST", `/v1/tables/${enc(table)}/query`, { where, result: "row_ids", limit, explain: true });
     $("query-time").textContent = `answered in ${(performance.now() - t0).toFixed(0)} ms (round trip)`;
     renderQuery(ans);
+    facetsOnQuery(table, where);   // facets.js: the facets and top groups follow the answered query
   } catch (e) {
     $("query-result").hidden = true;
     $("query-time").textContent = "";
@@ -956,6 +973,7 @@ function init() {
   $("token-clear").addEventListener("click", () => { sessionStorage.removeItem(TOKEN_KEY); $("token-clear").hidden = true; });
   $("refresh-btn").addEventListener("click", refreshAll);
   $("query-form").addEventListener("submit", runQuery);
+  initFacets();
   $("build-form").addEventListener("submit", startBuild);
   $("build-table").addEventListener("change", fillColumnList);
   $("build-type").addEventListener("change", fillColumnList);
