@@ -105,9 +105,20 @@ class IndexReader(Protocol):
     def key_bitmaps(self) -> Iterator[KeyBitmap]:
         """entries() with each key's rows as the family keeps them best (a bitmap file: its decoded-bitmap cache,
         32-bit maps when the ids fit), for callers that only intersect or count them (aggregates)."""
+    def entries_among(self, rows: AbstractBitMap64, *, desc: bool = False) -> Iterator[Entry]:
+        """entries() (or entries_desc()) with each key's rows cut to `rows` (local ids), keys left with none
+        skipped: ORDER BY … LIMIT k under a filter (a btree tests a whole data block's row ids at once)."""
     def key_rows(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(serialized key, its rows ascending as uint64) for every key in logical order (sidecar derivation)."""
     def value_counts(self, prefix: str | None = None) -> Iterator[tuple[object, int]]:
         """(value, row count) per key in logical order; with `prefix`, only string keys starting with it."""
     def key_counts(self, dead: BitMap64 | None = None) -> Iterator[KeyCounts]:
         """(keys, row counts) of every key, a batch at a time, in file order; `dead` (local ids) not counted."""
+
+
+def entries_among(entries: Iterable[Entry], rows: AbstractBitMap64) -> Iterator[Entry]:
+    """The entries_among of a family without a faster way: each key's rows met with `rows`, empty ones skipped."""
+    for key, bm in entries:
+        if rows.intersect(bm):
+            got = rows & bm
+            yield key, got if isinstance(got, BitMap64) else BitMap64(got)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pyroaring import BitMap64
+from pyroaring import AbstractBitMap64, BitMap64
 
 from index_format import bitmaps, codecs
 from index_format.btree.btree_bloom import BTreeBloom
@@ -351,6 +351,31 @@ class BTreeIndexReader:
             keys = blk.keys()
             for i in range(len(blk) - 1, -1, -1):
                 yield deserialize_key(kt, keys[i]), _bitmap(ids[bounds[i]:bounds[i + 1]])
+
+    def entries_among(self, rows: AbstractBitMap64, *, desc: bool = False) -> Iterator[tuple[object, BitMap64]]:
+        """(value, its local rows among `rows`) in logical order (descending with `desc`), keys with none skipped:
+        each data block's row ids are tested against `rows` at once, so a selective filter costs the blocks
+        walked, not a bitmap per key."""
+        want = np.frombuffer(rows.to_array(), dtype=np.uint64)   # ascending
+        if not len(want):
+            return
+        kt = self.kt
+        n = len(self.index())
+        for b in (range(n - 1, -1, -1) if desc else range(n)):
+            blk = self._block(b, keep=False)
+            ids, counts = self._rows(b, blk, np.arange(len(blk), dtype=np.int64))
+            ids = ids.astype(np.uint64, copy=False)
+            at = np.searchsorted(want, ids)
+            hit = want[np.minimum(at, len(want) - 1)] == ids
+            if not hit.any():
+                continue
+            owner = np.repeat(np.arange(len(blk)), counts)[hit]   # ids are stored key by key
+            got = ids[hit]
+            cuts = np.flatnonzero(np.diff(owner)) + 1
+            starts, ends = np.concatenate(([0], cuts)), np.concatenate((cuts, [len(owner)]))
+            keys = blk.keys()
+            for j in (range(len(starts) - 1, -1, -1) if desc else range(len(starts))):
+                yield deserialize_key(kt, keys[int(owner[starts[j]])]), _bitmap(got[starts[j]:ends[j]])
 
     def raw_entries(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(key bytes, row ids as stored) for every key in logical order, one block at a time."""

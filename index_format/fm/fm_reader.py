@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from pyroaring import BitMap64
+from pyroaring import AbstractBitMap64, BitMap64
 
 from index_format.errors import ChecksumError, CorruptFileError, TruncatedFileError, UnsupportedTypeError
 from index_format.fm.fm_format import (
@@ -44,6 +44,7 @@ from index_format.fm.fm_format import (
     decode_index_meta,
     decode_partition_footer,
 )
+from index_format.index_reader import entries_among
 from index_format.keys import deserialize_key
 from index_format.parallel import THREADS, map_parts
 from index_format.storage import RangeSource, Storage, as_source
@@ -370,6 +371,10 @@ class FMIndexReader:
     def entries_desc(self) -> Iterator[tuple[object, BitMap64]]:
         """entries() in descending order (an fm file has no key order to walk: every value is grouped first)."""
         yield from reversed(list(self.entries()))
+
+    def entries_among(self, rows: AbstractBitMap64, *, desc: bool = False) -> Iterator[tuple[object, BitMap64]]:
+        """entries() or entries_desc() cut to `rows` (IndexReader.entries_among)."""
+        yield from entries_among(self.entries_desc() if desc else self.entries(), rows)
 
     def key_rows(self) -> Iterator[tuple[bytes, np.ndarray]]:
         for value, ids in self._grouped():

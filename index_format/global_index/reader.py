@@ -11,14 +11,14 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
 import numpy as np
-from pyroaring import BitMap64
+from pyroaring import AbstractBitMap64, BitMap64
 
 from index_format.errors import TruncatedFileError, UnsupportedTypeError
 from index_format.global_index import gather
 from index_format.global_index.block_index import BlockCache, BlockIndex, Locs, Span
 from index_format.global_index.footer import Footer, parse_footer
 from index_format.global_index.reads import BitmapCache, FileReads, ReadStats
-from index_format.index_reader import IndexReader, KeyBitmap
+from index_format.index_reader import IndexReader, KeyBitmap, entries_among
 from index_format.keys import deserialize_key, serialize_key, sort_key_of_bytes
 from index_format.layout import FOOTER_SIZE
 from index_format.storage import RangeSource, Storage, as_source
@@ -205,6 +205,10 @@ class BitmapIndexReader:
         kt = self.kt
         for k, ids in self._rows_of(self._logical(list(self.raw_entries()))[::-1]):
             yield deserialize_key(kt, k), BitMap64(array("Q", ids.astype(np.uint64, copy=False).tobytes()))
+
+    def entries_among(self, rows: AbstractBitMap64, *, desc: bool = False) -> Iterator[tuple[object, BitMap64]]:
+        """entries() or entries_desc() cut to `rows` (IndexReader.entries_among)."""
+        yield from entries_among(self.entries_desc() if desc else self.entries(), rows)
 
     def key_bitmaps(self) -> Iterator[KeyBitmap]:
         """(value, its local rows) per key in logical order through the decoded-bitmap cache (a warm call reads and

@@ -19,7 +19,8 @@ from index_format.predicate.column_index import ColumnIndex, all_indexes
 from index_format.types import FLOAT_NAMES, INTEGER_NAMES, KeyType
 from service.query.query_errors import AggregateTooLargeError, TooManyGroupsError
 
-__all__ = ["NUMERIC_TYPES", "Accumulator", "GroupKey", "Partition", "best_index", "combine", "metric_of",
+__all__ = ["NUMERIC_TYPES", "Accumulator", "Coded", "GroupKey", "Partition", "best_index", "coded_groups", "combine",
+           "metric_of",
            "partition"]
 
 NUMERIC_TYPES = frozenset((*INTEGER_NAMES, *FLOAT_NAMES, "decimal"))
@@ -228,3 +229,107 @@ def combine(parts: list[Partition], base: AbstractBitMap64, *, keep_rows: bool, 
         level = nxt
     return out
 
+
+
+@dataclass
+class Coded:
+    """Groups of scalar group columns with their row counts and each metric column's accumulator."""
+
+    keys: list[GroupKey] = field(default_factory=list)
+    counts: list[int] = field(default_factory=list)
+    metrics: dict[str, list[Accumulator]] = field(default_factory=dict)
+
+
+def coded_groups(parts: list[Partition], rows: AbstractBitMap64, mparts: dict[str, Partition], *, max_groups: int,
+                 deadline: float | None = None) -> Coded:
+    """Every group of SCALAR group columns (one key per row) with rows among `rows`, in time linear in `rows`:
+    each row gets its key's index per column (a code), one code per key combination, the rows sorted by it once;
+    counts are the runs' lengths, and each metric is reduced over the same runs (its key indexes, ascending with
+    the keys: min and max are the runs' smallest and largest index; integer sums exact in int64 where they
+    cannot overflow, else in Python integers). Rows without a key in some group column are in no group.
+
+    Raises TooManyGroupsError past `max_groups` groups; the deadline's error past `deadline`.
+    """
+    if len(parts) == 1 and not mparts:   # one column, counts only: its keys' rows are the groups already
+        p = parts[0]
+        kept = [(k, len(bm)) for k, bm in zip(p.keys, p.rows) if bm]
+        if len(kept) > max_groups:
+            raise TooManyGroupsError(p.column, max_groups)
+        return Coded(keys=[(k,) for k, _ in kept], counts=[c for _, c in kept])
+    ids = _ids(rows)
+    code = np.zeros(len(ids), dtype=np.int64)
+    valid = np.ones(len(ids), dtype=bool)
+    for p in parts:
+        c = _codes(p, ids, deadline)
+        valid &= c >= 0
+        code = code * max(1, len(p.keys)) + np.maximum(c, 0)
+    sel = np.flatnonzero(valid)
+    order = sel[np.argsort(code[sel], kind="stable")]
+    run = code[order]
+    starts = np.concatenate(([0], np.flatnonzero(np.diff(run)) + 1)) if len(run) else np.zeros(0, dtype=np.int64)
+    if len(starts) > max_groups:
+        raise TooManyGroupsError(", ".join(p.column for p in parts), max_groups)
+    out = Coded()
+    if not parts and not len(starts):   # SQL's aggregate without GROUP BY: one row, even over no rows
+        return Coded(keys=[()], counts=[0], metrics={c: [Accumulator()] for c in mparts})
+    out.counts = np.diff(np.concatenate((starts, [len(run)]))).tolist()
+    digits = []
+    rest = run[starts]
+    for p in reversed(parts):
+        size = max(1, len(p.keys))
+        digits.append((rest % size).tolist())
+        rest = rest // size
+    digits.reverse()
+    out.keys = [tuple(p.keys[d[g]] for p, d in zip(parts, digits)) for g in range(len(starts))]
+    for column, mp in mparts.items():
+        out.metrics[column] = _reduce_metric(mp, _codes(mp, ids, deadline)[order], starts)
+    return out
+
+
+def _codes(p: Partition, ids: np.ndarray, deadline: float | None) -> np.ndarray:
+    """Per row of `ids` (ascending), the index of its key in `p` (-1: none)."""
+    codes = np.full(len(ids), -1, dtype=np.int64)
+    for i, bm in enumerate(p.rows):
+        if i % _CHECK_EVERY == _CHECK_EVERY - 1:
+            _check(deadline)
+        codes[np.searchsorted(ids, _ids(bm))] = i
+    return codes
+
+
+def _reduce_metric(mp: Partition, m: np.ndarray, starts: np.ndarray) -> list[Accumulator]:
+    """Each run's accumulator of metric column `mp` (m: each sorted row's key index, -1 for none)."""
+    if not len(starts):
+        return []
+    nulls = np.array([k is None for k in mp.keys] + [True], dtype=bool)   # index -1: the appended True
+    has = ~nulls[m]
+    n = np.add.reduceat(has.astype(np.int64), starts)
+    low = np.minimum.reduceat(np.where(has, m, np.iinfo(np.int64).max), starts)
+    high = np.maximum.reduceat(np.where(has, m, -1), starts)
+    numeric = [k for k in mp.keys if isinstance(k, (int, float, Decimal)) and not isinstance(k, bool)]
+    if len(numeric) == len(mp.keys) - int(nulls[:-1].sum()) and numeric:
+        totals = _sums(mp.keys, m, has, starts)
+    else:   # strings, dates…: min and max only
+        totals = [0] * len(starts)
+    out = []
+    for g in range(len(starts)):
+        c = int(n[g])
+        out.append(Accumulator(count=c, total=totals[g] if c else 0,
+                               low=mp.keys[int(low[g])] if c else None, high=mp.keys[int(high[g])] if c else None))
+    return out
+
+
+def _sums(keys: list[object], m: np.ndarray, has: np.ndarray, starts: np.ndarray) -> list[object]:
+    """Per run, the sum of its rows' key values (exact for integers and decimals)."""
+    present = [k for k in keys if k is not None]
+    at = np.where(has, m, 0)
+    if all(isinstance(k, int) for k in present):
+        big = max((abs(k) for k in present), default=0)   # type: ignore[arg-type]  # ints, checked above
+        if big * max(1, len(m)) < (1 << 62):
+            vals = np.array([0 if k is None else k for k in keys], dtype=np.int64)
+            return [int(v) for v in np.add.reduceat(np.where(has, vals[at], 0), starts)]
+    if all(isinstance(k, float) for k in present):
+        vals_f = np.array([0.0 if k is None else k for k in keys], dtype=np.float64)
+        return [float(v) for v in np.add.reduceat(np.where(has, vals_f[at], 0.0), starts)]
+    vals_o = np.array([0 if k is None else k for k in keys], dtype=object)   # Python ints, Decimals: exact
+    picked = np.where(has, vals_o[at], 0)
+    return [_add(0, v) for v in np.add.reduceat(picked, starts)]

@@ -22,6 +22,7 @@ from pyroaring import AbstractBitMap64, BitMap64
 from index_format import ranges
 from index_format.errors import QueryTimeoutError
 from index_format.families import family
+from index_format.index_reader import IndexReader
 from index_format.literals import to_json
 from index_format.predicate.column_index import ColumnIndex
 from index_format.types import KeyType
@@ -72,11 +73,9 @@ def _file_stream(ci: ColumnIndex, rows: AbstractBitMap64, desc: bool) -> tuple[l
         if n:
             nulls |= n.shift(ref.range_start)
 
-        def stream(reader: object = reader, local: BitMap64 = local, start: int = ref.range_start) -> _Stream:
-            entries = reader.entries_desc() if desc else reader.entries()  # type: ignore[attr-defined]  # a reader
-            for key, bm in entries:
-                if local.intersect(bm):
-                    yield key, (local & bm).shift(start)
+        def stream(reader: IndexReader = reader, local: BitMap64 = local, start: int = ref.range_start) -> _Stream:
+            for key, bm in reader.entries_among(local, desc=desc):
+                yield key, bm.shift(start)
         streams.append(stream())
     return streams, nulls
 

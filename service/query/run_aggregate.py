@@ -26,7 +26,7 @@ from index_format.types import KeyType
 from service.catalog.catalog_errors import CorruptTableMetadataError, DataFileError
 from service.observability.metrics import Metrics
 from service.query.group_counts import (
-    NUMERIC_TYPES, Accumulator, GroupKey, Partition, best_index, combine, metric_of, partition,
+    NUMERIC_TYPES, Accumulator, GroupKey, Partition, best_index, coded_groups, combine, metric_of, partition,
 )
 from service.query.group_scan import scan_groups
 from service.query.query_errors import (
@@ -241,7 +241,14 @@ def _metric_partition(ci: ColumnIndex, rows: BitMap64, deadline: float) -> Parti
 
 def _index_groups(parts: list[Partition], rows: BitMap64, mparts: Mapping[str, Partition],
                   deadline: float) -> tuple[dict[GroupKey, _Group], int]:
-    """Every group with rows among `rows`, from the indexes: its row count and each metric column's accumulator."""
+    """Every group with rows among `rows`, from the indexes: its row count and each metric column's accumulator;
+    and the bitmap intersections it took. Scalar group columns (one key per row): by each row's key codes, in
+    time linear in the rows (group_counts.coded_groups); an ARRAY column (a row in several groups): by
+    intersecting key bitmaps level by level (group_counts.combine)."""
+    if not any(family(p.family).element_keys for p in parts):
+        coded = coded_groups(parts, rows, dict(mparts), max_groups=MAX_GROUPS, deadline=deadline)
+        return {key: _Group(count=count, acc={c: accs[g] for c, accs in coded.metrics.items()})
+                for g, (key, count) in enumerate(zip(coded.keys, coded.counts))}, 0
     if parts:
         combined = combine(parts, rows, keep_rows=bool(mparts), max_groups=MAX_GROUPS,
                            max_intersections=MAX_INTERSECTIONS, deadline=deadline)

@@ -299,8 +299,12 @@ def test_too_many_groups_is_a_named_400(plain: tuple[TestClient, pd.DataFrame],
     r = client.post("/v1/tables/t/aggregate", json={"group_by": ["status", "country"]})
     assert r.status_code == 400 and r.json()["error"]["code"] == "too_many_groups", r.text
     assert client.post("/v1/tables/t/aggregate", json={"group_by": ["country"]}).status_code == 200
-    monkeypatch.setattr(run_aggregate, "MAX_INTERSECTIONS", 20)
-    r = client.post("/v1/tables/t/aggregate", json={"group_by": ["status", "country"]})
+    # scalar columns group by row codes (linear in the rows); an ARRAY column's groups by bitmap intersections,
+    # which are capped
+    monkeypatch.setattr(run_aggregate, "MAX_GROUPS", 100)
+    monkeypatch.setattr(run_aggregate, "MAX_INTERSECTIONS", 15)   # 5 countries × 4 tags
+    assert client.post("/v1/tables/t/aggregate", json={"group_by": ["status", "country"]}).status_code == 200
+    r = client.post("/v1/tables/t/aggregate", json={"group_by": ["country", "tags"]})
     assert r.status_code == 400 and r.json()["error"]["code"] == "aggregate_too_large", r.text
 
 
@@ -341,3 +345,14 @@ def test_client_aggregate_returns_typed_groups_and_a_dataframe(plain: tuple[Test
                 client.aggregate("t", ["status"])
         finally:
             run_aggregate.MAX_GROUPS = saved
+
+
+def test_no_row_matches_one_row_without_group_by_none_with_it(plain: tuple[TestClient, pd.DataFrame]) -> None:
+    """As SQL: an aggregate without GROUP BY over no rows is one row (count 0, sum NULL); with GROUP BY, none."""
+    client, _ = plain
+    body = {"where": "score > 1000", "metrics": [{"op": "count"}, {"op": "sum", "column": "score"}]}
+    r = client.post("/v1/tables/t/aggregate", json=body)
+    assert r.status_code == 200, r.text
+    assert [g["metrics"] for g in r.json()["groups"]] == [{"count": 0, "sum_score": None}]
+    r = client.post("/v1/tables/t/aggregate", json={**body, "group_by": ["status"]})
+    assert r.status_code == 200 and r.json()["groups"] == [] and r.json()["total_groups"] == 0, r.text

@@ -136,6 +136,33 @@ def test_btree_entries_desc_walk_blocks_from_the_last() -> None:
     assert fresh.stats.blocks_decoded <= 2
 
 
+@pytest.mark.parametrize("desc", [False, True])
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_entries_among_are_the_keys_with_rows_among_a_filter(name: str, desc: bool) -> None:
+    truth = _truth(name)
+    order = sorted(truth, key=lambda v: sort_key(_kt(name), v), reverse=desc)
+    for seed, size in ((1, 0), (2, 3), (3, 40), (4, 300)):
+        among = BitMap64(random.Random(seed).sample(range(300), size))
+        got = list(_reader(name).entries_among(among, desc=desc))
+        want = [(v, truth[v] & among) for v in order if truth[v].intersect(among)]
+        assert [(v, BitMap64(list(bm))) for v, bm in got] == want, (seed, size)
+
+
+def test_btree_entries_among_cross_blocks_and_test_them_whole() -> None:
+    """Many small data blocks, a sparse filter: each key's rows among it, both ways across every boundary."""
+    values = [rng.randint(-5000, 5000) if rng.random() > 0.05 else None for _ in range(4000)]
+    data, _ = write_btree_bytes(values, list(range(len(values))), KT, "btree-index.block-size=256 b")
+    reader = FAMILIES["btree"].open_reader(BytesSource(data, "many.index"), KT)
+    among = BitMap64(random.Random(9).sample(range(4000), 150))
+    by_value: dict[int, BitMap64] = {}
+    for i in among:
+        if values[i] is not None:
+            by_value.setdefault(values[i], BitMap64()).add(i)
+    for desc in (False, True):
+        want = sorted(by_value.items(), reverse=desc)
+        assert list(reader.entries_among(among, desc=desc)) == want
+
+
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_rows_and_counts_agree_with_the_rows_written(name: str) -> None:
     reader = _reader(name)
