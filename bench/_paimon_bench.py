@@ -381,3 +381,10 @@ def rss(pid: int) -> int:
     except OSError:
         pass
     return 0
+
+
+def niced() -> str:
+    """`nice -n N ` when this process runs niced (the report's command line says how it was run), else ''."""
+    import os
+    n = os.nice(0)
+    return f"nice -n {n} " if n else ""

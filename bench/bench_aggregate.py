@@ -59,8 +59,8 @@ from index_format.options import IndexOptions  # noqa: E402
 from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
-    NAME, api_build, copy_table, flat, index_layout, layout_text, log_tail, own_cpu, pct, publish, register, rss,
-    rust_build, scratch_dir, verdict, wait_served)
+    NAME, api_build, copy_table, flat, index_layout, layout_text, log_tail, niced, own_cpu, pct, publish, register,
+    rss, rust_build, scratch_dir, verdict, wait_served)
 from _server import KeepAlive, start_server, stop_server  # noqa: E402  (bench/_server.py)
 from bench_paimon import git_sha  # noqa: E402
 
@@ -404,7 +404,7 @@ def main() -> int:
     counts = [len(source.truth("group1", w)) for w in filters]
     counts2 = [len(source.truth("group2", w)) for w in filters]
     matched = [int(pc.sum(source.mask(w)).as_py() or 0) for w in filters]
-    cmd = (f"SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$PWD/.venv/bin/python nice -n 19 .venv/bin/python "
+    cmd = (f"SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$PWD/.venv/bin/python {niced()}.venv/bin/python "
            f"bench/bench_aggregate.py --rows {args.rows} --commits {args.commits} --filters {args.filters} "
            f"--queries {args.queries} --rust-queries {args.rust_queries} --engine {args.engine} "
            f"--master '{args.master}' --cache-bytes {args.cache_bytes}")

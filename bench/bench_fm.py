@@ -60,8 +60,8 @@ from index_format.options import IndexOptions  # noqa: E402
 from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
-    NAME, api_build, copy_table, flat, index_layout, layout_text, log_tail, own_cpu, pct, publish, register, rss,
-    rust_build, scratch_dir, verdict)
+    NAME, api_build, copy_table, flat, index_layout, layout_text, log_tail, niced, own_cpu, pct, publish, register,
+    rss, rust_build, scratch_dir, verdict)
 from _server import KeepAlive, start_server, stop_server  # noqa: E402  (bench/_server.py)
 from bench_paimon import git_sha  # noqa: E402
 
@@ -442,7 +442,7 @@ def main() -> int:
 
     counts = {c: [source.truth(s) for s in by_class[c]] for c in CLASSES}
     cpu_text = ", ".join(f"{t} {results[t]['cpu']:.2f} ms" for t in fm_tables)
-    cmd = (f"SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$PWD/.venv/bin/python nice -n 19 .venv/bin/python "
+    cmd = (f"SPARK_LOCAL_IP=127.0.0.1 PYSPARK_PYTHON=$PWD/.venv/bin/python {niced()}.venv/bin/python "
            f"bench/bench_fm.py --rows {args.rows} --commits {args.commits} --substrings {args.substrings} "
            f"--queries {args.queries} --rounds {args.rounds} --rust-per-class {args.rust_per_class} "
            f"--bitmap-per-class {args.bitmap_per_class} --engines {args.engines} --master '{args.master}' "
