@@ -356,8 +356,7 @@ class BTreeIndexReader:
         """(value, its local rows among `rows`) in logical order (descending with `desc`), keys with none skipped:
         each data block's row ids are tested against `rows` at once, so a selective filter costs the blocks
         walked, not a bitmap per key."""
-        want = np.frombuffer(rows.to_array(), dtype=np.uint64)   # ascending
-        if not len(want):
+        if not rows:
             return
         kt = self.kt
         n = len(self.index())
@@ -365,10 +364,11 @@ class BTreeIndexReader:
             blk = self._block(b, keep=False)
             ids, counts = self._rows(b, blk, np.arange(len(blk), dtype=np.int64))
             ids = ids.astype(np.uint64, copy=False)
-            at = np.searchsorted(want, ids)
-            hit = want[np.minimum(at, len(want) - 1)] == ids
-            if not hit.any():
+            # the block's ids met with `rows` in roaring (never `rows` as an array: it may be the whole table)
+            common = rows & BitMap64(array("Q", np.sort(ids).tobytes()))
+            if not common:
                 continue
+            hit = np.isin(ids, np.frombuffer(common.to_array(), dtype=np.uint64))
             owner = np.repeat(np.arange(len(blk)), counts)[hit]   # ids are stored key by key
             got = ids[hit]
             cuts = np.flatnonzero(np.diff(owner)) + 1

@@ -39,7 +39,8 @@ def _check(deadline: float | None) -> None:
 class Partition:
     """The filter's rows of one column split by its keys (global ids): `rows[i]` holds the rows whose key (or,
     for an ARRAY column, one of whose elements) is `keys[i]`; key None is the NULL group (scalar columns only).
-    `uncovered`: rows of the filter no file of the index covers (they appear in no group)."""
+    `uncovered`: rows of the filter no file of the index covers (they appear in no group). `counts`: each key's
+    row count, set instead of `rows` (empty) by partition(counts_only=True)."""
 
     column: str
     kt: KeyType
@@ -48,6 +49,7 @@ class Partition:
     rows: list[BitMap64]
     uncovered: BitMap64
     files: int
+    counts: list[int] | None = None
 
 
 def best_index(ci: ColumnIndex) -> ColumnIndex:
@@ -56,19 +58,24 @@ def best_index(ci: ColumnIndex) -> ColumnIndex:
 
 
 def partition(ci: ColumnIndex, rows: AbstractBitMap64, *, element_keys: bool, max_keys: int,
-              deadline: float | None = None) -> Partition:
+              deadline: float | None = None, counts_only: bool = False) -> Partition:
     """Split `rows` (global ids, live rows only) by the keys of index `ci`, reading every file's keys once.
 
     Files of one row range are OR-ed (a key may sit in several files); a key with no row of `rows` is left out.
     `element_keys` (ARRAY columns): keys are elements and there is no NULL group (the index holds none).
+    `counts_only`: each key's row count by intersection cardinality alone (no key's rows built), while the files
+    hold disjoint rows (else as without it).
     Raises TooManyGroupsError past `max_keys` distinct keys with rows; the deadline's error past `deadline`.
     """
     held = rows if ci.held is None else BitMap64(rows) & ci.held
+    insides = [BitMap64(held) & ranges.to_bitmap([(ref.range_start, ref.range_end)]) for ref in ci.files]
+    if counts_only and sum(len(i) for i in insides) == len(BitMap64.union(BitMap64(), *insides)):
+        return _partition_counts(ci, insides, rows, max_keys=max_keys, element_keys=element_keys,
+                                 deadline=deadline)
     acc: dict[object, BitMap64] = {}
     nulls = BitMap64()
     seen = 0
-    for ref in ci.files:
-        inside = BitMap64(held) & ranges.to_bitmap([(ref.range_start, ref.range_end)])
+    for ref, inside in zip(ci.files, insides):
         if not inside:
             continue
         local = inside.shift(-ref.range_start)
@@ -107,6 +114,42 @@ def partition(ci: ColumnIndex, rows: AbstractBitMap64, *, element_keys: bool, ma
         parts.insert(0, nulls)
     return Partition(column=ci.column, kt=ci.kt, family=ci.family, keys=keys, rows=parts,
                      uncovered=ci.uncovered(rows), files=len(ci.files))
+
+
+def _partition_counts(ci: ColumnIndex, insides: list[BitMap64], rows: AbstractBitMap64, *, max_keys: int,
+                      element_keys: bool, deadline: float | None) -> Partition:
+    """partition(counts_only=True) over files holding disjoint rows (`insides`: each file's filter rows)."""
+    acc: dict[object, int] = {}
+    nulls = 0
+    seen = 0
+    for ref, inside in zip(ci.files, insides):
+        if not inside:
+            continue
+        local = inside.shift(-ref.range_start)
+        local32 = BitMap(array("I", _ids(local).astype(np.uint32).tobytes())) if local.max() < _U32 else None
+        reader = ref.open()
+        if not element_keys:
+            nulls += local.intersection_cardinality(reader.null_rows())
+        for key, bm in reader.key_bitmaps():
+            seen += 1
+            if seen % _CHECK_EVERY == 0:
+                _check(deadline)
+            if local32 is not None and isinstance(bm, AbstractBitMap):
+                c = local32.intersection_cardinality(bm)
+            else:
+                c = local.intersection_cardinality(bm)  # type: ignore[arg-type]  # a 64-bit map here
+            if not c:
+                continue
+            if key not in acc and len(acc) >= max_keys:
+                raise TooManyGroupsError(ci.column, max_keys)
+            acc[key] = acc.get(key, 0) + c
+    keys: list[object] = sorted(acc, key=_sort_key)
+    counts = [acc[k] for k in keys]
+    if nulls:
+        keys.insert(0, None)
+        counts.insert(0, nulls)
+    return Partition(column=ci.column, kt=ci.kt, family=ci.family, keys=keys, rows=[], uncovered=ci.uncovered(rows),
+                     files=len(ci.files), counts=counts)
 
 
 def _ids(bm: AbstractBitMap64) -> np.ndarray:
@@ -252,7 +295,8 @@ def coded_groups(parts: list[Partition], rows: AbstractBitMap64, mparts: dict[st
     """
     if len(parts) == 1 and not mparts:   # one column, counts only: its keys' rows are the groups already
         p = parts[0]
-        kept = [(k, len(bm)) for k, bm in zip(p.keys, p.rows) if bm]
+        kept = list(zip(p.keys, p.counts)) if p.counts is not None else \
+            [(k, len(bm)) for k, bm in zip(p.keys, p.rows) if bm]
         if len(kept) > max_groups:
             raise TooManyGroupsError(p.column, max_groups)
         return Coded(keys=[(k,) for k, _ in kept], counts=[c for _, c in kept])

@@ -121,8 +121,10 @@ def run_aggregate(qs: QueryService, metrics: Metrics, name: str, ask: AggregateA
     for ci in cis.values():
         uncovered |= ci.uncovered(rows)
     indexed = rows - uncovered if uncovered else rows
-    parts = [partition(cis[c], indexed, element_keys=c in arrays, max_keys=MAX_GROUPS, deadline=deadline)
-             for c in groups]
+    # one group column and counts only: each key's count by intersection cardinality, no key's rows built
+    counts_only = len(groups) == 1 and not any(m.column for m in wanted)
+    parts = [partition(cis[c], indexed, element_keys=c in arrays, max_keys=MAX_GROUPS, deadline=deadline,
+                       counts_only=counts_only) for c in groups]
     mparts = {c: _metric_partition(cis[c], indexed, deadline)
               for c in dict.fromkeys(m.column for m in wanted if m.column is not None)}
     by_key, intersections = _index_groups(parts, indexed, mparts, deadline)
@@ -245,7 +247,7 @@ def _index_groups(parts: list[Partition], rows: BitMap64, mparts: Mapping[str, P
     and the bitmap intersections it took. Scalar group columns (one key per row): by each row's key codes, in
     time linear in the rows (group_counts.coded_groups); an ARRAY column (a row in several groups): by
     intersecting key bitmaps level by level (group_counts.combine)."""
-    if not any(family(p.family).element_keys for p in parts):
+    if not any(family(p.family).element_keys for p in parts) or any(p.counts is not None for p in parts):
         coded = coded_groups(parts, rows, dict(mparts), max_groups=MAX_GROUPS, deadline=deadline)
         return {key: _Group(count=count, acc={c: accs[g] for c, accs in coded.metrics.items()})
                 for g, (key, count) in enumerate(zip(coded.keys, coded.counts))}, 0
