@@ -255,6 +255,71 @@ def measure_bgix(url: str, pid: int, question: str, filters: list[str], source: 
             "elapsed": pct(explained, 50) if explained else None}
 
 
+BAD_AGGREGATES = [   # refused: (body, the 400's error code)
+    ({"group_by": ["no_such_column"]}, "unknown_column"),
+    ({"group_by": ["country"], "metrics": [{"op": "sum", "column": "country"}]}, "invalid_aggregate"),
+    ({"group_by": ["uid"]}, "too_many_groups"),   # 10M distinct: past MAX_GROUPS
+]
+
+
+def measure_others(url: str, filters: list[str], source: Source, queries: int,
+                   failures: list[str]) -> dict[str, dict[str, Any]]:
+    """A light request (`<filter>` count) timed alone, then while another connection sends, back to back, the
+    refused aggregates (BAD_AGGREGATES) or heavy valid ones (GROUP BY country, device): does either slow it?"""
+    import threading
+
+    def light(client: KeepAlive, i: int) -> float:
+        w = filters[i % len(filters)]
+        t0 = time.perf_counter()
+        got: dict[str, Any] = client.post_json(f"/v1/tables/{NAME}/query", {"where": w, "result": "count"})
+        took = (time.perf_counter() - t0) * 1000
+        want = int(pc.sum(source.mask(w)).as_py() or 0)
+        if got.get("count") != want:
+            failures.append(f"light query `{w}`: {got.get('count')} != {want}")
+        return took
+
+    def background(kind: str, stop: threading.Event, seen: dict[str, int]) -> None:
+        import http.client
+        import json
+        host, port = url.split("//", 1)[1].rsplit(":", 1)
+        conn = http.client.HTTPConnection(host, int(port), timeout=600)
+        i = 0
+        while not stop.is_set():
+            if kind == "bad":
+                body, code = BAD_AGGREGATES[i % len(BAD_AGGREGATES)]
+            else:
+                body, code = {"where": filters[i % len(filters)], "group_by": ["country", "device"],
+                              "limit": 10}, ""
+            conn.request("POST", f"/v1/tables/{NAME}/aggregate", json.dumps(body).encode(),
+                         {"Content-Type": "application/json"})
+            r = conn.getresponse()
+            payload = json.loads(r.read())
+            got = payload.get("error", {}).get("code", "") if r.status != 200 else ""
+            key = f"{r.status} {got}".strip()
+            seen[key] = seen.get(key, 0) + 1
+            if got != code:
+                failures.append(f"background {kind} aggregate {body}: HTTP {r.status} {got!r}, wanted {code!r}")
+            i += 1
+        conn.close()
+
+    out: dict[str, dict[str, Any]] = {}
+    with KeepAlive(url, timeout=600) as client:
+        for i in range(len(filters)):   # warm
+            light(client, i)
+        out["alone"] = {"lat": [light(client, i) for i in range(queries)], "background": "none"}
+        for kind in ("bad", "heavy"):
+            stop = threading.Event()
+            seen: dict[str, int] = {}
+            t = threading.Thread(target=background, args=(kind, stop, seen), daemon=True)
+            t.start()
+            lat = [light(client, i) for i in range(queries)]
+            stop.set()
+            t.join(timeout=600)
+            out[f"beside {kind} aggregates"] = {"lat": lat, "background": ", ".join(
+                f"{n} × {k}" for k, n in sorted(seen.items()))}
+    return out
+
+
 # ---- pypaimon-rust ---------------------------------------------------------------------------------
 def rust_sql(question: str, where: str) -> str:
     t = f"{rt.DB}.{NAME}"
@@ -364,6 +429,11 @@ def main() -> int:
             v = flat(results[q]["by_filter"])
             print(f"  p50 {pct(v, 50):.2f} ms, p95 {pct(v, 95):.2f} ms, server CPU {results[q]['cpu']:.2f} ms",
                   flush=True)
+        print("others: a light count query alone, then beside bad and heavy aggregates …", flush=True)
+        others = measure_others(url, filters, source, args.queries, failures)
+        for k, v in others.items():
+            print(f"  {k}: p50 {pct(v['lat'], 50):.2f} ms, p95 {pct(v['lat'], 95):.2f} ms; background "
+                  f"{v['background']}", flush=True)
         rss1 = rss(proc.pid)
         stop_server(proc)
         proc = None
@@ -461,6 +531,18 @@ def main() -> int:
         f"(`group_by` of the filtered rows, every group; the top {TOP} by `select_k_unstable`, row ids and uids; "
         f"{t_truth:.1f} s); every bgix answer exact with complete coverage "
         f"({'all equal' if not failures else '; '.join(failures[:5])}).",
+        "",
+        "## Other requests beside aggregates",
+        "",
+        f"A light request (`<filter>` with `\"result\": \"count\"`, {args.queries} times, checked against pyarrow) "
+        "timed alone, then while a second connection sends aggregates back to back: the refused ones (an unknown "
+        "column, a sum of a string, GROUP BY uid past the groups cap: each must be its named 400) or heavy valid "
+        "ones (GROUP BY country, device under a filter). One server process.",
+        "",
+        "| light request | p50 / p95 ms | the other connection's answers |",
+        "|---|---|---|",
+        *(f"| {k} | {pct(v['lat'], 50):.2f} / {pct(v['lat'], 95):.2f} | {v['background']} |"
+          for k, v in others.items()),
         "",
         "Targets missed: " + ("; ".join(missed) if missed else "none") + ".",
     ]
