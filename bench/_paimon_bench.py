@@ -388,3 +388,18 @@ def niced() -> str:
     import os
     n = os.nice(0)
     return f"nice -n {n} " if n else ""
+
+
+def run_lines(cmd: str, started: float, load0: tuple[float, float, float]) -> list[str]:
+    """A report's command, git, machine, date and load lines (markdown, each ending in a line break)."""
+    import platform
+
+    from bench_paimon import git_sha
+    load1 = os.getloadavg()
+    return [
+        f"Command: `{cmd}`  ",
+        f"git {git_sha()} · {platform.platform()} · {os.cpu_count()} cores · Python {platform.python_version()}  ",
+        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {time.time() - started:.0f} s in all · "
+        f"load average at start {load0[0]:.1f}/{load0[1]:.1f}/{load0[2]:.1f}, at end "
+        f"{load1[0]:.1f}/{load1[1]:.1f}/{load1[2]:.1f} (other processes on the machine slow every contender)",
+    ]

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import sys
 import time
@@ -60,9 +59,8 @@ from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
     NAME, api_build, copy_table, flat, index_layout, layout_text, log_tail, niced, own_cpu, pct, publish, register,
-    rss, rust_build, scratch_dir, verdict, wait_served)
+    rss, run_lines, rust_build, scratch_dir, verdict, wait_served)
 from _server import KeepAlive, start_server, stop_server  # noqa: E402  (bench/_server.py)
-from bench_paimon import git_sha  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "aggregate.md"
 TARGETS = {"group1_ms": 20.0, "over_rust": 20.0, "group2_ms": 100.0, "top_ms": 5.0}
@@ -431,9 +429,9 @@ def main() -> int:
                   flush=True)
         print("others: a light count query alone, then beside bad and heavy aggregates …", flush=True)
         others = measure_others(url, filters, source, args.queries, failures)
-        for k, v in others.items():
-            print(f"  {k}: p50 {pct(v['lat'], 50):.2f} ms, p95 {pct(v['lat'], 95):.2f} ms; background "
-                  f"{v['background']}", flush=True)
+        for k, o in others.items():
+            print(f"  {k}: p50 {pct(o['lat'], 50):.2f} ms, p95 {pct(o['lat'], 95):.2f} ms; background "
+                  f"{o['background']}", flush=True)
         rss1 = rss(proc.pid)
         stop_server(proc)
         proc = None
@@ -449,7 +447,6 @@ def main() -> int:
             stop_server(proc)
         shutil.rmtree(root, ignore_errors=True)
 
-    load1 = os.getloadavg()
     p50 = {q: pct(flat(results[q]["by_filter"]), 50) for q in questions}
     p95 = {q: pct(flat(results[q]["by_filter"]), 95) for q in questions}
     same = {q: pct(flat(results[q]["by_filter"], set(rust_filters[q])), 50) for q in questions}
@@ -482,11 +479,7 @@ def main() -> int:
         "# Aggregate benchmark: GROUP BY counts under a filter and `ORDER BY uid DESC LIMIT 100`, bgix vs "
         "pypaimon-rust's SQL (`bench/bench_aggregate.py`)",
         "",
-        f"Command: `{cmd}`  ",
-        f"git {git_sha()} · {platform.platform()} · {os.cpu_count()} cores · Python {platform.python_version()}  ",
-        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {time.time() - started:.0f} s in all · "
-        f"load average at start {load0[0]:.1f}/{load0[1]:.1f}/{load0[2]:.1f}, at end "
-        f"{load1[0]:.1f}/{load1[1]:.1f}/{load1[2]:.1f} (other processes on the machine slow every contender)",
+        *run_lines(cmd, started, load0),
         "",
         f"Table: written once by pypaimon-rust ({t_write:.1f} s), row tracking + data evolution, unpartitioned, "
         f"{args.rows:,} rows in {args.commits} commits: `{DDL}` (uid all distinct; country 200 values, "

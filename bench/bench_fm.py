@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import platform
 import shutil
 import sys
 import time
@@ -61,9 +60,8 @@ from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
     NAME, api_build, copy_table, flat, index_layout, layout_text, log_tail, niced, own_cpu, pct, publish, register,
-    rss, rust_build, scratch_dir, verdict)
+    rss, run_lines, rust_build, scratch_dir, verdict)
 from _server import KeepAlive, start_server, stop_server  # noqa: E402  (bench/_server.py)
-from bench_paimon import git_sha  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "fm.md"
 TARGETS = {"p50_ms": 5.0, "over_rust": 20.0, "over_bitmap": 50.0, "build": 2.0}
@@ -409,7 +407,6 @@ def main() -> int:
             stop_server(p)
         shutil.rmtree(root, ignore_errors=True)
 
-    load1 = os.getloadavg()
     bgix_t = fm_tables[0]
     mine = results[bgix_t]["by_sub"]
     p50 = pct(flat(mine), 50)
@@ -451,11 +448,7 @@ def main() -> int:
         "# fm benchmark: `LIKE '%x%'` on short text, bgix vs pypaimon-rust and a bitmap dictionary scan "
         "(`bench/bench_fm.py`)",
         "",
-        f"Command: `{cmd}`  ",
-        f"git {git_sha()} · {platform.platform()} · {os.cpu_count()} cores · Python {platform.python_version()}  ",
-        f"Date: {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(started))}, {time.time() - started:.0f} s in all · "
-        f"load average at start {load0[0]:.1f}/{load0[1]:.1f}/{load0[2]:.1f}, at end "
-        f"{load1[0]:.1f}/{load1[1]:.1f}/{load1[2]:.1f} (other processes on the machine slow every contender)",
+        *run_lines(cmd, started, load0),
         "",
         f"Table: written once by pypaimon-rust ({t_write:.1f} s), row tracking + data evolution, unpartitioned, "
         f"{args.rows:,} rows in {args.commits} commits: `id` BIGINT, `txt` STRING of short tag-like text (word "

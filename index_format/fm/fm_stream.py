@@ -12,10 +12,12 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import pyarrow as pa
 
-from index_format.fm.fm_writer import FMFileStream, FMOptions, fm_options, key_bounds, written_file
+from index_format.fm.fm_writer import (
+    FMFileStream, FMOptions, check_string_keys, fm_options, key_bounds, written_file,
+)
 from index_format.options import IndexOptions
 from index_format.storage import Storage
-from index_format.types import KeyType, parse_type
+from index_format.types import KeyType
 from index_format.written_files import WriterInputError, WrittenFile, check_row_ids
 
 __all__ = ["FMRangeStream", "open_fm_stream"]
@@ -125,8 +127,6 @@ def open_fm_stream(kt: KeyType | str, options: FMOptions | IndexOptions | Mappin
     Raises:
         WriterInputError: a key type other than STRING.
     """
-    ktype = parse_type(kt) if isinstance(kt, str) else kt
-    if getattr(ktype, "name", None) != "string":
-        raise WriterInputError(f"an fm index needs a STRING column, not {kt}")
+    check_string_keys(kt)
     return FMRangeStream(rows, fm_options(options), records_per_file=records_per_file, new_path=new_path,
                          storage=storage)

@@ -517,6 +517,18 @@ def write_fm_bytes(values: pa.Array | Sequence[str | bytes | None], first_row_id
     return stream.finish()
 
 
+def check_string_keys(kt: object) -> None:
+    """Refuse keys of a type other than STRING (a KeyType or its spelling).
+
+    Raises:
+        WriterInputError: naming the type.
+    """
+    from index_format.types import parse_type
+    ktype = parse_type(kt) if isinstance(kt, str) else kt
+    if getattr(ktype, "name", None) != "string":
+        raise WriterInputError(f"an fm index needs a STRING column, not {kt}")
+
+
 def write_fm_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.Array | np.ndarray | Sequence[int],
                    kt: object, options: FMOptions | IndexOptions | Mapping[str, object] | str | None = None, *,
                    records_per_file: int, new_path: Callable[[], str], storage: Storage,
@@ -530,11 +542,8 @@ def write_fm_files(keys: pa.Array | np.ndarray | Sequence[object], row_ids: pa.A
     Raises:
         WriterInputError: non-string keys, ids that are not consecutive, lengths that differ.
     """
-    from index_format.types import parse_type
     from index_format.written_files import check_row_ids
-    ktype = parse_type(kt) if isinstance(kt, str) else kt
-    if getattr(ktype, "name", None) != "string":
-        raise WriterInputError(f"an fm index needs a STRING column, not {kt}")
+    check_string_keys(kt)
     if records_per_file < 1:
         raise WriterInputError("records_per_file must be ≥ 1")
     opts = fm_options(options)

@@ -7,27 +7,30 @@ from __future__ import annotations
 
 import time
 from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import TypeVar
 
 import numpy as np
 from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap, BitMap64
 
 from index_format import ranges
 from index_format.errors import QueryTimeoutError
-from index_format.predicate.column_index import ColumnIndex, all_indexes
+from index_format.index_reader import IndexReader
+from index_format.predicate.column_index import ColumnIndex, IndexFileRef, all_indexes
 from index_format.types import FLOAT_NAMES, INTEGER_NAMES, KeyType
 from service.query.query_errors import AggregateTooLargeError, TooManyGroupsError
 
 __all__ = ["NUMERIC_TYPES", "Accumulator", "Coded", "GroupKey", "Partition", "best_index", "coded_groups", "combine",
-           "metric_of",
-           "partition"]
+           "metric_of", "partition"]
 
 NUMERIC_TYPES = frozenset((*INTEGER_NAMES, *FLOAT_NAMES, "decimal"))
 _U32 = 1 << 32
 _CHECK_EVERY = 256          # keys or intersections between two looks at the deadline
 
 GroupKey = tuple[object, ...]   # one value per group column; None is SQL's NULL group
+T = TypeVar("T")
 
 
 def _check(deadline: float | None) -> None:
@@ -74,22 +77,12 @@ def partition(ci: ColumnIndex, rows: AbstractBitMap64, *, element_keys: bool, ma
                                  deadline=deadline)
     acc: dict[object, BitMap64] = {}
     nulls = BitMap64()
-    seen = 0
-    for ref, inside in zip(ci.files, insides):
-        if not inside:
-            continue
-        local = inside.shift(-ref.range_start)
-        # a 32-bit copy of the file's filter rows meets the bitmap family's cached 32-bit maps without conversion
-        local32 = BitMap(array("I", _ids(local).astype(np.uint32).tobytes())) if local.max() < _U32 else None
-        reader = ref.open()
+    for ref, local, local32, reader in _files(ci, insides, deadline):
         if not element_keys:
             n = local & reader.null_rows()
             if n:
                 nulls |= n.shift(ref.range_start)
-        for key, bm in reader.key_bitmaps():
-            seen += 1
-            if seen % _CHECK_EVERY == 0:
-                _check(deadline)
+        for key, bm in _checked(reader.key_bitmaps(), deadline):
             if local32 is not None and isinstance(bm, AbstractBitMap):
                 small = local32 & bm
                 if not small:
@@ -121,19 +114,10 @@ def _partition_counts(ci: ColumnIndex, insides: list[BitMap64], rows: AbstractBi
     """partition(counts_only=True) over files holding disjoint rows (`insides`: each file's filter rows)."""
     acc: dict[object, int] = {}
     nulls = 0
-    seen = 0
-    for ref, inside in zip(ci.files, insides):
-        if not inside:
-            continue
-        local = inside.shift(-ref.range_start)
-        local32 = BitMap(array("I", _ids(local).astype(np.uint32).tobytes())) if local.max() < _U32 else None
-        reader = ref.open()
+    for _, local, local32, reader in _files(ci, insides, deadline):
         if not element_keys:
             nulls += local.intersection_cardinality(reader.null_rows())
-        for key, bm in reader.key_bitmaps():
-            seen += 1
-            if seen % _CHECK_EVERY == 0:
-                _check(deadline)
+        for key, bm in _checked(reader.key_bitmaps(), deadline):
             if local32 is not None and isinstance(bm, AbstractBitMap):
                 c = local32.intersection_cardinality(bm)
             else:
@@ -150,6 +134,28 @@ def _partition_counts(ci: ColumnIndex, insides: list[BitMap64], rows: AbstractBi
         counts.insert(0, nulls)
     return Partition(column=ci.column, kt=ci.kt, family=ci.family, keys=keys, rows=[], uncovered=ci.uncovered(rows),
                      files=len(ci.files), counts=counts)
+
+
+def _files(ci: ColumnIndex, insides: list[BitMap64], deadline: float | None
+           ) -> Iterator[tuple[IndexFileRef, BitMap64, BitMap | None, IndexReader]]:
+    """Per file of `ci` holding filter rows (`insides`: each file's, global ids): (the file, those rows as local
+    ids, a 32-bit copy of them when they fit, its reader), the deadline looked at before each. The 32-bit copy
+    meets the bitmap family's cached 32-bit maps without conversion."""
+    for ref, inside in zip(ci.files, insides):
+        if not inside:
+            continue
+        _check(deadline)
+        local = inside.shift(-ref.range_start)
+        local32 = BitMap(array("I", _ids(local).astype(np.uint32).tobytes())) if local.max() < _U32 else None
+        yield ref, local, local32, ref.open()
+
+
+def _checked(pairs: Iterable[T], deadline: float | None) -> Iterator[T]:
+    """`pairs`, looking at the deadline every _CHECK_EVERY of them."""
+    for i, pair in enumerate(pairs, 1):
+        if i % _CHECK_EVERY == 0:
+            _check(deadline)
+        yield pair
 
 
 def _ids(bm: AbstractBitMap64) -> np.ndarray:

@@ -23,7 +23,7 @@ from index_format.families import family
 from index_format.literals import to_json
 from index_format.predicate.column_index import ColumnIndex
 from index_format.types import KeyType
-from service.catalog.catalog_errors import CorruptTableMetadataError, DataFileError
+from service.catalog.catalog_errors import CorruptTableMetadataError, DataFileError, IndexNotFoundError
 from service.observability.metrics import Metrics
 from service.query.group_counts import (
     NUMERIC_TYPES, Accumulator, GroupKey, Partition, best_index, coded_groups, combine, metric_of, partition,
@@ -176,12 +176,10 @@ def _live_rows(view: TableView) -> BitMap64:
 def indexed_column(qs: QueryService, view: TableView, column: str) -> str:
     """The indexed column `column` names (exact, else case-insensitive); a table column without an index is
     NotGroupableError, any other name UnknownColumnError."""
-    if column in view.columns:
-        return column
-    folded = [c for c in view.columns if c.lower() == column.lower()]
-    if len(folded) == 1:
-        return folded[0]
-    view.check_not_broken([column])
+    try:
+        return QueryService.resolve_column(view, column)
+    except IndexNotFoundError:
+        pass
     table_columns = qs.table_columns(view)
     if column in table_columns or column.lower() in {c.lower() for c in table_columns}:
         raise NotGroupableError(column, list(view.columns))
