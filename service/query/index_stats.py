@@ -7,7 +7,8 @@ Layout under the warehouse (bgix and Paimon tables alike):
     tables/<t>/indexes/<col>/stats/<key>.count.parquet  (key bytes, rows) by rows desc, then value order
 <key> is a blake2b of the key type, the index files (path, size, row range) and the dead row ids inside
 them, so a rebuild, a retired data file or a new deletion vector gives a new key. The JSON is written
-last: a document whose sidecars cannot be read is recomputed, never an error.
+last: a document whose sidecars cannot be read is recomputed, never an error. A multivalue index's null rows
+(rows whose array is NULL) are in no file of it (spec §8): the caller counts them from the table's rows.
 
 Imports index_format, pyarrow and service.catalog only (never service.api).
 """
@@ -80,9 +81,12 @@ def dead_in_file(f: StatsFile, dead: BitMap64 | None) -> BitMap64 | None:
     return inside.shift(-f.range_start) if inside else None
 
 
-def stats_key(kt: KeyType, files: Sequence[StatsFile], dead: BitMap64 | None) -> str:
+def stats_key(kt: KeyType, files: Sequence[StatsFile], dead: BitMap64 | None, *,
+              nulls_from_rows: bool = False) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(f"bgix-stats/{FORMAT}/{kt.spelling}".encode())
+    if nulls_from_rows:   # null rows counted from the table's rows, not the files' (documents before did not)
+        h.update(b"/nulls-from-rows")
     for f in files:
         h.update(f"\n{f.path}\0{f.size}\0{f.range_start}\0{f.range_end}".encode())
         d = dead_in_file(f, dead)
@@ -93,16 +97,20 @@ def stats_key(kt: KeyType, files: Sequence[StatsFile], dead: BitMap64 | None) ->
 
 # ---- loading and computing -----------------------------------------------------------------------------
 def load_or_compute(storage: Storage, table: str, column: str, kt: KeyType, files: Sequence[StatsFile],
-                    dead: BitMap64 | None, *, force: bool = False) -> IndexStats:
+                    dead: BitMap64 | None, *, force: bool = False,
+                    count_nulls: Callable[[], int] | None = None) -> IndexStats:
     """The stored statistics of these files and dead rows; computed and stored when missing or unreadable
-    (or with `force`, when a stored one turned out unreadable past its footer)."""
-    key = stats_key(kt, files, dead)
+    (or with `force`, when a stored one turned out unreadable past its footer).
+
+    `count_nulls`: the live null rows counted from the table's rows, for a family whose files record none (a
+    multivalue file's null bitmap is always empty, spec §8); None: the files' null bitmaps tell."""
+    key = stats_key(kt, files, dead, nulls_from_rows=count_nulls is not None)
     base = f"{warehouse_layout.stats_dir(table, column)}/{key}"
     stats = None if force else _load(storage, base, key)
     if stats is not None:
         return stats
     try:
-        return _compute(storage, base, key, kt, files, dead)
+        return _compute(storage, base, key, kt, files, dead, count_nulls)
     finally:
         _release_memory()
 
@@ -151,17 +159,19 @@ def _sort_column(kt: KeyType, keys: list[bytes]) -> pa.Array:
 
 
 def _compute(storage: Storage, base: str, key: str, kt: KeyType, files: Sequence[StatsFile],
-             dead: BitMap64 | None) -> IndexStats:
+             dead: BitMap64 | None, count_nulls: Callable[[], int] | None = None) -> IndexStats:
     """One pass over every dictionary block; (key, rows) gathered as Arrow arrays, never Python tuples."""
     string = kt.is_string
     parts: list[pa.Table] = []
+    counted = None if count_nulls is None else count_nulls()   # first: a read that fails costs no key pass
     nulls = 0
     sorted_already = len(files) == 1
     for f in files:
         reader = f.open()
         d = dead_in_file(f, dead)
-        null_rows = reader.null_rows()
-        nulls += null_rows.difference_cardinality(d) if d is not None else len(null_rows)
+        if counted is None:
+            null_rows = reader.null_rows()
+            nulls += null_rows.difference_cardinality(d) if d is not None else len(null_rows)
         if reader.value_count and reader.key_order != "logical":
             sorted_already = False
         for keys, counts in reader.key_counts(d):
@@ -178,6 +188,8 @@ def _compute(storage: Storage, base: str, key: str, kt: KeyType, files: Sequence
         empty = {"key": pa.array([], pa.binary()), "rows": pa.array([], pa.int64())}
         tbl = pa.table(empty if string else {**empty, "sk": _sort_column(kt, [])})
     del parts
+    if counted is not None:
+        nulls = counted
     sk = "key" if string else "sk"
     if not sorted_already and len(tbl) > 1:
         # Files of one build hold consecutive key ranges: their concatenation is usually in order already
