@@ -120,8 +120,9 @@ def test_multivalue_top_elements_and_array_contains_look_up(browser, start_servi
 def test_two_families_on_one_column_and_the_btree_range_look_up(browser, start_service, tmp_path) -> None:
     wh = tmp_path / "wh"
     location, rows = _table(wh / "source", "bt", [("uid", "btree"), ("name", "bitmap"), ("name", "btree"),
-                                                  ("tags", "multivalue")])
+                                                  ("tags", "multivalue"), ("id", "btree")])
     names = [r["name"] for r in rows]
+    ids = [r["id"] for r in rt.read_rows(wh / "source", "bt", ["id"])]
     with start_service(wh) as (url, http):
         http.put("/v1/tables/bt", json={"format": "paimon", "location": str(location)}).raise_for_status()
         context, page = _open(browser, url, "bt")
@@ -164,6 +165,18 @@ def test_two_families_on_one_column_and_the_btree_range_look_up(browser, start_s
             page.click("#query-run")
             page.locator("#query-result").wait_for(state="visible")
             assert int(page.locator("#query-count").get_attribute("data-count")) == sum(1 for u in uids if u <= 5)
+
+            # a unique column (every key one row): not a wall of equal bars, a note saying the values are distinct
+            assert len(set(ids)) == len(ids) == len(rows)
+            card.locator("tr[data-column=id] .explore-btn").click()
+            note = page.locator("#top-chart .distinct-note")
+            note.wait_for()
+            assert note.inner_text() == f"all {len(ids):,} values are distinct (1 row each): no top values to chart."
+            assert page.locator("#top-chart svg").count() == 0
+            # a column with repeated values still gets its chart
+            uid.locator(".explore-btn").click()
+            page.locator("#top-chart svg .chart-row").first.wait_for()
+            assert page.locator("#top-chart .distinct-note").count() == 0
         finally:
             context.close()
 
