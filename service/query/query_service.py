@@ -576,20 +576,30 @@ class QueryService:
             stats = index_stats.load_or_compute(self.storage, cv.snapshot.table, cv.snapshot.column, cv.kt,
                                                 files, view.retired, force=force,
                                                 count_nulls=self._null_counter(cv, view))
+        if stats.null_rows is None:
+            return stats   # its null rows did not read: counted again next time
         with self._lock:
             self._stats[memo] = stats
             while len(self._stats) > _STATS_KEPT:
                 self._stats.pop(next(iter(self._stats)))
         return stats
 
-    def _null_counter(self, cv: ColumnView, view: TableView) -> Callable[[], int] | None:
+    def _null_counter(self, cv: ColumnView, view: TableView) -> Callable[[], int | None] | None:
         """For an index whose files record no null rows (multivalue: its null bitmaps are empty, spec §8), what
-        counts them: the live rows of its row ranges whose value is NULL, read from the table. None otherwise."""
+        counts them: the live rows of its row ranges whose value is NULL, read from the table (None when a data
+        file or the table's metadata does not read: the other statistics still answer). None otherwise."""
         if not family(cv.index.family).element_keys:
             return None
         column, held = cv.index.column, cv.index.held
 
-        def count() -> int:
+        def count() -> int | None:
+            try:
+                return read_count()
+            except (DataFileError, CorruptTableMetadataError) as exc:
+                log.warning("null rows of %s.%s not counted: %s", view.table.name, column, exc)
+                return None
+
+        def read_count() -> int:
             source = self.sources.open(view.table)
             nulls = 0
             for part in _read_batches(cv.index.merged_ranges(), sparse=view.table.row_id_column is not None):
@@ -639,7 +649,7 @@ class QueryService:
 
         return cv, rest()
 
-    def index_stats(self, cv: ColumnView, view: TableView) -> dict[str, int]:
+    def index_stats(self, cv: ColumnView, view: TableView) -> dict[str, int | None]:
         """Distinct values and null rows of a column's snapshot, without rows of retired data files or
         deleted rows. One file and no dead rows: its footer and null bitmap; else the stored statistics."""
         files = cv.index.files
