@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Idempotent machine + venv setup: Debian packages the tests start (chromium), the .venv at the repo root,
 # and every pip package (runtime + test). Safe to run again; reuses what is present.
-# Says what it does, a `[setup]` line per step (a first run spends about 2 minutes installing into .venv).
+# Says what it does on stderr, a `[setup]` line per step (a first run spends about 2 minutes installing into .venv).
 # `--with-browser`: also Debian's chromium. `--dry-run`: print the steps, run none of them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -15,7 +15,7 @@ for arg in "$@"; do
     *) echo "bgix setup: unknown argument $arg (known: --with-browser, --dry-run)" >&2; exit 2 ;;
   esac
 done
-say() { echo "[setup] $*"; }
+say() { echo "[setup] $*" >&2; }   # stderr, as the other messages: stdout stays the caller's (the demo's)
 run() { if [ "$dry_run" = 1 ]; then say "  would run: $*"; else "$@"; fi; }
 run_quiet() { if [ "$dry_run" = 1 ]; then say "  would run: $*"; else "$@" >/dev/null; fi; }
 

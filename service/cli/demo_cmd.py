@@ -144,10 +144,11 @@ def _run(args: argparse.Namespace) -> int:
             time.sleep(0.5)
         return server.returncode or 0
     except KeyboardInterrupt:
+        if server is not None:
+            print("\nStopping the service and its build processes…", flush=True)
         return 0
     finally:
         if server is not None:
-            print("Stopping the service and its build processes…", flush=True)
             with _signals_ignored():   # a second Ctrl-C must not cut the stop short and leave processes behind
                 stop_server(server)
 

@@ -78,6 +78,8 @@ def test_multivalue_top_elements_and_array_contains_look_up(browser, start_servi
             assert tags.locator("td.index-type").inner_text() == "multivalue · array<string>"
             assert name.locator("td.index-type").inner_text() == "bitmap · string"
             assert _int(tags.locator("td").nth(5).inner_text()) == len(holding)   # distinct elements
+            null_arrays = sum(1 for r in rows if r["tags"] is None)
+            assert null_arrays and _int(tags.locator("td").nth(6).inner_text()) == null_arrays   # Nulls: NULL arrays
 
             tags.locator(".explore-btn").click()
             page.locator("#top-chart svg .chart-row").first.wait_for()
@@ -87,7 +89,7 @@ def test_multivalue_top_elements_and_array_contains_look_up(browser, start_servi
             bars = page.locator("#top-chart svg .chart-row")
             got = {bars.nth(i).get_attribute("data-value"): int(bars.nth(i).get_attribute("data-rows"))
                    for i in range(bars.count())}
-            assert got == dict(holding)
+            assert got == {**holding, "NULL": null_arrays}   # NULL ranked with the elements: the NULL arrays
 
             page.locator("#value-input").press_sequentially("vi", delay=30)
             page.wait_for_function(
