@@ -406,10 +406,16 @@ class BTreeIndexReader:
             for i, c in zip(range(a, e), counts.tolist()):
                 yield deserialize_key(kt, keys[i]), c
 
-    def key_counts(self, dead: BitMap64 | None = None) -> Iterator[tuple[list[bytes], np.ndarray]]:
+    def key_counts(self, dead: BitMap64 | None = None, among: AbstractBitMap64 | None = None
+                   ) -> Iterator[tuple[list[bytes], np.ndarray]]:
         """(keys, row counts) of every key in logical order, a data block at a time, for statistics over every
         key. With `dead` (local ids to leave out) the rows of every key are decoded and dead ones not counted;
-        blocks bypass the reader's cache, so memory stays bounded whatever the file's size."""
+        blocks bypass the reader's cache, so memory stays bounded whatever the file's size. With `among` only
+        its rows are counted: each block's ids are met with it at once, as entries_among does (an aggregate's
+        groups cap is reached without a bitmap or a decoded key per key)."""
+        if among is not None:
+            yield from self._counts_among(among - dead if dead else among)
+            return
         dead_ids = np.frombuffer(dead.to_array(), dtype=np.uint64) if dead else None
         for b, blk in self._walk(0, len(self.index())):
             if dead_ids is None:
@@ -421,6 +427,18 @@ class BTreeIndexReader:
                 starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
                 counts = np.add.reduceat(live, starts) if len(live) else counts
             yield list(blk.keys()), counts.astype(np.int64)
+
+    def _counts_among(self, rows: AbstractBitMap64) -> Iterator[tuple[list[bytes], np.ndarray]]:
+        for b, blk in self._walk(0, len(self.index())):
+            ids, counts = self._rows(b, blk, np.arange(len(blk), dtype=np.int64))
+            ids = ids.astype(np.uint64, copy=False)
+            common = rows & BitMap64(array("Q", np.sort(ids).tobytes())) if rows else BitMap64()
+            if not common:
+                yield list(blk.keys()), np.zeros(len(blk), dtype=np.int64)
+                continue
+            hit = np.isin(ids, np.frombuffer(common.to_array(), dtype=np.uint64))
+            owner = np.repeat(np.arange(len(blk)), counts)   # ids are stored key by key
+            yield list(blk.keys()), np.bincount(owner[hit], minlength=len(blk)).astype(np.int64)
 
     # ------------------------------------------------------------ structure: index, blocks, bloom
 

@@ -308,6 +308,36 @@ def test_too_many_groups_is_a_named_400(plain: tuple[TestClient, pd.DataFrame],
     assert r.status_code == 400 and r.json()["error"]["code"] == "aggregate_too_large", r.text
 
 
+def test_a_column_past_the_groups_cap_is_refused_by_counts_before_any_groups_rows(
+        plain: tuple[TestClient, pd.DataFrame], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal reads key counts among the filter (a btree: a data block's ids at once), never a key's rows:
+    GROUP BY a column of millions of keys is refused at the cost of a few blocks, not a walk to the cap."""
+    client, df = plain
+    from index_format.btree.btree_reader import BTreeIndexReader
+    from index_format.global_index.reader import BitmapIndexReader
+    from service.query import run_aggregate
+
+    def walked(*_: object, **__: object) -> None:
+        raise AssertionError("a key's rows were built before the groups cap was checked")
+
+    for cls in (BTreeIndexReader, BitmapIndexReader):
+        monkeypatch.setattr(cls, "key_bitmaps", walked)
+        monkeypatch.setattr(cls, "entries", walked)
+    covered = df.iloc[:FILES * PER_FILE]     # the cap counts the keys of the indexed rows
+    for column, where in (("price", "TRUE"), ("score", "TRUE"), ("score", "price > 0")):
+        rows = covered if where == "TRUE" else covered[(covered.price > 0).fillna(False)]
+        cap = int(rows[column].nunique()) - 1
+        assert cap >= 4
+        monkeypatch.setattr(run_aggregate, "MAX_GROUPS", cap)
+        metric = {"op": "sum", "column": "score" if column == "price" else "price"}
+        for body in ({"group_by": [column]},     # counts only; below, the groups' rows are needed
+                     {"group_by": [column], "metrics": [metric]},
+                     {"group_by": [column, "status"]}):
+            r = client.post("/v1/tables/t/aggregate", json={**body, "where": where})
+            assert r.status_code == 400 and r.json()["error"]["code"] == "too_many_groups", (body, r.text)
+            assert column in r.json()["error"]["message"], r.text
+
+
 # ---- the Python client ---------------------------------------------------------------------------------------------
 def test_client_aggregate_returns_typed_groups_and_a_dataframe(plain: tuple[TestClient, pd.DataFrame]) -> None:
     from service.aggregate_answer import AggregateAnswer, InexactAggregateError
