@@ -503,8 +503,10 @@ class AggregateRequest(_Model):
                                            description="Default: the group keys ascending (NULLS FIRST).")
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Groups per page.")
     cursor: str | None = Field(None, max_length=4096, description="`next_cursor` of the previous page.")
-    explain: bool = Field(False, description="With how it was answered: the filter's explain, the index per "
-                                             "group and metric column, intersections made, the scan step.")
+    explain: ExplainMode = Field(
+        False, description="true: with how it was answered (the filter's explain, the index per group and metric "
+                           "column, intersections made, the scan step). \"plan\": only the plan (an "
+                           "AggregatePlanResponse), from manifest metadata: no index file opened, no group.")
     scan: Literal["auto", "never"] = Field(
         "auto", description="As in a query: rows no index covers (the filter's, a group or metric column's) are "
                             "read from the table's data within BGIX_QUERY_SCAN_MAX_ROWS; \"never\": indexes only, "
@@ -535,6 +537,22 @@ class AggregateResponse(BaseModel):
     coverage: Coverage
     next_cursor: str | None = None
     explain: dict[str, Any] | None = None
+
+
+class AggregatePlanResponse(BaseModel):
+    """How an aggregate would be answered (`"explain": "plan"`): nothing read, no group made."""
+
+    result: Literal["plan"] = "plan"
+    group_by: list[str]
+    metrics: list[str]
+    snapshots: dict[str, int] = Field(default_factory=dict, description="Snapshot id per column the plan uses.")
+    coverage: Coverage = Field(description="The table's rows the filter's, group and metric columns' indexes do "
+                                           "not cover (the aggregate scans them or names them).")
+    plan: dict[str, Any] = Field(description="`filter`: the filter's query plan (null without one); `group_by`, "
+                                             "`metrics`: per column the index (`index_type`), its files, "
+                                             "`covered_rows` and `uncovered_ranges`; `grouping`: none, key_counts, "
+                                             "row_codes or intersections.")
+    scan: dict[str, Any] | None = Field(None, description="The filter's scan step, as in a query plan.")
 
 
 class QueryResponse(BaseModel):

@@ -234,6 +234,47 @@ def test_rows_no_index_covers_are_named_when_not_scanned(plain: tuple[TestClient
     assert scanned["explain"]["scan"]["rows_scanned"] == APPENDED
 
 
+def test_a_plan_names_the_indexes_and_the_rows_they_miss_without_reading_an_index(
+        plain: tuple[TestClient, pd.DataFrame], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`"explain": "plan"`: per group and metric column the index and files its groups would read, the rows no
+    index covers (the appended file), the grouping path; no key or row read. Bad columns are refused as in an
+    answer."""
+    client, _ = plain
+    indexed = FILES * PER_FILE
+    from index_format.btree.btree_reader import BTreeIndexReader
+    from index_format.global_index.reader import BitmapIndexReader
+
+    def read(*_: object, **__: object) -> None:
+        raise AssertionError("a plan read an index's keys or rows")
+
+    for cls in (BTreeIndexReader, BitmapIndexReader):
+        for method in ("key_counts", "key_bitmaps", "entries", "null_rows", "range", "isin", "eq"):
+            monkeypatch.setattr(cls, method, read)
+    cases = [({"group_by": ["status"]}, "key_counts"),
+             ({"group_by": ["status", "country"], "where": "score > 3"}, "row_codes"),
+             ({"group_by": ["tags"], "metrics": [{"op": "sum", "column": "price"}]}, "intersections"),
+             ({"metrics": [{"op": "avg", "column": "score"}]}, "none")]
+    for body, grouping in cases:
+        plan = _ask(client, "t", {**body, "explain": "plan"})
+        assert plan["result"] == "plan" and "groups" not in plan, plan
+        assert plan["plan"]["grouping"] == grouping
+        assert plan["coverage"] == {"complete": False, "uncovered_ranges": [[indexed, indexed + APPENDED - 1]]}
+        assert [c["column"] for c in plan["plan"]["group_by"]] == body.get("group_by", [])
+        for c in plan["plan"]["group_by"] + plan["plan"]["metrics"]:
+            assert c["index_type"] == FAMILIES[c["column"]] and c["files"] >= 1 and c["covered_rows"] == indexed
+        assert (plan["plan"]["filter"] is None) == ("where" not in body)
+        assert set(plan["snapshots"]) >= set(body.get("group_by", []))
+    from service.client import Client
+    with Client("http://testserver", transport=client._transport) as bgix:
+        answer = bgix.aggregate("t", ["status"], explain="plan")
+        assert answer.plan is not None and answer.plan["grouping"] == "key_counts"
+        assert not answer.groups and not answer.is_exact
+    r = client.post("/v1/tables/t/aggregate", json={"group_by": ["nope"], "explain": "plan"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "unknown_column", r.text
+    r = client.post("/v1/tables/t/aggregate", json={"group_by": ["status"], "explain": "yes"})
+    assert r.status_code == 422 and "explain" in r.text, r.text
+
+
 def test_order_limit_and_cursor_page_through_every_group(plain: tuple[TestClient, pd.DataFrame]) -> None:
     client, df = plain
     table = _arrow(df).append_column("rid", pa.array(np.arange(len(df), dtype=np.int64)))
