@@ -4,6 +4,7 @@ the file was written from."""
 from __future__ import annotations
 
 import inspect
+import itertools
 import random
 
 import pytest
@@ -189,6 +190,25 @@ def test_key_counts_among_count_each_keys_rows_of_a_filter_only(name: str) -> No
         dead = BitMap64(random.Random(seed + 10).sample(range(300), 50))
         want = {v: len(rows & among - dead) for v, rows in truth.items() if (rows & among) - dead}
         assert _counted(_reader(name), among=among, dead=dead) == want, (seed, size)
+
+
+def test_a_warm_btree_top_k_walk_decodes_and_gathers_nothing() -> None:
+    """The first blocks of an entries_among walk are kept with their gathered rows: the same walk again (every
+    DESC top-k starts at the last blocks) reads, decodes and gathers nothing, and answers the same."""
+    values = [rng.randint(-5000, 5000) for _ in range(4000)]
+    data, _ = write_btree_bytes(values, list(range(len(values))), KT, "btree-index.block-size=256 b")
+    reader = FAMILIES["btree"].open_reader(BytesSource(data, "warm.index"), KT)
+    assert isinstance(reader, BTreeIndexReader)
+    among = BitMap64(random.Random(5).sample(range(4000), 400))
+    first = list(itertools.islice(reader.entries_among(among, desc=True), 30))
+    stats = reader.stats
+    before = (stats.reads, stats.blocks_decoded, stats.postings_read)
+    assert list(itertools.islice(reader.entries_among(among, desc=True), 30)) == first
+    assert (stats.reads, stats.blocks_decoded, stats.postings_read) == before
+    by_value: dict[int, BitMap64] = {}
+    for i in among:
+        by_value.setdefault(values[i], BitMap64()).add(i)
+    assert first == sorted(by_value.items(), reverse=True)[:30]
 
 
 def test_btree_key_counts_among_cross_blocks() -> None:
