@@ -421,7 +421,7 @@ class BTreeIndexReader:
                 yield deserialize_key(kt, keys[i]), c
 
     def key_counts(self, dead: BitMap64 | None = None, among: AbstractBitMap64 | None = None
-                   ) -> Iterator[tuple[list[bytes], np.ndarray]]:
+                   ) -> Iterator[tuple[list[bytes] | tuple[np.ndarray, np.ndarray], np.ndarray]]:
         """(keys, row counts) of every key in logical order, a data block at a time, for statistics over every
         key. With `dead` (local ids to leave out) the rows of every key are decoded and dead ones not counted;
         blocks bypass the reader's cache, so memory stays bounded whatever the file's size. With `among` only
@@ -442,7 +442,7 @@ class BTreeIndexReader:
                 counts = np.add.reduceat(live, starts) if len(live) else counts
             yield list(blk.keys()), counts.astype(np.int64)
 
-    def _counts_among(self, rows: AbstractBitMap64) -> Iterator[tuple[list[bytes], np.ndarray]]:
+    def _counts_among(self, rows: AbstractBitMap64) -> Iterator[tuple[tuple[np.ndarray, np.ndarray], np.ndarray]]:
         for b, blk in self._walk(0, len(self.index())):
             ids, owner, mine = self._block_rows(b, blk, keep=False)
             common = rows & mine
@@ -450,8 +450,12 @@ class BTreeIndexReader:
                 continue
             hit = np.isin(ids, np.frombuffer(common.to_array(), dtype=np.uint64))
             counts = np.bincount(owner[hit], minlength=len(blk)).astype(np.int64)
-            keys = np.flatnonzero(counts)   # only the keys with rows among `rows` are sliced out
-            yield [blk.key(i) for i in keys.tolist()], counts[keys]
+            keys = np.flatnonzero(counts)   # only the keys with rows among `rows`, gathered into one buffer
+            starts, lens = blk.key_start[keys], blk.key_len[keys]
+            offs = np.zeros(len(keys) + 1, dtype=np.int64)
+            np.cumsum(lens, out=offs[1:])
+            pos = np.arange(int(offs[-1]), dtype=np.int64) + np.repeat(starts - offs[:-1], lens)
+            yield (blk.data[pos], offs), counts[keys]
 
     # ------------------------------------------------------------ structure: index, blocks, bloom
 

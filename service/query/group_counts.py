@@ -17,7 +17,7 @@ from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap, BitMap64
 
 from index_format import bitmaps, ranges
 from index_format.errors import QueryTimeoutError
-from index_format.index_reader import IndexReader
+from index_format.index_reader import IndexReader, KeyCounts
 from index_format.keys import deserialize_key
 from index_format.predicate.column_index import ColumnIndex, IndexFileRef, all_indexes
 from index_format.types import FLOAT_NAMES, INTEGER_NAMES, KeyType
@@ -140,15 +140,19 @@ def _key_counts(ci: ColumnIndex, insides: list[BitMap64], *, max_keys: int, elem
     for _, local, _, reader in _files(ci, insides, deadline):
         if not element_keys:
             nulls += local.intersection_cardinality(reader.null_rows())
-        mine: dict[bytes, int] = {}     # one file's keys are distinct
+        batches: list[tuple[KeyCounts, np.ndarray]] = []
+        seen = 0
         for keys, counts in _checked(reader.key_counts(among=local), deadline):
             hit = np.flatnonzero(counts)
-            if not len(hit):
-                continue
+            seen += len(hit)
+            if seen > max_keys:     # one file's keys are distinct: refused before any key becomes bytes
+                raise TooManyGroupsError(ci.column, max_keys)
+            if len(hit):
+                batches.append(((keys, counts), hit))
+        mine: dict[bytes, int] = {}
+        for (keys, counts), hit in batches:
             names = _key_list(keys)
             mine.update(zip([names[i] for i in hit.tolist()], counts[hit].tolist()))
-            if len(mine) > max_keys:
-                raise TooManyGroupsError(ci.column, max_keys)
         if not acc:
             acc = mine
         else:
