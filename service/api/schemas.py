@@ -539,22 +539,6 @@ class AggregateResponse(BaseModel):
     explain: dict[str, Any] | None = None
 
 
-class AggregatePlanResponse(BaseModel):
-    """How an aggregate would be answered (`"explain": "plan"`): nothing read, no group made."""
-
-    result: Literal["plan"] = "plan"
-    group_by: list[str]
-    metrics: list[str]
-    snapshots: dict[str, int] = Field(default_factory=dict, description="Snapshot id per column the plan uses.")
-    coverage: Coverage = Field(description="The table's rows the filter's, group and metric columns' indexes do "
-                                           "not cover (the aggregate scans them or names them).")
-    plan: dict[str, Any] = Field(description="`filter`: the filter's query plan (null without one); `group_by`, "
-                                             "`metrics`: per column the index (`index_type`), its files, "
-                                             "`covered_rows` and `uncovered_ranges`; `grouping`: none, key_counts, "
-                                             "row_codes or intersections.")
-    scan: dict[str, Any] | None = Field(None, description="The filter's scan step, as in a query plan.")
-
-
 class QueryResponse(BaseModel):
     result: ResultKind
     count: int = Field(description="Rows where the predicate is TRUE (whole result, not this page).")
@@ -584,6 +568,17 @@ class QueryPlanResponse(BaseModel):
     scan: dict[str, Any] | None = Field(
         None, description="What the scan step would read to make the answer exact: `decision` (not_needed, scan, "
                           "off, over_budget), `rows_needed`, `max_rows` and per column the row ranges and why.")
+
+
+class AggregatePlanResponse(QueryPlanResponse):
+    """How an aggregate would be answered (`"explain": "plan"`): nothing read, no group made. `plan`: `filter`,
+    the filter's query plan (null without one); `group_by` and `metrics`, per column the index (`index_type`), its
+    files, `covered_rows` and `uncovered_ranges`; `grouping`: none, key_counts, row_codes or intersections.
+    `coverage`: the table's rows the filter's, group and metric columns' indexes do not cover (the aggregate
+    scans them or names them). `scan`: the filter's scan step."""
+
+    group_by: list[str]
+    metrics: list[str]
 
 
 class IndexFamilyPublic(BaseModel):
