@@ -93,7 +93,8 @@ def build_services(settings: Settings, worker_group: WorkerGroup | None = None) 
     qs_kwargs: dict[str, Any] = dict(cache_bytes=settings.cache_bytes, snapshot_ttl=settings.snapshot_ttl_seconds,
                                      limits=limits, parse_cache_bytes=settings.parse_cache_bytes,
                                      max_open_files=settings.max_open_files,
-                                     scan_max_rows=settings.query_scan_max_rows)
+                                     scan_max_rows=settings.query_scan_max_rows,
+                                     max_groups=settings.aggregate_max_groups)
     if worker_group is None:
         query_service = QueryService(*qs_args, **qs_kwargs)
     else:

@@ -37,10 +37,9 @@ from service.query.query_service import QueryService, TableView
 from service.query.results import decode_cursor, encode_cursor
 from service.query.row_scan import planned_scan
 
-__all__ = ["MAX_GROUPS", "MAX_INTERSECTIONS", "AggregateAsk", "MetricAsk", "OrderAsk", "indexed_column",
+__all__ = ["MAX_INTERSECTIONS", "AggregateAsk", "MetricAsk", "OrderAsk", "indexed_column",
            "run_aggregate"]
 
-MAX_GROUPS = 100_000             # groups one aggregate may hold (each keeps a bitmap while it is built)
 MAX_INTERSECTIONS = 4_000_000    # bitmap intersections one aggregate may make (groups × keys of the next column)
 OPS = ("count", "sum", "min", "max", "avg")
 
@@ -95,7 +94,8 @@ def run_aggregate(qs: QueryService, metrics: Metrics, name: str, ask: AggregateA
     Raises:
         UnknownColumnError: a group, metric or order column the table does not have.
         NotGroupableError: a table column with no index. AggregateError: a bad metric or order.
-        TooManyGroupsError, AggregateTooLargeError: past MAX_GROUPS groups or MAX_INTERSECTIONS intersections.
+        TooManyGroupsError, AggregateTooLargeError: past `qs.max_groups` groups (BGIX_AGGREGATE_MAX_GROUPS) or
+            MAX_INTERSECTIONS intersections.
         QueryTimeoutError: past `deadline`. What a query raises for a bad predicate.
     """
     if ask.explain == "plan":
@@ -126,11 +126,11 @@ def run_aggregate(qs: QueryService, metrics: Metrics, name: str, ask: AggregateA
     indexed = rows - uncovered if uncovered else rows
     # one group column and counts only: each key's count by intersection cardinality, no key's rows built
     counts_only = _grouping(groups, wanted, arrays) == "key_counts"
-    parts = [partition(cis[c], indexed, element_keys=c in arrays, max_keys=MAX_GROUPS, deadline=deadline,
+    parts = [partition(cis[c], indexed, element_keys=c in arrays, max_keys=qs.max_groups, deadline=deadline,
                        counts_only=counts_only) for c in groups]
     mparts = {c: _metric_partition(cis[c], indexed, deadline)
               for c in dict.fromkeys(m.column for m in wanted if m.column is not None)}
-    by_key, intersections = _index_groups(parts, indexed, mparts, deadline)
+    by_key, intersections = _index_groups(parts, indexed, mparts, qs.max_groups, deadline)
 
     scan: dict[str, Any] = {"rows_needed": len(uncovered), "rows_scanned": 0,
                             "status": "not_needed" if not uncovered else "over_budget"}
@@ -295,18 +295,18 @@ def _metric_partition(ci: ColumnIndex, rows: BitMap64, deadline: float) -> Parti
         raise AggregateTooLargeError(MAX_INTERSECTIONS + 1, MAX_INTERSECTIONS) from exc
 
 
-def _index_groups(parts: list[Partition], rows: BitMap64, mparts: Mapping[str, Partition],
+def _index_groups(parts: list[Partition], rows: BitMap64, mparts: Mapping[str, Partition], max_groups: int,
                   deadline: float) -> tuple[dict[GroupKey, _Group], int]:
     """Every group with rows among `rows`, from the indexes: its row count and each metric column's accumulator;
     and the bitmap intersections it took. Scalar group columns (one key per row): by each row's key codes, in
     time linear in the rows (group_counts.coded_groups); an ARRAY column (a row in several groups): by
     intersecting key bitmaps level by level (group_counts.combine)."""
     if not any(family(p.family).element_keys for p in parts) or any(p.counts is not None for p in parts):
-        coded = coded_groups(parts, rows, dict(mparts), max_groups=MAX_GROUPS, deadline=deadline)
+        coded = coded_groups(parts, rows, dict(mparts), max_groups=max_groups, deadline=deadline)
         return {key: _Group(count=count, acc={c: accs[g] for c, accs in coded.metrics.items()})
                 for g, (key, count) in enumerate(zip(coded.keys, coded.counts))}, 0
     if parts:
-        combined = combine(parts, rows, keep_rows=bool(mparts), max_groups=MAX_GROUPS,
+        combined = combine(parts, rows, keep_rows=bool(mparts), max_groups=max_groups,
                            max_intersections=MAX_INTERSECTIONS, deadline=deadline)
         keys, counts, group_rows = combined.keys, combined.counts, combined.rows
         intersections = combined.intersections
@@ -336,8 +336,8 @@ def _merge_scanned(qs: QueryService, view: TableView, rows: BitMap64, groups: li
     for key, count, stats in scan_groups(table, groups, arrays, metric_columns, kts):
         g = by_key.get(key)
         if g is None:
-            if len(by_key) >= MAX_GROUPS:
-                raise TooManyGroupsError(", ".join(groups), MAX_GROUPS)
+            if len(by_key) >= qs.max_groups:
+                raise TooManyGroupsError(", ".join(groups), qs.max_groups)
             g = by_key[key] = _Group()
         g.count += count
         for column, (n, total, low, high) in stats.items():

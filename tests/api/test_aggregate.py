@@ -334,7 +334,9 @@ def test_too_many_groups_is_a_named_400(plain: tuple[TestClient, pd.DataFrame],
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     client, _ = plain
     from service.query import run_aggregate
-    monkeypatch.setattr(run_aggregate, "MAX_GROUPS", 10)
+    qs = client.app.state.services.query_service
+    assert qs.max_groups == 100_000                 # BGIX_AGGREGATE_MAX_GROUPS's default
+    monkeypatch.setattr(qs, "max_groups", 10)
     r = client.post("/v1/tables/t/aggregate", json={"group_by": ["score"]})
     assert r.status_code == 400 and r.json()["error"]["code"] == "too_many_groups", r.text
     r = client.post("/v1/tables/t/aggregate", json={"group_by": ["status", "country"]})
@@ -342,7 +344,7 @@ def test_too_many_groups_is_a_named_400(plain: tuple[TestClient, pd.DataFrame],
     assert client.post("/v1/tables/t/aggregate", json={"group_by": ["country"]}).status_code == 200
     # scalar columns group by row codes (linear in the rows); an ARRAY column's groups by bitmap intersections,
     # which are capped
-    monkeypatch.setattr(run_aggregate, "MAX_GROUPS", 100)
+    monkeypatch.setattr(qs, "max_groups", 100)
     monkeypatch.setattr(run_aggregate, "MAX_INTERSECTIONS", 15)   # 5 countries × 4 tags
     assert client.post("/v1/tables/t/aggregate", json={"group_by": ["status", "country"]}).status_code == 200
     r = client.post("/v1/tables/t/aggregate", json={"group_by": ["country", "tags"]})
@@ -356,7 +358,7 @@ def test_a_column_past_the_groups_cap_is_refused_by_counts_before_any_groups_row
     client, df = plain
     from index_format.btree.btree_reader import BTreeIndexReader
     from index_format.global_index.reader import BitmapIndexReader
-    from service.query import run_aggregate
+    qs = client.app.state.services.query_service
 
     def walked(*_: object, **__: object) -> None:
         raise AssertionError("a key's rows were built before the groups cap was checked")
@@ -369,7 +371,7 @@ def test_a_column_past_the_groups_cap_is_refused_by_counts_before_any_groups_row
         rows = covered if where == "TRUE" else covered[(covered.price > 0).fillna(False)]
         cap = int(rows[column].nunique()) - 1
         assert cap >= 4
-        monkeypatch.setattr(run_aggregate, "MAX_GROUPS", cap)
+        monkeypatch.setattr(qs, "max_groups", cap)
         metric = {"op": "sum", "column": "score" if column == "price" else "price"}
         for body in ({"group_by": [column]},     # counts only; below, the groups' rows are needed
                      {"group_by": [column], "metrics": [metric]},
@@ -408,14 +410,13 @@ def test_client_aggregate_returns_typed_groups_and_a_dataframe(plain: tuple[Test
         page = client.aggregate("t", ["country"], limit=2)
         rest = client.aggregate("t", ["country"], limit=2, cursor=page.next_cursor)
         assert [g.key["country"] for g in [*page, *rest]] == [None, "de", "fr", "jp"]
-        from service.query import run_aggregate
-        saved = run_aggregate.MAX_GROUPS
-        run_aggregate.MAX_GROUPS = 3
+        qs = http.app.state.services.query_service
+        saved, qs.max_groups = qs.max_groups, 3
         try:
             with pytest.raises(TooManyGroupsError):
                 client.aggregate("t", ["status"])
         finally:
-            run_aggregate.MAX_GROUPS = saved
+            qs.max_groups = saved
 
 
 def test_no_row_matches_one_row_without_group_by_none_with_it(plain: tuple[TestClient, pd.DataFrame]) -> None:
