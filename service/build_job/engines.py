@@ -69,7 +69,14 @@ def spark_process_env(env: MutableMapping[str, str]) -> MutableMapping[str, str]
 
 def spark_session(master: str, conf: dict[str, str] | None = None) -> SparkSession:
     """The active session if there is one (tests share one), else a new one for `master`."""
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ModuleNotFoundError as exc:   # `pip install bgix` without the spark extra: say what to do
+        if exc.name != "pyspark":
+            raise
+        raise ModuleNotFoundError(
+            "the Spark build engine needs pyspark, which is not installed: pip install 'bgix[spark]', or build "
+            "without Spark (BGIX_BUILD_ENGINE=local; bgix build --engine local)", name="pyspark") from None
     active = SparkSession.getActiveSession()
     if active is not None:
         return active

@@ -91,7 +91,7 @@ def run(args: argparse.Namespace) -> int:
         })
         check_families(args.options or None, spec.families.values())   # as the service refuses them
         snap = run_job(spec)
-    except (BgixError, OSError) as exc:
+    except (BgixError, OSError, ModuleNotFoundError) as exc:   # the last: Spark builds without the spark extra
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(snap.summary() if snap else {"snapshot_id": None, "message": "nothing to index"}, indent=1))
