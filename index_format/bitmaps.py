@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pyroaring import BitMap, BitMap64
+from pyroaring import AbstractBitMap64, BitMap, BitMap64
 
 from index_format.errors import CorruptFileError
 from index_format.layout import BITMAP64_ONE_BUCKET_HIGH0
@@ -479,3 +479,17 @@ def bitmap_of_ids(ids: np.ndarray) -> BitMap:
     else:
         ids = np.sort(ids)
     return BitMap(array("I", ids.tobytes()))
+
+
+def to_32(bm: AbstractBitMap64) -> BitMap | None:
+    """A 32-bit copy of `bm` when all its ids fit (it meets 32-bit maps without a conversion each), else None.
+    Its portable bytes are one bucket of high key 0 followed by that 32-bit map (spec §1): copied container by
+    container, never id by id (a filter of every row of a 10M-row file: 0.1 ms, not 120)."""
+    if not bm:
+        return BitMap()
+    if bm.max() >= 1 << 32:
+        return None
+    data = bm.serialize()
+    if not data.startswith(BITMAP64_ONE_BUCKET_HIGH0):   # not the portable form: convert id by id
+        return BitMap(array("I", np.frombuffer(bm.to_array(), dtype=np.uint64).astype(np.uint32).tobytes()))
+    return BitMap.deserialize(data[len(BITMAP64_ONE_BUCKET_HIGH0):])

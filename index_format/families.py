@@ -21,10 +21,11 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from index_format.index_reader import IndexReader
+    from index_format.types import KeyType
     from index_format.written_files import WrittenFile
 
 __all__ = ["BITMAP", "BTREE", "BUILT_NAMES", "FM", "MULTIVALUE", "FAMILIES", "IndexFamily", "RangeStream", "built_family",
-           "check_key_type", "family", "unserved_reason"]
+           "check_column_type", "check_key_type", "family", "unserved_reason"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,9 +175,39 @@ def check_key_type(fam: IndexFamily, column: str, kt: object, shown_type: object
         return
     if getattr(kt, "name", None) not in fam.key_types:
         wanted = " or ".join(t.upper() for t in sorted(fam.key_types))
-        article = "an" if fam.name[:1] in "aefhilmnorsx" else "a"   # as the letter is spoken: "an fm index"
-        raise InvalidOptionError(f"column {column!r} has type {shown_type}; {article} {fam.name} index needs a "
-                                 f"{wanted} column")
+        raise InvalidOptionError(f"column {column!r} has type {shown_type}; {_article(fam.name)} {fam.name} index "
+                                 f"needs a {wanted} column")
+
+
+def check_column_type(fam: IndexFamily, column: str, shown_type: object, *, is_array: bool,
+                      keys: KeyType | None) -> KeyType:
+    """The KeyType a `fam` index on `column` holds, whatever the table's kind: the column's values, or for a family
+    keyed by array elements the elements. Every table kind maps its own column type (`shown_type`, as the table
+    spells it) to `is_array` (an ARRAY column) and `keys` (the KeyType of its values, of its elements when an
+    array; None: no index can hold them), then asks here, so a build is refused before it starts for the same
+    reasons, in the same words, on every kind.
+
+    Raises:
+        InvalidOptionError: a scalar column for an element family, an ARRAY column for another family, values no
+            index holds, or a type the family does not take (check_key_type).
+    """
+    article = _article(fam.name)
+    if fam.element_keys and not is_array:
+        raise InvalidOptionError(f"column {column!r} has type {shown_type}; {article} {fam.name} index needs an "
+                                 "ARRAY column")
+    if keys is None or (is_array and not fam.element_keys):
+        elements = _names(n for n, f in FAMILIES.items() if f.element_keys and f.builds)
+        hint = f"; index its elements with index_type {elements}" if is_array and not fam.element_keys else ""
+        raise InvalidOptionError(f"column {column!r} has type {shown_type}, which {article} {fam.name} index cannot "
+                                 f"hold{hint}")
+    check_key_type(fam, column, keys, shown_type)
+    return keys
+
+
+def _article(word: str) -> str:
+    """'a' or 'an' before `word` as it is spoken: a short name letter by letter ("an fm index"), a word as a word
+    ("a multivalue index", "a btree index")."""
+    return "an" if word[:1] in ("aefhilmnorsx" if len(word) <= 2 else "aeiou") else "a"
 
 
 def _names(names: Iterable[str]) -> str:

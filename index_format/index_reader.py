@@ -112,8 +112,11 @@ class IndexReader(Protocol):
         """(serialized key, its rows ascending as uint64) for every key in logical order (sidecar derivation)."""
     def value_counts(self, prefix: str | None = None) -> Iterator[tuple[object, int]]:
         """(value, row count) per key in logical order; with `prefix`, only string keys starting with it."""
-    def key_counts(self, dead: BitMap64 | None = None) -> Iterator[KeyCounts]:
-        """(keys, row counts) of every key, a batch at a time, in file order; `dead` (local ids) not counted."""
+    def key_counts(self, dead: BitMap64 | None = None, among: AbstractBitMap64 | None = None
+                   ) -> Iterator[KeyCounts]:
+        """(keys, row counts) of every key, a batch at a time, in file order; `dead` (local ids) not counted; with
+        `among` (local ids), only its rows counted, and keys with none may be left out (an aggregate's counts: no
+        key deserialized, no bitmap built per key where the format can avoid it). Keys of one file are distinct."""
 
 
 def entries_among(entries: Iterable[Entry], rows: AbstractBitMap64) -> Iterator[Entry]:

@@ -5,7 +5,7 @@ The only place option keys live. Imports only the standard library and index_for
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, fields, replace
 from typing import TypedDict, cast
 
@@ -13,7 +13,7 @@ from index_format.errors import InvalidOptionError
 
 __all__ = [
     "CODECS", "FM_CODECS", "KEY_ORDERS", "OPTION_TABLE", "IndexOptions", "OptionSpec", "WRITABLE_CODECS",
-    "format_size", "given_options", "option_error", "parse_options", "parse_size", "shown", "split_pairs",
+    "check_families", "format_size", "given_options", "option_error", "parse_options", "parse_size", "shown", "split_pairs",
 ]
 
 # spec §2.4: on-disk codec ids 0..3; lzo is decodable but bgix has no LZO encoder.
@@ -161,6 +161,7 @@ class OptionSpec:
 
     `minimum`/`maximum` bound int and size values (inclusive; None: unbounded). `shapes_files`: the value
     changes the bytes or ranges of index files, so an existing index only takes another value by a rebuild.
+    `family`: the one index family the option is for (a build of other families refuses it: check_families).
     """
 
     key: str
@@ -173,10 +174,15 @@ class OptionSpec:
     minimum: int | None = None
     maximum: int | None = None
     shapes_files: bool = False
+    family: str | None = None     # the index family whose files it shapes (index_format.families); None: any
 
     @property
     def default_text(self) -> str:
         return self._kind.render(self.default)
+
+    def render(self, value: object) -> str:
+        """A value of this option as its key's value is written ('16 kb', 'true', 'zstd')."""
+        return self._kind.render(value)
 
     @property
     def range_text(self) -> str:
@@ -221,54 +227,54 @@ OPTION_TABLE: tuple[OptionSpec, ...] = (
                4096, "Cap on the number of build tasks.", "max_parallelism", _INT, 1, MAX_PARALLELISM),
     OptionSpec("bitmap-index.dictionary-block-size", (), "size", 16384,
                "Target uncompressed dictionary block size (spec §2.8).", "dictionary_block_size",
-               _SIZE, 1, MAX_DICTIONARY_BLOCK_SIZE, shapes_files=True),
+               _SIZE, 1, MAX_DICTIONARY_BLOCK_SIZE, shapes_files=True, family="bitmap"),
     OptionSpec("bitmap-index.compression", (), "codec", "none",
                "Codec for dictionary blocks and the block index: none, zstd, lz4 (lzo: read only).",
-               "compression", _CODEC, shapes_files=True),
+               "compression", _CODEC, shapes_files=True, family="bitmap"),
     OptionSpec("bitmap-index.compression-level", (), "int", 1,
                "zstd compression level, 1..22 (ignored by other codecs).", "compression_level", _INT,
-               ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True),
+               ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True, family="bitmap"),
     # spec §8: the multivalue index (ARRAY columns) writes the same file format with its own three options.
     OptionSpec("multivalue-index.dictionary-block-size", (), "size", 16384,
                "Target uncompressed dictionary block size of multivalue (ARRAY column) index files (spec §8).",
-               "multivalue_dictionary_block_size", _SIZE, 1, MAX_DICTIONARY_BLOCK_SIZE, shapes_files=True),
+               "multivalue_dictionary_block_size", _SIZE, 1, MAX_DICTIONARY_BLOCK_SIZE, shapes_files=True, family="multivalue"),
     OptionSpec("multivalue-index.compression", (), "codec", "none",
                "Codec for the dictionary blocks and block index of multivalue index files: none, zstd, lz4 "
-               "(lzo: read only).", "multivalue_compression", _CODEC, shapes_files=True),
+               "(lzo: read only).", "multivalue_compression", _CODEC, shapes_files=True, family="multivalue"),
     OptionSpec("multivalue-index.compression-level", (), "int", 1,
                "zstd compression level of multivalue index files, 1..22 (ignored by other codecs).",
-               "multivalue_compression_level", _INT, ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True),
+               "multivalue_compression_level", _INT, ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True, family="multivalue"),
     OptionSpec("bitmap-index.fallback-scan-max-size", (), "size", 256 * 1024 * 1024,
                "Budget of dictionary bytes a scan predicate may read per range (spec §6); "
                "'0 b' disables scans.", "fallback_scan_max_size", _SIZE, 0, MAX_FALLBACK_SCAN_SIZE),
     OptionSpec("btree-index.block-size", (), "size", 64 * 1024,
                "btree indexes: target uncompressed data block size (Paimon's SST block).", "btree_block_size",
-               _SIZE, 1, MAX_DICTIONARY_BLOCK_SIZE, shapes_files=True),
+               _SIZE, 1, MAX_DICTIONARY_BLOCK_SIZE, shapes_files=True, family="btree"),
     OptionSpec("btree-index.compression", (), "codec", "none",
                "btree indexes: codec for data blocks and the index block: none, zstd, lz4 (lzo: read only).",
-               "btree_compression", _CODEC, shapes_files=True),
+               "btree_compression", _CODEC, shapes_files=True, family="btree"),
     OptionSpec("btree-index.compression-level", (), "int", 1,
                "btree indexes: zstd compression level, 1..22 (ignored by other codecs).", "btree_compression_level",
-               _INT, ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True),
+               _INT, ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True, family="btree"),
     OptionSpec("btree-index.bloom-filter.enabled", (), "bool", False,
                "btree indexes: write a bloom filter of the keys (pypaimon's option; Paimon Java writes none).",
-               "btree_bloom_filter", _BOOL, shapes_files=True),
+               "btree_bloom_filter", _BOOL, shapes_files=True, family="btree"),
     # Paimon's fm index (STRING columns; docs/format-notes.md "FM global index"): the writer's five options.
     OptionSpec("fm-index.partition-size", (), "size", 16 << 20,
                "fm indexes: a partition (independently readable FM index) closes before its text (each row's "
                "UTF-8 bytes and a separator) would pass this many symbols.", "fm_partition_size", _SIZE,
-               2, _INT_MAX - 1, shapes_files=True),
+               2, _INT_MAX - 1, shapes_files=True, family="fm"),
     OptionSpec("fm-index.partition-row-count", (), "int", 100_000,
                "fm indexes: at most this many rows per partition.", "fm_partition_row_count", _INT, 1, _INT_MAX,
-               shapes_files=True),
+               shapes_files=True, family="fm"),
     OptionSpec("fm-index.sa-sample-rate", (), "int", 32,
                "fm indexes: every n-th suffix array entry is stored (a power of two, 1..1024).",
-               "fm_sa_sample_rate", _POW2, 1, 1024, shapes_files=True),
+               "fm_sa_sample_rate", _POW2, 1, 1024, shapes_files=True, family="fm"),
     OptionSpec("fm-index.compression", (), "choice", "lz4",
-               "fm indexes: codec of the blocks: none, lz4 or zstd.", "fm_compression", _FM_CODEC, shapes_files=True),
+               "fm indexes: codec of the blocks: none, lz4 or zstd.", "fm_compression", _FM_CODEC, shapes_files=True, family="fm"),
     OptionSpec("fm-index.compression-level", (), "int", 1,
                "fm indexes: zstd compression level, 1..22 (ignored by other codecs).", "fm_compression_level",
-               _INT, ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True),
+               _INT, ZSTD_LEVELS.start, ZSTD_LEVELS.stop - 1, shapes_files=True, family="fm"),
     OptionSpec("bgix.key-order", (), "choice", "logical",
                "bgix extension: key order of numeric, date, time and timestamp indexes (spec §2.7): "
                "logical (Paimon Java, bgix) or bytes (pypaimon 2.1, bgix).", "key_order", _KEY_ORDER,
@@ -380,6 +386,12 @@ class IndexOptions:
                 f"option {key!r}: {codec!r} can be read but not written; use one of {', '.join(WRITABLE_CODECS)}")
         return codec
 
+    def of_family(self, family: str) -> IndexOptions:
+        """These options with every other family's at their defaults: what an index of `family` is built with, and
+        so records (a btree index never claims a `bitmap-index.compression` of a build that also made bitmaps)."""
+        return replace(self, **{s.field: getattr(_DEFAULTS, s.field) for s in OPTION_TABLE
+                                if s.family not in (None, family)})
+
     def to_dict(self) -> dict[str, str]:
         """Paimon key → string value for every option (parse_options(to_dict()) == self)."""
         return {spec.key: spec._kind.render(getattr(self, spec.field)) for spec in OPTION_TABLE}
@@ -388,12 +400,13 @@ class IndexOptions:
         """These options overlaid with `raw` (same parsing as parse_options)."""
         return replace(self, **_parse_fields(raw))
 
-    def differences(self, other: IndexOptions) -> list[tuple[str, str, str]]:
+    def differences(self, other: IndexOptions, family: str | None = None) -> list[tuple[str, str, str]]:
         """(key, this value, other value) of every option that shapes index files and differs: files
-        built with `self` and with `other` cannot sit in one index (the level counts only under zstd)."""
+        built with `self` and with `other` cannot sit in one index (the level counts only under zstd). With
+        `family`, only the options that shape that family's files (its own and those of every family)."""
         out = []
         for spec in OPTION_TABLE:
-            if not spec.shapes_files:
+            if not spec.shapes_files or (family is not None and spec.family not in (None, family)):
                 continue
             codec = _LEVEL_CODEC.get(spec.field)
             if codec is not None and not (getattr(self, codec) == getattr(other, codec) == "zstd"):
@@ -402,6 +415,9 @@ class IndexOptions:
             if a != b:
                 out.append((spec.key, spec._kind.render(a), spec._kind.render(b)))
         return out
+
+
+_DEFAULTS = IndexOptions()
 
 
 def parse_options(raw: Mapping[str, object] | str | IndexOptions | None) -> IndexOptions:
@@ -414,6 +430,29 @@ def parse_options(raw: Mapping[str, object] | str | IndexOptions | None) -> Inde
     if isinstance(raw, IndexOptions):
         return raw
     return IndexOptions(**_parse_fields(raw))
+
+
+def check_families(raw: Mapping[str, object] | str | IndexOptions | None, families: Iterable[str]) -> None:
+    """Refuse the options a build request gives (`raw`, as given: not an IndexOptions, which sets every key) that are
+    for another index family than the build's `families` (e.g. `bitmap-index.compression` on a btree build): they
+    would shape no file, and the index would record them as if applied. The one rule for every table kind.
+
+    Raises:
+        InvalidOptionError: naming the option (`option`), the family it is for and the build's families.
+    """
+    if raw is None or isinstance(raw, IndexOptions):
+        return
+    built = sorted({f.strip().lower() for f in families})
+    keys = _split_string(raw) if isinstance(raw, str) else raw
+    for key in keys:
+        spec = _BY_KEY.get(key.strip()) if isinstance(key, str) else None
+        if spec is None or spec.family is None or spec.family in built:
+            continue
+        same = [f"{s.key!r} ({s.family})" for s in OPTION_TABLE
+                if s.family in built and s.key.split(".", 1)[1] == spec.key.split(".", 1)[1]]
+        raise option_error(key.strip(), f"option {shown(key.strip())} belongs to the {spec.family} index family; this "
+                                        f"build makes {' and '.join(built)} indexes, which it does not shape: leave "
+                                        f"it out{', or use ' + ', '.join(same) if same else ''}")
 
 
 def given_options(raw: Mapping[str, object] | str | None) -> dict[str, object]:

@@ -47,6 +47,7 @@ class AggregateAnswer:
     snapshots: dict[str, int] = field(default_factory=dict)
     next_cursor: str | None = None
     explain: dict[str, Any] | None = None
+    plan: dict[str, Any] | None = None      # with explain="plan": the plan alone (no group; never exact)
 
     @classmethod
     def from_json(cls, table: str, data: Mapping[str, Any]) -> AggregateAnswer:
@@ -57,7 +58,7 @@ class AggregateAnswer:
                    total_groups=int(data.get("total_groups", 0)), rows=int(data.get("rows", 0)),
                    exact=bool(data.get("exact", False)), coverage=Coverage.from_json(data.get("coverage")),
                    snapshots=dict(data.get("snapshots") or {}), next_cursor=data.get("next_cursor"),
-                   explain=data.get("explain"))
+                   explain=data.get("explain"), plan=data.get("plan") if data.get("result") == "plan" else None)
 
     @property
     def is_exact(self) -> bool:

@@ -258,14 +258,15 @@ class Client:
     def aggregate(self, table: str, group_by: Sequence[str] = (), metrics: Sequence[Mapping[str, Any] | str] | None
                   = None, where: str | None = None, predicate: Node | Mapping[str, Any] | None = None, *,
                   order_by: Sequence[tuple[str, str] | str] = (), limit: int | None = None,
-                  cursor: str | None = None, explain: bool = False, scan: str = "auto",
+                  cursor: str | None = None, explain: bool | str = False, scan: str = "auto",
                   allow_inexact: bool = True) -> AggregateAnswer:
         """Groups of the rows where the predicate is TRUE (every live row without one), by up to three indexed
         columns: POST /v1/tables/{table}/aggregate as an AggregateAnswer (`to_pandas()` for a DataFrame).
 
         `metrics`: dicts ({"op": "sum", "column": "amount"}) or text ("count", "sum:amount"); default count.
         `order_by`: metric names or group columns, "-name" (or ("name", "desc")) descending. With
-        `allow_inexact=False` an answer that leaves rows out raises InexactAggregateError.
+        `allow_inexact=False` an answer that leaves rows out raises InexactAggregateError. `explain="plan"`: the
+        plan only (`plan`; no group, never exact).
         """
         body: dict[str, Any] = {"group_by": list(group_by), "explain": explain, "scan": scan}
         bodies = metric_bodies(metrics)

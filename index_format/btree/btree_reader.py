@@ -354,28 +354,42 @@ class BTreeIndexReader:
 
     def entries_among(self, rows: AbstractBitMap64, *, desc: bool = False) -> Iterator[tuple[object, BitMap64]]:
         """(value, its local rows among `rows`) in logical order (descending with `desc`), keys with none skipped:
-        each data block's row ids are tested against `rows` at once, so a selective filter costs the blocks
-        walked, not a bitmap per key."""
+        each data block's row ids are met with `rows` at once, so a selective filter costs the blocks walked, not
+        a bitmap per key. The first blocks of a walk are kept with their gathered rows (every DESC top-k starts
+        at the last blocks: a warm one is met with no decoding nor postings read); later ones are not."""
         if not rows:
             return
         kt = self.kt
         n = len(self.index())
-        for b in (range(n - 1, -1, -1) if desc else range(n)):
-            blk = self._block(b, keep=False)
-            ids, counts = self._rows(b, blk, np.arange(len(blk), dtype=np.int64))
-            ids = ids.astype(np.uint64, copy=False)
-            # the block's ids met with `rows` in roaring (never `rows` as an array: it may be the whole table)
-            common = rows & BitMap64(array("Q", np.sort(ids).tobytes()))
+        for walked, b in enumerate(range(n - 1, -1, -1) if desc else range(n)):
+            blk = self._block(b, keep=walked < _KEEP_BLOCKS)
+            ids, owner, mine = self._block_rows(b, blk, keep=walked < _KEEP_BLOCKS)
+            # met in roaring (never `rows` as an array: it may be the whole table)
+            common = rows & mine
             if not common:
                 continue
             hit = np.isin(ids, np.frombuffer(common.to_array(), dtype=np.uint64))
-            owner = np.repeat(np.arange(len(blk)), counts)[hit]   # ids are stored key by key
+            who = owner[hit]
             got = ids[hit]
-            cuts = np.flatnonzero(np.diff(owner)) + 1
-            starts, ends = np.concatenate(([0], cuts)), np.concatenate((cuts, [len(owner)]))
-            keys = blk.keys()
+            cuts = np.flatnonzero(np.diff(who)) + 1
+            starts, ends = np.concatenate(([0], cuts)), np.concatenate((cuts, [len(who)]))
             for j in (range(len(starts) - 1, -1, -1) if desc else range(len(starts))):
-                yield deserialize_key(kt, keys[int(owner[starts[j]])]), _bitmap(got[starts[j]:ends[j]])
+                yield deserialize_key(kt, blk.key(int(who[starts[j]]))), _bitmap(got[starts[j]:ends[j]])
+
+    def _block_rows(self, b: int, blk: SstBlock, *, keep: bool) -> tuple[np.ndarray, np.ndarray, BitMap64]:
+        """Block b's row ids as stored (key by key, uint64), the entry of each, and the ids as one map; with `keep`,
+        kept with the cached block and charged to its cache."""
+        got = blk.extra.get("rows")
+        if got is not None:
+            return got
+        ids, counts = self._rows(b, blk, np.arange(len(blk), dtype=np.int64))
+        ids = ids.astype(np.uint64, copy=False)
+        got = (ids, np.repeat(np.arange(len(blk), dtype=np.int32), counts), BitMap64(array("Q", np.sort(ids).tobytes())))
+        if keep:
+            blk.extra["rows"] = got
+            blk.extra["cost"] = int(blk.extra.get("cost", 0)) + 20 * len(ids)   # ids, entries, and the map
+            self._blocks.put(int(self.index().offsets[b]), blk)                # charged again, rows included
+        return got
 
     def raw_entries(self) -> Iterator[tuple[bytes, np.ndarray]]:
         """(key bytes, row ids as stored) for every key in logical order, one block at a time."""
@@ -406,10 +420,16 @@ class BTreeIndexReader:
             for i, c in zip(range(a, e), counts.tolist()):
                 yield deserialize_key(kt, keys[i]), c
 
-    def key_counts(self, dead: BitMap64 | None = None) -> Iterator[tuple[list[bytes], np.ndarray]]:
+    def key_counts(self, dead: BitMap64 | None = None, among: AbstractBitMap64 | None = None
+                   ) -> Iterator[tuple[list[bytes] | tuple[np.ndarray, np.ndarray], np.ndarray]]:
         """(keys, row counts) of every key in logical order, a data block at a time, for statistics over every
         key. With `dead` (local ids to leave out) the rows of every key are decoded and dead ones not counted;
-        blocks bypass the reader's cache, so memory stays bounded whatever the file's size."""
+        blocks bypass the reader's cache, so memory stays bounded whatever the file's size. With `among` only
+        its rows are counted: each block's ids are met with it at once, as entries_among does (an aggregate's
+        groups cap is reached without a bitmap or a decoded key per key)."""
+        if among is not None:
+            yield from self._counts_among(among - dead if dead else among)
+            return
         dead_ids = np.frombuffer(dead.to_array(), dtype=np.uint64) if dead else None
         for b, blk in self._walk(0, len(self.index())):
             if dead_ids is None:
@@ -421,6 +441,21 @@ class BTreeIndexReader:
                 starts = np.concatenate(([0], np.cumsum(counts)[:-1]))
                 counts = np.add.reduceat(live, starts) if len(live) else counts
             yield list(blk.keys()), counts.astype(np.int64)
+
+    def _counts_among(self, rows: AbstractBitMap64) -> Iterator[tuple[tuple[np.ndarray, np.ndarray], np.ndarray]]:
+        for b, blk in self._walk(0, len(self.index())):
+            ids, owner, mine = self._block_rows(b, blk, keep=False)
+            common = rows & mine
+            if not common:
+                continue
+            hit = np.isin(ids, np.frombuffer(common.to_array(), dtype=np.uint64))
+            counts = np.bincount(owner[hit], minlength=len(blk)).astype(np.int64)
+            keys = np.flatnonzero(counts)   # only the keys with rows among `rows`, gathered into one buffer
+            starts, lens = blk.key_start[keys], blk.key_len[keys]
+            offs = np.zeros(len(keys) + 1, dtype=np.int64)
+            np.cumsum(lens, out=offs[1:])
+            pos = np.arange(int(offs[-1]), dtype=np.int64) + np.repeat(starts - offs[:-1], lens)
+            yield (blk.data[pos], offs), counts[keys]
 
     # ------------------------------------------------------------ structure: index, blocks, bloom
 

@@ -19,6 +19,8 @@ from index_format.errors import CorruptFileError
 from index_format.layout import BTREE_BLOCK_TAIL, varint
 
 if TYPE_CHECKING:
+    from pyroaring import BitMap64
+
     from index_format.btree.btree_search import Reps
 
 __all__ = ["ALIGNED", "UNALIGNED", "SstBlock", "block_tail", "decode_block_body", "decode_handles",
@@ -33,7 +35,8 @@ class SstExtra(TypedDict, total=False):
 
     keys: list[bytes]   # every key as bytes
     reps: Reps          # the search column
-    cost: int           # bytes the search column holds
+    cost: int           # bytes the search column (and the rows, when kept) hold
+    rows: tuple[np.ndarray, np.ndarray, BitMap64]   # every entry's ids as stored, each id's entry, the ids' map
 
 
 @dataclass(slots=True)

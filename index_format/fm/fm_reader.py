@@ -387,13 +387,18 @@ class FMIndexReader:
             if value.startswith(p):
                 yield deserialize_key(kt, value), len(ids)
 
-    def key_counts(self, dead: BitMap64 | None = None) -> Iterator[tuple[list[bytes], np.ndarray]]:
-        """(values, live row counts) of every distinct value, in one batch."""
+    def key_counts(self, dead: BitMap64 | None = None, among: AbstractBitMap64 | None = None
+                   ) -> Iterator[tuple[list[bytes], np.ndarray]]:
+        """(values, live row counts) of every distinct value, in one batch; with `among`, only its rows count."""
         keys: list[bytes] = []
         counts: list[int] = []
         dead_ids = np.frombuffer(dead.to_array(), dtype=np.uint64).astype(np.int64) if dead else None
         for value, ids in self._grouped():
-            n = len(ids) if dead_ids is None else int((~np.isin(ids, dead_ids)).sum())
+            if among is not None:
+                live = ids if dead_ids is None else ids[~np.isin(ids, dead_ids)]
+                n = among.intersection_cardinality(BitMap64(array("Q", live.astype(np.uint64).tobytes())))
+            else:
+                n = len(ids) if dead_ids is None else int((~np.isin(ids, dead_ids)).sum())
             keys.append(value)
             counts.append(n)
         if keys:

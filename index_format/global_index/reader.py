@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, cast
 
 import numpy as np
-from pyroaring import AbstractBitMap64, BitMap64
+from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap64
 
+from index_format import bitmaps
 from index_format.errors import TruncatedFileError, UnsupportedTypeError
 from index_format.global_index import gather
 from index_format.global_index.block_index import BlockCache, BlockIndex, Locs, Span
@@ -222,6 +223,19 @@ class BitmapIndexReader:
             for (k, _o, _n), bm in zip(part, gather.decoded(self._reads, offs, lens)):
                 yield deserialize_key(kt, k), bm
 
+    def _counts_among(self, rows: AbstractBitMap64) -> Iterator[tuple[list[bytes], np.ndarray]]:
+        # the cache keeps 32-bit maps where ids fit: meet those with a 32-bit copy of `rows`, no conversion each
+        rows32 = bitmaps.to_32(rows)
+        items = list(self.raw_entries())
+        for a in range(0, len(items), _KEYS_PER_GATHER):
+            part = items[a:a + _KEYS_PER_GATHER]
+            offs = np.fromiter((e[1] for e in part), dtype=np.int64, count=len(part))
+            lens = np.fromiter((e[2] for e in part), dtype=np.int64, count=len(part))
+            counts = [rows32.intersection_cardinality(bm) if rows32 is not None and isinstance(bm, AbstractBitMap)
+                      else rows.intersection_cardinality(BitMap64(bm) if isinstance(bm, AbstractBitMap) else bm)
+                      for bm in gather.decoded(self._reads, offs, lens)]
+            yield [e[0] for e in part], np.array(counts, dtype=np.int64)
+
     def _rows_of(self, items: list[tuple[bytes, int, int]]) -> Iterator[tuple[bytes, np.ndarray]]:
         """(key bytes, local row ids) of `items` in their order, gathered a bounded number of bitmaps at a time."""
         a = 0
@@ -250,15 +264,19 @@ class BitmapIndexReader:
         for (k, _o, _n), c in zip(items, counts.tolist()):
             yield deserialize_key(kt, k), c
 
-    def key_counts(self, dead: BitMap64 | None = None
+    def key_counts(self, dead: BitMap64 | None = None, among: AbstractBitMap64 | None = None
                    ) -> Iterator[tuple[list[bytes] | tuple[np.ndarray, np.ndarray], np.ndarray]]:
         """(keys, row counts) of every key in file order, a batch of dictionary blocks at a time, for
         statistics over every key. Keys are a list of bytes, or (key bytes buffer, n + 1 start offsets).
 
         Counts come from bitmap headers; with `dead` (local ids to leave out, non-empty) every bitmap is
         decoded. Only one batch is held at a time and blocks bypass the shared cache, so memory stays
-        bounded whatever the file's size.
+        bounded whatever the file's size. With `among`, only its rows are counted: intersection cardinalities
+        with the bitmaps through the decoded-bitmap cache (as key_bitmaps; what an aggregate's counts read).
         """
+        if among is not None:
+            yield from self._counts_among(among - dead if dead else among)
+            return
         count = gather.cardinalities if not dead else (
             lambda reads, o, n: gather.cardinalities_without(reads, o, n, dead))
         for keys, kbuf, koffs, offs, lens in self.blocks.scan_entries():

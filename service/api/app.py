@@ -1,5 +1,6 @@
 """The FastAPI app factory: settings → storage, catalog, query service and pool, job runner; routers, error handlers,
-metrics middleware, lifespan. `python -m service.api.app --export-openapi PATH` writes the OpenAPI document.
+metrics middleware, lifespan; /docs and /redoc without a CDN. `python -m service.api.app --export-openapi PATH`
+writes the OpenAPI document.
 
 Nothing is created at import time. Must not import service.build_job or pyspark.
 """
@@ -17,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from fastapi import FastAPI
 from fastapi.routing import APIRoute
 from fastapi.staticfiles import StaticFiles
+from fastapi_offline import FastAPIOffline
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from index_format.predicate.limits import PredicateLimits
@@ -93,7 +95,8 @@ def build_services(settings: Settings, worker_group: WorkerGroup | None = None) 
     qs_kwargs: dict[str, Any] = dict(cache_bytes=settings.cache_bytes, snapshot_ttl=settings.snapshot_ttl_seconds,
                                      limits=limits, parse_cache_bytes=settings.parse_cache_bytes,
                                      max_open_files=settings.max_open_files,
-                                     scan_max_rows=settings.query_scan_max_rows)
+                                     scan_max_rows=settings.query_scan_max_rows,
+                                     max_groups=settings.aggregate_max_groups)
     if worker_group is None:
         query_service = QueryService(*qs_args, **qs_kwargs)
     else:
@@ -146,7 +149,9 @@ def create_app(settings: Settings | None = None, *, worker_group: WorkerGroup | 
             services.query_pool.close()
             services.jobs.close()
 
-    app = FastAPI(
+    # FastAPIOffline: FastAPI whose /docs and /redoc load Swagger UI and ReDoc from fastapi-offline's packaged
+    # copies (served under /static-offline-docs), not a CDN, so they render on a host with no internet.
+    app = FastAPIOffline(
         title="bgix", version=API_VERSION, lifespan=lifespan,
         description="Build and serve Apache Paimon global indexes (bitmap, btree, multivalue); answer "
                     "predicates with exact row-id sets.",

@@ -509,8 +509,10 @@ class AggregateRequest(_Model):
                                            description="Default: the group keys ascending (NULLS FIRST).")
     limit: int = Field(DEFAULT_LIMIT, ge=1, le=MAX_LIMIT, description="Groups per page.")
     cursor: str | None = Field(None, max_length=4096, description="`next_cursor` of the previous page.")
-    explain: bool = Field(False, description="With how it was answered: the filter's explain, the index per "
-                                             "group and metric column, intersections made, the scan step.")
+    explain: ExplainMode = Field(
+        False, description="true: with how it was answered (the filter's explain, the index per group and metric "
+                           "column, intersections made, the scan step). \"plan\": only the plan (an "
+                           "AggregatePlanResponse), from manifest metadata: no index file opened, no group.")
     scan: Literal["auto", "never"] = Field(
         "auto", description="As in a query: rows no index covers (the filter's, a group or metric column's) are "
                             "read from the table's data within BGIX_QUERY_SCAN_MAX_ROWS; \"never\": indexes only, "
@@ -572,6 +574,17 @@ class QueryPlanResponse(BaseModel):
     scan: dict[str, Any] | None = Field(
         None, description="What the scan step would read to make the answer exact: `decision` (not_needed, scan, "
                           "off, over_budget), `rows_needed`, `max_rows` and per column the row ranges and why.")
+
+
+class AggregatePlanResponse(QueryPlanResponse):
+    """How an aggregate would be answered (`"explain": "plan"`): nothing read, no group made. `plan`: `filter`,
+    the filter's query plan (null without one); `group_by` and `metrics`, per column the index (`index_type`), its
+    files, `covered_rows` and `uncovered_ranges`; `grouping`: none, key_counts, row_codes or intersections.
+    `coverage`: the table's rows the filter's, group and metric columns' indexes do not cover (the aggregate
+    scans them or names them). `scan`: the filter's scan step."""
+
+    group_by: list[str]
+    metrics: list[str]
 
 
 class IndexFamilyPublic(BaseModel):

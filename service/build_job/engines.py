@@ -69,7 +69,14 @@ def spark_process_env(env: MutableMapping[str, str]) -> MutableMapping[str, str]
 
 def spark_session(master: str, conf: dict[str, str] | None = None) -> SparkSession:
     """The active session if there is one (tests share one), else a new one for `master`."""
-    from pyspark.sql import SparkSession
+    try:
+        from pyspark.sql import SparkSession
+    except ModuleNotFoundError as exc:   # `pip install bgix` without the spark extra: say what to do
+        if exc.name != "pyspark":
+            raise
+        raise ModuleNotFoundError(
+            "the Spark build engine needs pyspark, which is not installed: pip install 'bgix[spark]', or build "
+            "without Spark (BGIX_BUILD_ENGINE=local; bgix build --engine local)", name="pyspark") from None
     active = SparkSession.getActiveSession()
     if active is not None:
         return active
@@ -296,7 +303,7 @@ def _quoted(column: str) -> str:
 
 
 def spark_frame(spark: SparkSession, scan: SparkScan) -> DataFrame:
-    """(ROW_ID, column): the row id computed in the JVM, so only the key and one long cross into Python.
+    """(ROW_ID, columns…): the row id computed in the JVM, so only the keys and one long cross into Python.
 
     Position ids: `first_row_id + _metadata.row_index`, with first_row_id joined (broadcast) on
     `_metadata.file_path` spelled exactly as Spark spells it (DataFrame.inputFiles()). A row whose file
@@ -312,9 +319,9 @@ def spark_frame(spark: SparkSession, scan: SparkScan) -> DataFrame:
     if fmt == "csv":
         reader = reader.option("header", "true").option("inferSchema", "true")
     df = reader.load([_spark_path(path) for path, _ in scan.files])
-    key = F.col(_quoted(scan.column)).alias(scan.column)
+    keys = [F.col(_quoted(c)).alias(c) for c in scan.columns]
     if rid:
-        return df.select(F.col(_quoted(rid)).cast("long").alias(ROW_ID), key)
+        return df.select(F.col(_quoted(rid)).cast("long").alias(ROW_ID), *keys)
     bases = dict(scan.files)
     pairs: dict[str, int] = {}
     for spelled in df.inputFiles():
@@ -326,9 +333,9 @@ def spark_frame(spark: SparkSession, scan: SparkScan) -> DataFrame:
     if missing:
         raise RowIdError(f"Spark did not list data file(s) {missing[:3]} of the plan")
     mapping = spark.createDataFrame(sorted(pairs.items()), "fp string, base long")
-    rows = df.select(key, F.col("_metadata.file_path").alias("fp"), F.col("_metadata.row_index").alias("pos"))
+    rows = df.select(*keys, F.col("_metadata.file_path").alias("fp"), F.col("_metadata.row_index").alias("pos"))
     joined = rows.join(F.broadcast(mapping), on="fp", how="left")
-    return joined.select((F.col("base") + F.col("pos")).alias(ROW_ID), _quoted(scan.column))
+    return joined.select((F.col("base") + F.col("pos")).alias(ROW_ID), *(_quoted(c) for c in scan.columns))
 
 
 def _spellings(url: str) -> list[str]:
@@ -360,8 +367,12 @@ def from_spark_path(path: str) -> str:
 
 
 def spark_key_type(df: DataFrame, column: str) -> KeyType:
+    """The column's key type as Spark reads it (an ARRAY column's: its elements', which a multivalue index holds)."""
     from pyspark.sql.pandas.types import to_arrow_type
-    return from_arrow(to_arrow_type(df.schema[column].dataType))
+    arrow_type = to_arrow_type(df.schema[column].dataType)
+    if pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type):
+        arrow_type = arrow_type.value_type
+    return from_arrow(arrow_type)
 
 
 def _split_bytes(plan: BuildPlan, scan: SparkScan) -> int:

@@ -269,7 +269,7 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
         elif spec.scan == "spark" and plan.spark_scan is not None:
             assert spark is not None
             df = spark_frame(spark, plan.spark_scan)
-            plan = build.plan = _with_key_type(plan, spark_key_type(df, column))
+            plan = build.plan = replace(plan, columns={c: spark_key_type(df, c).spelling for c in plan.columns})
             written = run_spark_scan(spark, plan, df, progress, group, what)
         else:
             assert spark is not None
@@ -290,10 +290,6 @@ def _build(catalog: Catalog, spec: JobSpec, spark: SparkSession | None, build: _
     progress.finished = True
     progress.flush(force=True)
     return outcome.result, outcome.message
-
-
-def _with_key_type(plan: BuildPlan, key_type: Any) -> BuildPlan:
-    return replace(plan, columns={c: key_type.spelling for c in plan.columns})
 
 
 def _pause_before_commit(hooks: dict[str, Any]) -> None:

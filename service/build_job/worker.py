@@ -59,6 +59,7 @@ class RangeBuilder:
         # on the worker threads while the next files are read), the others gathered and written at flush
         self.streams: dict[int, RangeStream] = {}
         self.counts: dict[int, int] = {}
+        self.held: dict[int, int] = {}   # per range, rows read and not yet reported (the last batch's)
         self.report = report
         self.files_written = 0
 
@@ -114,6 +115,12 @@ class RangeBuilder:
             self.keys.setdefault(r, []).append(keys)
             self.ids.setdefault(r, []).append(local)
         self.counts[r] = self.counts.get(r, 0) + len(ids)
+        if self.report is not None and not self.plan.progress_by_task:
+            # Rows count as they are read, all but the last batch's, which count once the range's files are
+            # written: progress moves inside a range, and a range is done only when written.
+            if self.held.get(r):
+                self.report(r, self.held[r])
+            self.held[r] = len(ids)
         if self.plan.exact_rows and self.counts[r] == self.plan.ranges[r].rows:
             yield self.flush(r)
 
@@ -130,14 +137,15 @@ class RangeBuilder:
             return None
         stream = fam.open_stream(self.kts[rng.column], self.options, rows=rng.end - rng.start + 1,
                                  records_per_file=self.options.records_per_file,
-                                 new_path=self.plan.names.new_path(rng.start, rng.end, fam.name), storage=self.storage)
+                                 new_path=self.plan.names_of(rng.column).new_path(rng.start, rng.end, fam.name),
+                                 storage=self.storage)
         self.streams[r] = stream
         return stream
 
     def flush(self, r: int) -> pa.RecordBatch:
         rng = self.plan.ranges[r]
         kt = self.kts[rng.column]
-        rows = self.counts.pop(r)
+        del self.counts[r]
         start, end = rng.start, rng.end
         fam = self.families[rng.column]
         sidecars = self._sidecars(r)
@@ -152,8 +160,8 @@ class RangeBuilder:
                 keys, local = _dense(keys, local, end - start + 1)
             written = fam.write_files(keys, local, kt, self.options,
                                       records_per_file=self.options.records_per_file,  # floor(1.2 R), spec §5.2
-                                      new_path=self.plan.names.new_path(start, end, fam.name), storage=self.storage,
-                                      keep_rows=sidecars)
+                                      new_path=self.plan.names_of(rng.column).new_path(start, end, fam.name),
+                                      storage=self.storage, keep_rows=sidecars)
             sidecar_sizes = [self.write_sidecar(kt, keys, w, end - start + 1) if sidecars else None
                              for w in written]
         self.files_written += len(written)
@@ -163,7 +171,7 @@ class RangeBuilder:
                 os._exit(17)
             raise InjectedFailure(f"test hook: failing after {self.files_written} index file(s)")
         if self.report is not None and not self.plan.progress_by_task:
-            self.report(r, rows)
+            self.report(r, self.held.pop(r, 0))
         n = len(written)
         return pa.RecordBatch.from_arrays([
             pa.array([r] * n, pa.int32()),

@@ -65,6 +65,15 @@ class InvalidTableError(CatalogError):
     without row tracking): the request is wrong, not the service."""
 
 
+class LocationNotFoundError(InvalidTableError):
+    """A table registered at a location that does not exist (a mistyped path): registering it would succeed and
+    every build would index nothing. `location` names it."""
+
+    def __init__(self, location: str) -> None:
+        super().__init__(f"location {location} does not exist")
+        self.location = location
+
+
 class UnsupportedOperationError(CatalogError):
     """The operation is not (yet) available for this kind of table."""
 
@@ -114,14 +123,14 @@ __all__ = [
     "CatalogError", "TableNotFoundError", "TableExistsError", "IndexNotFoundError",
     "JobNotFoundError", "BuildInProgressError", "CommitConflictError", "LocationNotAllowedError",
     "RowIdError", "InvalidTableError", "UnsupportedOperationError", "CorruptDocumentError", "DataFileError",
-    "CorruptTableMetadataError", "InvalidTextError",
+    "CorruptTableMetadataError", "InvalidTextError", "LocationNotFoundError",
 ]
 
 
 class UnknownTableColumnError(UnknownColumnError):
     """create_global_index names a column the table's data files do not have; `known` lists theirs."""
 
-    def __init__(self, table: str, column: str, known: list[str]) -> None:
+    def __init__(self, table: str, column: str, known: list[str], why: str | None = None) -> None:
         super().__init__(column, known)
-        self.args = (f"table {table!r} has no column {column!r}; its columns: "
-                     f"{', '.join(self.known) or '(none)'}",)
+        self.args = (f"table {table!r} has no column {column!r}; "
+                     + (why if why is not None else f"its columns: {', '.join(self.known) or '(none)'}"),)

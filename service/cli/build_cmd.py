@@ -12,8 +12,10 @@ import uuid
 from typing import cast
 
 from index_format.errors import BgixError
+from index_format.options import check_families
 from index_format.storage import Storage, is_absolute_location
 from service.catalog.catalog import Catalog
+from service.catalog.catalog_errors import LocationNotFoundError
 from service.catalog.model import FORMATS, Table
 from service.tables import open_source, register_table
 
@@ -25,7 +27,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--format", default="parquet", choices=FORMATS, help="data file format (default parquet)")
     parser.add_argument("--partition-columns", default="", help="hive partition columns, e.g. dt,hh")
     parser.add_argument("--row-id-column", help="column holding stable non-negative int64 row ids")
-    parser.add_argument("--column", required=True, help="column to index")
+    parser.add_argument("--column", required=True, help="column to index, or a comma list of them (uid,tags)")
     parser.add_argument("--index-type", default="bitmap",
                         help="index family: bitmap, btree or multivalue (ARRAY columns); with several columns one "
                              "family for all, or one per column in order (\"btree,multivalue\")")
@@ -56,7 +58,7 @@ def _storage_options(pairs: list[str]) -> dict[str, object]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from service.build_job.main import run_job  # after argument parsing: keeps `--help` light
+    from service.build_job.main import parse_spec, run_job  # after argument parsing: keeps `--help` light
 
     options = _storage_options(args.storage_option)
     if args.location and not is_absolute_location(args.location):
@@ -67,14 +69,13 @@ def run(args: argparse.Namespace) -> int:
         roots.append(args.location)
     try:
         catalog = Catalog(Storage(args.warehouse, roots, options))
-        if args.location and not catalog.storage.exists(args.location):
-            # registering it would succeed (the service lets a table's files arrive later), and the build
-            # would then index nothing: a mistyped location must not leave a table behind
-            print(f"error: --location {args.location} does not exist; nothing was registered", file=sys.stderr)
-            return 2
         if args.location:
             parts = [c.strip() for c in args.partition_columns.split(",") if c.strip()]
-            register_table(catalog, Table(args.table, args.location, args.format, parts, args.row_id_column))
+            try:
+                register_table(catalog, Table(args.table, args.location, args.format, parts, args.row_id_column))
+            except LocationNotFoundError:   # a mistyped location: the service's rule, the CLI's usage error
+                print(f"error: --location {args.location} does not exist; nothing was registered", file=sys.stderr)
+                return 2
         table = catalog.get_table(args.table)
         if args.drop:
             open_source(catalog, table).drop_index(args.column)
@@ -82,14 +83,15 @@ def run(args: argparse.Namespace) -> int:
             return 0
         if table.location not in roots:
             roots.append(table.location)
-        spec = {
+        spec = parse_spec({
             "job_id": f"cli-{uuid.uuid4().hex[:12]}", "warehouse": args.warehouse, "storage_options": options,
             "allowed_roots": roots, "table": args.table, "index_column": args.column,
             "index_type": args.index_type, "partitions": args.partitions, "options": args.options or None,
             "spark_master": args.master, "engine": args.engine,
-        }
+        })
+        check_families(args.options or None, spec.families.values())   # as the service refuses them
         snap = run_job(spec)
-    except (BgixError, OSError) as exc:
+    except (BgixError, OSError, ModuleNotFoundError) as exc:   # the last: Spark builds without the spark extra
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)
         return 1
     print(json.dumps(snap.summary() if snap else {"snapshot_id": None, "message": "nothing to index"}, indent=1))

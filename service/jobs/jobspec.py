@@ -13,7 +13,7 @@ from typing import Any
 
 from index_format.errors import InvalidOptionError
 from index_format.families import built_family
-from index_format.options import IndexOptions, given_options, option_error, parse_options
+from index_format.options import OPTION_TABLE, IndexOptions, given_options, option_error, parse_options
 from service.catalog import warehouse_layout
 from service.jobs.partitions import parse_partitions
 
@@ -22,7 +22,7 @@ ENGINES = ("spark", "local")
 SCANS = ("direct", "spark")
 _REQUIRED = ("job_id", "warehouse", "table", "index_column")
 _SECRETS = ("storage_options",)   # passed to the job in its spec file, never kept in job records
-MAX_COLUMNS = 64                  # columns one Paimon build may index together
+MAX_COLUMNS = 64                  # columns one build may index together
 NOTHING_TO_BUILD = "index already up to date: nothing to build"
 
 
@@ -50,35 +50,22 @@ def column_families(index_column: str, index_type: str) -> dict[str, str]:
     return dict(zip(columns, types, strict=True))
 
 
-def check_column_names(column: str, *, several: bool) -> str:
-    """A plain column name, or with `several` (Paimon tables) a comma list of them, normalized to "a,b".
+def check_column_names(column: str) -> str:
+    """A plain column name, or a comma list of them (several columns built together), normalized to "a,b".
 
     Raises:
-        InvalidOptionError: several columns where one is required, a repeated name, or a name that is not
-            a plain token.
+        InvalidOptionError: no column, a repeated name, more than MAX_COLUMNS, or a name that is not a plain token
+            (a name also names a directory).
     """
     if not isinstance(column, str) or not column.strip():
         raise InvalidOptionError(f"index_column {column!r} names no column")
-    if not several or "," not in column:
-        return check_column_name(column)
-    names = [warehouse_layout.check_name("column", c.strip()) for c in column.split(",")]
+    names = [warehouse_layout.check_name("column", c.strip() if "," in column else c) for c in column.split(",")]
     if len(names) > MAX_COLUMNS:
         raise InvalidOptionError(f"index_column names {len(names)} columns; one build indexes at most "
                                  f"{MAX_COLUMNS}")
     if len(set(names)) != len(names):
         raise InvalidOptionError(f"index_column {column!r} names a column twice")
     return ",".join(names)
-
-
-def check_column_name(column: str) -> str:
-    """One plain column name (spec §7.2: bitmap indexes are single-column; the name also names a directory).
-
-    Raises:
-        InvalidOptionError: several columns, or a name that is not a plain token.
-    """
-    if "," in column:
-        raise InvalidOptionError(f"index_column {column!r}: bitmap indexes take exactly one column")
-    return warehouse_layout.check_name("column", column)
 
 
 @dataclass(frozen=True)
@@ -102,8 +89,8 @@ class JobSpec:
                        the row_id_column) and streams (key, row id) batches into mapInArrow
       table_format     the registered table's format (data: service.tables picks the table's source by it,
                        and the kind's spec rules: service.tables.check_spec); Paimon tables build the
-                       table's own bitmap global indexes (one Paimon snapshot) and accept a comma list of
-                       columns
+                       table's own global indexes (one Paimon snapshot), plain tables bgix's catalog
+                       snapshots (one per column); both take a comma list of columns
       test_hooks       tests only: {"fail_after_files": n} makes a worker raise after writing n index
                        files (with {"crash": true} its process exits at once); {"sleep_per_batch": s} slows every batch down; {"skip_active_check": true}
                        lets two jobs race to the commit (CAS tests);
@@ -139,7 +126,7 @@ class JobSpec:
         options.writable_compression()  # lzo is read-only (spec §7.1): refuse now, not mid-build
         normalized = {
             "index_type": check_index_type(self.index_type),
-            "index_column": check_column_names(self.index_column, several=True),
+            "index_column": check_column_names(self.index_column),
             "options": options,
             "partitions": parse_partitions(self.partitions),
             "storage_options": dict(self.storage_options or {}),
@@ -210,13 +197,14 @@ def index_options_of(recorded: Mapping[str, Any], column: str) -> IndexOptions:
 
 
 def resolve_options(raw: RequestedOptions, recorded: Mapping[str, Any] | None,
-                    column: str) -> IndexOptions:
+                    column: str, family: str | None = None) -> IndexOptions:
     """The options of a build of `column` whose index was built with `recorded` (None: no index yet).
 
     Without `rebuild`, an incremental build writes files like the index's own: options the request leaves
     out are the index's, and a given option that shapes index files and differs is refused (it would take
-    effect on the new rows only, and the index would claim it for all). With `rebuild`, or without an
-    index, the request's options (and the defaults) apply.
+    effect on the new rows only, and the index would claim it for all); with the index's `family`, only the
+    options that shape its files count. With `rebuild`, or without an index, the request's options (and the
+    defaults) apply.
 
     Raises:
         InvalidOptionError: as parse_options; an option differing from the index's without `rebuild`
@@ -229,14 +217,40 @@ def resolve_options(raw: RequestedOptions, recorded: Mapping[str, Any] | None,
         return requested
     current = index_options_of(recorded, column)
     wanted = replace(current, **{**fields_given, "rebuild": False})  # type: ignore[arg-type]  # as above
-    check_options_match(current, wanted, column)
+    check_options_match(current, wanted, column, family)
     return wanted
 
 
-def check_options_match(current: IndexOptions, wanted: IndexOptions, column: str) -> None:
+def one_set_of_options(resolved: Mapping[str, tuple[str, IndexOptions]]) -> IndexOptions:
+    """The one set of options a build of several columns writes with, from each column's family and options
+    (resolve_options): a family's own options come from the columns of that family, the options of every family
+    (records per range, key order, …) from all, so those must agree.
+
+    Raises:
+        InvalidOptionError: two columns' options differ where both apply (their indexes were built with other
+            options, and the request leaves those out): naming the columns and the options.
+    """
+    merged: dict[str, tuple[object, str]] = {}   # field → (value, the column it came from)
+    for column, (fam, options) in resolved.items():
+        for spec in OPTION_TABLE:
+            if spec.family not in (None, fam):
+                continue
+            value = getattr(options, spec.field)
+            seen = merged.setdefault(spec.field, (value, column))
+            if seen[0] != value:
+                raise option_error(spec.key, f"columns {seen[1]!r} and {column!r} would be built with other values of "
+                                             f"option {spec.key!r} ({spec.render(seen[0])!r} and "
+                                             f"{spec.render(value)!r}: their indexes' own, as the request leaves it "
+                                             "out); one build writes every column with one set of options: give the "
+                                             "option in the request, or build the columns apart")
+    first = next(iter(resolved.values()))[1]
+    return replace(first, **{f: v for f, (v, _) in merged.items()})  # type: ignore[arg-type]  # each field's own value
+
+
+def check_options_match(current: IndexOptions, wanted: IndexOptions, column: str, family: str | None = None) -> None:
     """Raises InvalidOptionError when `wanted` differs from the index's `current` in an option that shapes
-    index files (an incremental build cannot apply it)."""
-    diffs = current.differences(wanted)
+    index files (of the index's `family`, when given): an incremental build cannot apply it."""
+    diffs = current.differences(wanted, family)
     if diffs:
         listed = "; ".join(f"{k}: index has {a!r}, request asks {b!r}" for k, a, b in diffs)
         raise option_error(diffs[0][0], f"the index on column {column!r} was built with other options ({listed}); "

@@ -15,9 +15,10 @@ from typing import TypeVar
 import numpy as np
 from pyroaring import AbstractBitMap, AbstractBitMap64, BitMap, BitMap64
 
-from index_format import ranges
+from index_format import bitmaps, ranges
 from index_format.errors import QueryTimeoutError
-from index_format.index_reader import IndexReader
+from index_format.index_reader import IndexReader, KeyCounts
+from index_format.keys import deserialize_key
 from index_format.predicate.column_index import ColumnIndex, IndexFileRef, all_indexes
 from index_format.types import FLOAT_NAMES, INTEGER_NAMES, KeyType
 from service.query.query_errors import AggregateTooLargeError, TooManyGroupsError
@@ -26,7 +27,6 @@ __all__ = ["NUMERIC_TYPES", "Accumulator", "Coded", "GroupKey", "Partition", "be
            "metric_of", "partition"]
 
 NUMERIC_TYPES = frozenset((*INTEGER_NAMES, *FLOAT_NAMES, "decimal"))
-_U32 = 1 << 32
 _CHECK_EVERY = 256          # keys or intersections between two looks at the deadline
 
 GroupKey = tuple[object, ...]   # one value per group column; None is SQL's NULL group
@@ -75,6 +75,9 @@ def partition(ci: ColumnIndex, rows: AbstractBitMap64, *, element_keys: bool, ma
     if counts_only and sum(len(i) for i in insides) == len(BitMap64.union(BitMap64(), *insides)):
         return _partition_counts(ci, insides, rows, max_keys=max_keys, element_keys=element_keys,
                                  deadline=deadline)
+    if element_keys or sum(len(i) for i in insides) > max_keys:
+        # the cap may be passed: find out by counts first, before any group's rows are built key by key
+        _key_counts(ci, insides, max_keys=max_keys, element_keys=element_keys, deadline=deadline)
     acc: dict[object, BitMap64] = {}
     nulls = BitMap64()
     for ref, local, local32, reader in _files(ci, insides, deadline):
@@ -112,28 +115,62 @@ def partition(ci: ColumnIndex, rows: AbstractBitMap64, *, element_keys: bool, ma
 def _partition_counts(ci: ColumnIndex, insides: list[BitMap64], rows: AbstractBitMap64, *, max_keys: int,
                       element_keys: bool, deadline: float | None) -> Partition:
     """partition(counts_only=True) over files holding disjoint rows (`insides`: each file's filter rows)."""
-    acc: dict[object, int] = {}
-    nulls = 0
-    for _, local, local32, reader in _files(ci, insides, deadline):
-        if not element_keys:
-            nulls += local.intersection_cardinality(reader.null_rows())
-        for key, bm in _checked(reader.key_bitmaps(), deadline):
-            if local32 is not None and isinstance(bm, AbstractBitMap):
-                c = local32.intersection_cardinality(bm)
-            else:
-                c = local.intersection_cardinality(bm)  # type: ignore[arg-type]  # a 64-bit map here
-            if not c:
-                continue
-            if key not in acc and len(acc) >= max_keys:
-                raise TooManyGroupsError(ci.column, max_keys)
-            acc[key] = acc.get(key, 0) + c
-    keys: list[object] = sorted(acc, key=_sort_key)
-    counts = [acc[k] for k in keys]
+    acc, nulls = _key_counts(ci, insides, max_keys=max_keys, element_keys=element_keys, deadline=deadline)
+    merged: dict[object, int] = {}
+    for k, c in acc.items():    # one value may have two spellings (bytes) across files
+        key = deserialize_key(ci.kt, k)
+        merged[key] = merged.get(key, 0) + c
+    keys: list[object] = sorted(merged, key=_sort_key)
+    counts = [merged[k] for k in keys]
     if nulls:
         keys.insert(0, None)
         counts.insert(0, nulls)
     return Partition(column=ci.column, kt=ci.kt, family=ci.family, keys=keys, rows=[], uncovered=ci.uncovered(rows),
                      files=len(ci.files), counts=counts)
+
+
+def _key_counts(ci: ColumnIndex, insides: list[BitMap64], *, max_keys: int, element_keys: bool,
+                deadline: float | None) -> tuple[dict[bytes, int], int]:
+    """({serialized key: rows of the filter}, null rows of the filter) over every file of `ci`, by the readers'
+    key_counts(among=…): a btree meets each data block's ids with the filter at once, so a column of millions of
+    keys meets the groups cap after a few blocks, with no key decoded and no bitmap built per key (a refused
+    GROUP BY costs little beside other requests). Raises TooManyGroupsError past `max_keys` keys with rows."""
+    acc: dict[bytes, int] = {}
+    nulls = 0
+    for _, local, _, reader in _files(ci, insides, deadline):
+        if not element_keys:
+            nulls += local.intersection_cardinality(reader.null_rows())
+        batches: list[tuple[KeyCounts, np.ndarray]] = []
+        seen = 0
+        for keys, counts in _checked(reader.key_counts(among=local), deadline):
+            hit = np.flatnonzero(counts)
+            seen += len(hit)
+            if seen > max_keys:     # one file's keys are distinct: refused before any key becomes bytes
+                raise TooManyGroupsError(ci.column, max_keys)
+            if len(hit):
+                batches.append(((keys, counts), hit))
+        mine: dict[bytes, int] = {}
+        for (keys, counts), hit in batches:
+            names = _key_list(keys)
+            mine.update(zip([names[i] for i in hit.tolist()], counts[hit].tolist()))
+        if not acc:
+            acc = mine
+        else:
+            for k, c in mine.items():
+                acc[k] = acc.get(k, 0) + c
+        if len(acc) > max_keys:
+            raise TooManyGroupsError(ci.column, max_keys)
+    return acc, nulls
+
+
+def _key_list(keys: list[bytes] | tuple[np.ndarray, np.ndarray]) -> list[bytes]:
+    """key_counts' keys as a list of bytes (a bitmap file may give one buffer and its n + 1 start offsets)."""
+    if isinstance(keys, list):
+        return keys
+    buf, offs = keys
+    raw = buf.tobytes()
+    bounds = offs.tolist()
+    return [raw[a:b] for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def _files(ci: ColumnIndex, insides: list[BitMap64], deadline: float | None
@@ -146,7 +183,7 @@ def _files(ci: ColumnIndex, insides: list[BitMap64], deadline: float | None
             continue
         _check(deadline)
         local = inside.shift(-ref.range_start)
-        local32 = BitMap(array("I", _ids(local).astype(np.uint32).tobytes())) if local.max() < _U32 else None
+        local32 = bitmaps.to_32(local)
         yield ref, local, local32, ref.open()
 
 

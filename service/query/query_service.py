@@ -176,7 +176,7 @@ class QueryService:
     def __init__(self, catalog: Catalog, storage: Storage, metrics: Metrics, *,
                  cache_bytes: int, snapshot_ttl: float, limits: PredicateLimits = DEFAULT_LIMITS,
                  parse_cache_bytes: int = 16 << 20, max_open_files: int = 256,
-                 scan_max_rows: int = 2_000_000) -> None:
+                 scan_max_rows: int = 2_000_000, max_groups: int = 100_000) -> None:
         self.catalog = catalog
         # Opens each table's source (service.tables); keeps what sources share, e.g. Paimon index origins.
         self.sources = TableSources(catalog)
@@ -204,6 +204,7 @@ class QueryService:
         self._file_ids: ByteLRU[tuple[np.ndarray, BitMap64]] = ByteLRU(cache_bytes // 16, _file_ids_cost)
         # Rows no index covers (and columns of declined leaves), read and indexed in memory per row range.
         self.scan_max_rows = scan_max_rows
+        self.max_groups = max_groups    # groups one aggregate may make (BGIX_AGGREGATE_MAX_GROUPS)
         self.scans = ScanCache(cache_bytes // 16, self._open_scanned)
         self._table_types: dict[int, tuple[dict[str, KeyType], frozenset[str], pa.Schema]] = {}
         # Read at scrape time, so the gauge always equals what the caches under BGIX_CACHE_BYTES hold.

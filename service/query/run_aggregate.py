@@ -35,11 +35,11 @@ from service.query.query_errors import (
 )
 from service.query.query_service import QueryService, TableView
 from service.query.results import decode_cursor, encode_cursor
+from service.query.row_scan import planned_scan
 
-__all__ = ["MAX_GROUPS", "MAX_INTERSECTIONS", "AggregateAsk", "MetricAsk", "OrderAsk", "indexed_column",
+__all__ = ["MAX_INTERSECTIONS", "AggregateAsk", "MetricAsk", "OrderAsk", "indexed_column",
            "run_aggregate"]
 
-MAX_GROUPS = 100_000             # groups one aggregate may hold (each keeps a bitmap while it is built)
 MAX_INTERSECTIONS = 4_000_000    # bitmap intersections one aggregate may make (groups × keys of the next column)
 OPS = ("count", "sum", "min", "max", "avg")
 
@@ -70,7 +70,7 @@ class AggregateAsk:
     order_by: Sequence[OrderAsk] = ()
     limit: int = 1000
     cursor: str | None = None
-    explain: bool = False
+    explain: bool | str = False   # True: with the answer; "plan": the plan only (no index file opened)
     scan: str = "auto"
 
 
@@ -94,9 +94,12 @@ def run_aggregate(qs: QueryService, metrics: Metrics, name: str, ask: AggregateA
     Raises:
         UnknownColumnError: a group, metric or order column the table does not have.
         NotGroupableError: a table column with no index. AggregateError: a bad metric or order.
-        TooManyGroupsError, AggregateTooLargeError: past MAX_GROUPS groups or MAX_INTERSECTIONS intersections.
+        TooManyGroupsError, AggregateTooLargeError: past `qs.max_groups` groups (BGIX_AGGREGATE_MAX_GROUPS) or
+            MAX_INTERSECTIONS intersections.
         QueryTimeoutError: past `deadline`. What a query raises for a bad predicate.
     """
+    if ask.explain == "plan":
+        return _plan(qs, metrics, name, ask, deadline)
     started = time.monotonic()
     filter_explain: dict[str, Any] | None = None
     if ask.where is None and ask.predicate is None:
@@ -105,7 +108,7 @@ def run_aggregate(qs: QueryService, metrics: Metrics, name: str, ask: AggregateA
         exact, filter_uncovered, used = True, [], {}
     else:
         node = qs.parse(ask.where, ask.predicate, deadline)
-        outcome = qs.query(name, node, explain=ask.explain, deadline=deadline, text=ask.where, scan=ask.scan)
+        outcome = qs.query(name, node, explain=bool(ask.explain), deadline=deadline, text=ask.where, scan=ask.scan)
         view, rows = outcome.view, BitMap64(outcome.answer.rows)
         exact, filter_uncovered, used = bool(outcome.answer.exact), outcome.uncovered, dict(outcome.used)
         filter_explain = outcome.answer.explain if ask.explain else None
@@ -122,12 +125,12 @@ def run_aggregate(qs: QueryService, metrics: Metrics, name: str, ask: AggregateA
         uncovered |= ci.uncovered(rows)
     indexed = rows - uncovered if uncovered else rows
     # one group column and counts only: each key's count by intersection cardinality, no key's rows built
-    counts_only = len(groups) == 1 and not any(m.column for m in wanted)
-    parts = [partition(cis[c], indexed, element_keys=c in arrays, max_keys=MAX_GROUPS, deadline=deadline,
+    counts_only = _grouping(groups, wanted, arrays) == "key_counts"
+    parts = [partition(cis[c], indexed, element_keys=c in arrays, max_keys=qs.max_groups, deadline=deadline,
                        counts_only=counts_only) for c in groups]
     mparts = {c: _metric_partition(cis[c], indexed, deadline)
               for c in dict.fromkeys(m.column for m in wanted if m.column is not None)}
-    by_key, intersections = _index_groups(parts, indexed, mparts, deadline)
+    by_key, intersections = _index_groups(parts, indexed, mparts, qs.max_groups, deadline)
 
     scan: dict[str, Any] = {"rows_needed": len(uncovered), "rows_scanned": 0,
                             "status": "not_needed" if not uncovered else "over_budget"}
@@ -165,6 +168,59 @@ def run_aggregate(qs: QueryService, metrics: Metrics, name: str, ask: AggregateA
             "elapsed_ms": round((time.monotonic() - started) * 1000, 3)}
     metrics.queries.labels(result="aggregate").inc()
     return payload
+
+
+def _plan(qs: QueryService, metrics: Metrics, name: str, ask: AggregateAsk, deadline: float) -> dict[str, Any]:
+    """How the aggregate would be answered (`"explain": "plan"`), from manifest metadata alone: the filter's query
+    plan and scan step, and per group and metric column the index its groups would read, its files and the table's
+    rows it does not cover, and the grouping path. No index or data file is opened; a refusal a request would meet
+    by its columns (unknown, no index, a bad metric or order) is met here too."""
+    filter_plan: dict[str, Any] | None = None
+    scan: dict[str, object] | None = None
+    used: dict[str, int] = {}
+    uncovered: list[tuple[int, int]] = []
+    if ask.where is not None or ask.predicate is not None:
+        plan, needs, used = qs.plan(name, qs.parse(ask.where, ask.predicate, deadline), text=ask.where,
+                                    count_only=True)
+        filter_plan, scan = plan.to_json(), planned_scan(needs, ask.scan, qs.scan_max_rows)
+        uncovered = [(int(a), int(b)) for a, b in plan.coverage.uncovered or ()]
+    view = qs.view(name)
+    groups = _group_columns(qs, view, ask.group_by)
+    wanted = _metrics(qs, view, ask.metrics)
+    _order(ask.order_by, groups, wanted)
+    columns = list(dict.fromkeys([*groups, *(m.column for m in wanted if m.column is not None)]))
+    cis = {c: best_index(view.columns[c].index) for c in columns}
+    used = {**used, **{c: view.columns[c].snapshot.id for c in columns}}
+    arrays = {c for c in columns if family(cis[c].family).element_keys}
+    live = _live_rows(view)
+
+    def column(c: str) -> dict[str, Any]:
+        ci = cis[c]
+        missing = ranges.of_bitmap(ci.uncovered(live))
+        uncovered.extend(missing)
+        return {"column": c, "index_type": ci.family, "files": len(ci.files), "covered_rows": ci.covered_rows(),
+                "uncovered_ranges": [list(r) for r in missing]}
+
+    group_json = [column(c) for c in groups]
+    metric_json = [column(c) for c in dict.fromkeys(m.column for m in wanted if m.column is not None)]
+    missing = ranges.merge(uncovered)
+    metrics.queries.labels(result="plan").inc()
+    return {"result": "plan", "group_by": groups, "metrics": [m.name for m in wanted], "snapshots": used,
+            "coverage": {"complete": not missing, "uncovered_ranges": [list(r) for r in missing]},
+            "plan": {"filter": filter_plan, "group_by": group_json, "metrics": metric_json,
+                     "grouping": _grouping(groups, wanted, arrays)},
+            "scan": scan}
+
+
+def _grouping(groups: list[str], wanted: list[_Metric], arrays: set[str]) -> str:
+    """How the groups are made: "none" (no group column: one group), "key_counts" (one column, counts only: each
+    key's count among the filter, no key's rows built), "row_codes" (scalar columns: each row's key codes, linear
+    in the rows), "intersections" (an ARRAY column: key bitmaps met level by level, capped by MAX_INTERSECTIONS)."""
+    if not groups:
+        return "none"
+    if len(groups) == 1 and not any(m.column for m in wanted):
+        return "key_counts"
+    return "intersections" if arrays & set(groups) else "row_codes"
 
 
 def _live_rows(view: TableView) -> BitMap64:
@@ -239,18 +295,18 @@ def _metric_partition(ci: ColumnIndex, rows: BitMap64, deadline: float) -> Parti
         raise AggregateTooLargeError(MAX_INTERSECTIONS + 1, MAX_INTERSECTIONS) from exc
 
 
-def _index_groups(parts: list[Partition], rows: BitMap64, mparts: Mapping[str, Partition],
+def _index_groups(parts: list[Partition], rows: BitMap64, mparts: Mapping[str, Partition], max_groups: int,
                   deadline: float) -> tuple[dict[GroupKey, _Group], int]:
     """Every group with rows among `rows`, from the indexes: its row count and each metric column's accumulator;
     and the bitmap intersections it took. Scalar group columns (one key per row): by each row's key codes, in
     time linear in the rows (group_counts.coded_groups); an ARRAY column (a row in several groups): by
     intersecting key bitmaps level by level (group_counts.combine)."""
     if not any(family(p.family).element_keys for p in parts) or any(p.counts is not None for p in parts):
-        coded = coded_groups(parts, rows, dict(mparts), max_groups=MAX_GROUPS, deadline=deadline)
+        coded = coded_groups(parts, rows, dict(mparts), max_groups=max_groups, deadline=deadline)
         return {key: _Group(count=count, acc={c: accs[g] for c, accs in coded.metrics.items()})
                 for g, (key, count) in enumerate(zip(coded.keys, coded.counts))}, 0
     if parts:
-        combined = combine(parts, rows, keep_rows=bool(mparts), max_groups=MAX_GROUPS,
+        combined = combine(parts, rows, keep_rows=bool(mparts), max_groups=max_groups,
                            max_intersections=MAX_INTERSECTIONS, deadline=deadline)
         keys, counts, group_rows = combined.keys, combined.counts, combined.rows
         intersections = combined.intersections
@@ -280,8 +336,8 @@ def _merge_scanned(qs: QueryService, view: TableView, rows: BitMap64, groups: li
     for key, count, stats in scan_groups(table, groups, arrays, metric_columns, kts):
         g = by_key.get(key)
         if g is None:
-            if len(by_key) >= MAX_GROUPS:
-                raise TooManyGroupsError(", ".join(groups), MAX_GROUPS)
+            if len(by_key) >= qs.max_groups:
+                raise TooManyGroupsError(", ".join(groups), qs.max_groups)
             g = by_key[key] = _Group()
         g.count += count
         for column, (n, total, low, high) in stats.items():

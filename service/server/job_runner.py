@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from index_format.options import check_families
 from index_format.storage import Storage
 from service.server.build_runners import BuildRunners, RunnerProcess
 from service.catalog.catalog_errors import UnknownTableColumnError
@@ -236,10 +237,11 @@ class JobRunner:
         Everything the job could only fail on is refused here (400), before a runner sees it.
         Raises:
             TableNotFoundError; InvalidOptionError (from JobSpec: column name, index type, spec §7.1
-            options and their ranges, a read-only codec, rebuild on a Paimon table, malformed partitions or
-            ones the table does not have or that match no data file; options that differ from the existing
-            index's without rebuild); UnknownTableColumnError
-            listing the columns of the table's data files; BuildInProgressError naming the running job.
+            options and their ranges, a read-only codec, malformed partitions or ones the table does not have
+            or that match no data file; options of another family than the build's; options that differ from
+            the existing index's without rebuild; a column type the family cannot hold); UnknownTableColumnError
+            listing the columns of the table's data files (none: no data file yet); BuildInProgressError naming
+            the running job.
         """
         t = self.catalog.get_table(table)
         spec = check_spec(JobSpec(
@@ -248,10 +250,13 @@ class JobRunner:
             storage_options=dict(self.settings.storage_options), allowed_roots=list(self.storage.allowed_roots),
             spark_master=self.settings.spark_master, engine=self.settings.build_engine, table_format=t.format,
         ))
+        check_families(options, spec.families.values())
         source = self.sources.open(t)
         known = source.source_columns()
         for c in spec.columns:
-            if known is not None and c not in known:
+            if known is None:   # no data file to hold it (yet): the build would "succeed" having indexed nothing
+                raise UnknownTableColumnError(table, c, [], why=f"its location {t.location} holds no data file")
+            if c not in known:
                 raise UnknownTableColumnError(table, c, known)
         # What the build could only fail on later (partitions, column types, options differing from the
         # index's without rebuild: service.tables), refused now.

@@ -76,6 +76,11 @@ class Settings(BaseSettings):
         "decline); past it the answer is the indexes' with `exact`/`coverage` saying what is missing. 0: never "
         "scan. Scanned rows are indexed in memory and kept in the cache (a repeated query reads nothing).",
     )
+    aggregate_max_groups: int = Field(
+        100_000, ge=1, le=10_000_000, description="Groups one aggregate may make (each holds its keys and metrics "
+        "while the answer is built); past it 400 too_many_groups, found by counting keys among the filter before "
+        "any group's rows are built.",
+    )
     query_threads: int = Field(
         8, ge=1, description="Threads that evaluate queries (off the event loop); more queries wait for one."
     )

@@ -107,11 +107,12 @@ class FileNames:
 
 @dataclass(frozen=True)
 class SparkScan:
-    """A plain table's files for the Spark-scan engine variant (`scan=spark`): Spark reads them and computes
-    row ids in the JVM. `files`: (path, first_row_id) in row-id order; `bytes`: their total size."""
+    """A plain table's files for the Spark-scan engine variant (`scan=spark`): Spark reads them (the indexed
+    `columns`) and computes row ids in the JVM. `files`: (path, first_row_id) in row-id order; `bytes`: their total
+    size."""
 
     format: str
-    column: str
+    columns: tuple[str, ...]
     files: tuple[tuple[str, int], ...]
     row_id_column: str | None = None
     bytes: int = 0
@@ -145,6 +146,7 @@ class BuildPlan:
     light_driver: bool = False
     index_type: str = BITMAP.name           # the family the worker writes (index_format.families)
     families: dict[str, str] = field(default_factory=dict)   # per column, when columns differ (else index_type)
+    column_names: dict[str, FileNames] = field(default_factory=dict)   # per column, where columns differ (else names)
     message: str | None = None
     state: Any = None
 
@@ -159,6 +161,10 @@ class BuildPlan:
     def family_of(self, column: str) -> str:
         """The index family built on `column`."""
         return self.families.get(column, self.index_type)
+
+    def names_of(self, column: str) -> FileNames:
+        """Where the index files of `column` go."""
+        return self.column_names.get(column, self.names)
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ from typing import Any
 
 from service.catalog import warehouse_layout
 from service.catalog.catalog import Catalog
+from service.catalog.catalog_errors import LocationNotFoundError
 from service.jobs.inflight_builds import list_inflight, remove_inflight
 from service.jobs.jobspec import JobSpec
 from service.catalog.model import PAIMON, Table
@@ -63,13 +64,17 @@ class TableSources:
         return source
 
     def register(self, table: Table) -> Table:
-        """Register `table`: the catalog's checks (name, format, location), then its source's (a Paimon
-        location must open as a row-tracking Paimon table; a plain table's partition columns must be the
-        directory levels of its files), then the catalog stores it.
+        """Register `table`: the catalog's checks (name, format, location), its location must exist (an empty
+        directory may fill later; a mistyped path never does), then its source's checks (a Paimon location must
+        open as a row-tracking Paimon table; a plain table's partition columns must be the directory levels of
+        its files), then the catalog stores it. Every way in (`PUT /v1/tables/{name}`, `bgix build --location`)
+        registers through here.
 
-        Raises: as Catalog.put_table; InvalidOptionError, InvalidTableError from the source.
+        Raises: as Catalog.put_table; LocationNotFoundError; InvalidOptionError, InvalidTableError from the source.
         """
         resolved = self.catalog.check_table(table)
+        if not self.catalog.storage.exists(resolved.location):
+            raise LocationNotFoundError(table.location)
         self.open(resolved).check_registration()
         return self.catalog.put_table(resolved)
 

@@ -6,7 +6,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -39,16 +39,18 @@ def rss_bytes(proc: subprocess.Popen[bytes] | int) -> int:
 
 @contextmanager
 def bgix_process(env: dict[str, str], log: Path, timeout: float = 60.0, *, workers: int = 1,
-                 log_level: str = "warning") -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+                 log_level: str = "warning", bgix: Path = BGIX, base_env: Mapping[str, str] = os.environ,
+                 ) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
     """`bgix_server`, also yielding the process (for its pid and memory).
 
     `workers`: `bgix serve --workers N`; 1 (the default here) is one process answering on `proc.pid`, more
-    make `proc` the parent of N worker processes. `log_level`: `--log-level` (info shows the job lines).
+    make `proc` the parent of N worker processes. `log_level`: `--log-level` (info shows the job lines). `bgix`: the
+    command (another venv's); `base_env`: the environment `env` is laid over.
     """
     port = free_port()
-    full_env = {**os.environ, **env}
+    full_env = {**base_env, **env}
     with open(log, "wb") as out:
-        proc = subprocess.Popen([str(BGIX), "serve", "--host", "127.0.0.1", "--port", str(port),
+        proc = subprocess.Popen([str(bgix), "serve", "--host", "127.0.0.1", "--port", str(port),
                                  "--workers", str(workers), "--no-access-log", "--log-level", log_level],
                                 env=full_env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

@@ -234,6 +234,47 @@ def test_rows_no_index_covers_are_named_when_not_scanned(plain: tuple[TestClient
     assert scanned["explain"]["scan"]["rows_scanned"] == APPENDED
 
 
+def test_a_plan_names_the_indexes_and_the_rows_they_miss_without_reading_an_index(
+        plain: tuple[TestClient, pd.DataFrame], monkeypatch: pytest.MonkeyPatch) -> None:
+    """`"explain": "plan"`: per group and metric column the index and files its groups would read, the rows no
+    index covers (the appended file), the grouping path; no key or row read. Bad columns are refused as in an
+    answer."""
+    client, _ = plain
+    indexed = FILES * PER_FILE
+    from index_format.btree.btree_reader import BTreeIndexReader
+    from index_format.global_index.reader import BitmapIndexReader
+
+    def read(*_: object, **__: object) -> None:
+        raise AssertionError("a plan read an index's keys or rows")
+
+    for cls in (BTreeIndexReader, BitmapIndexReader):
+        for method in ("key_counts", "key_bitmaps", "entries", "null_rows", "range", "isin", "eq"):
+            monkeypatch.setattr(cls, method, read)
+    cases = [({"group_by": ["status"]}, "key_counts"),
+             ({"group_by": ["status", "country"], "where": "score > 3"}, "row_codes"),
+             ({"group_by": ["tags"], "metrics": [{"op": "sum", "column": "price"}]}, "intersections"),
+             ({"metrics": [{"op": "avg", "column": "score"}]}, "none")]
+    for body, grouping in cases:
+        plan = _ask(client, "t", {**body, "explain": "plan"})
+        assert plan["result"] == "plan" and "groups" not in plan, plan
+        assert plan["plan"]["grouping"] == grouping
+        assert plan["coverage"] == {"complete": False, "uncovered_ranges": [[indexed, indexed + APPENDED - 1]]}
+        assert [c["column"] for c in plan["plan"]["group_by"]] == body.get("group_by", [])
+        for c in plan["plan"]["group_by"] + plan["plan"]["metrics"]:
+            assert c["index_type"] == FAMILIES[c["column"]] and c["files"] >= 1 and c["covered_rows"] == indexed
+        assert (plan["plan"]["filter"] is None) == ("where" not in body)
+        assert set(plan["snapshots"]) >= set(body.get("group_by", []))
+    from service.client import Client
+    with Client("http://testserver", transport=client._transport) as bgix:
+        answer = bgix.aggregate("t", ["status"], explain="plan")
+        assert answer.plan is not None and answer.plan["grouping"] == "key_counts"
+        assert not answer.groups and not answer.is_exact
+    r = client.post("/v1/tables/t/aggregate", json={"group_by": ["nope"], "explain": "plan"})
+    assert r.status_code == 400 and r.json()["error"]["code"] == "unknown_column", r.text
+    r = client.post("/v1/tables/t/aggregate", json={"group_by": ["status"], "explain": "yes"})
+    assert r.status_code == 422 and "explain" in r.text, r.text
+
+
 def test_order_limit_and_cursor_page_through_every_group(plain: tuple[TestClient, pd.DataFrame]) -> None:
     client, df = plain
     table = _arrow(df).append_column("rid", pa.array(np.arange(len(df), dtype=np.int64)))
@@ -293,7 +334,9 @@ def test_too_many_groups_is_a_named_400(plain: tuple[TestClient, pd.DataFrame],
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     client, _ = plain
     from service.query import run_aggregate
-    monkeypatch.setattr(run_aggregate, "MAX_GROUPS", 10)
+    qs = client.app.state.services.query_service
+    assert qs.max_groups == 100_000                 # BGIX_AGGREGATE_MAX_GROUPS's default
+    monkeypatch.setattr(qs, "max_groups", 10)
     r = client.post("/v1/tables/t/aggregate", json={"group_by": ["score"]})
     assert r.status_code == 400 and r.json()["error"]["code"] == "too_many_groups", r.text
     r = client.post("/v1/tables/t/aggregate", json={"group_by": ["status", "country"]})
@@ -301,11 +344,41 @@ def test_too_many_groups_is_a_named_400(plain: tuple[TestClient, pd.DataFrame],
     assert client.post("/v1/tables/t/aggregate", json={"group_by": ["country"]}).status_code == 200
     # scalar columns group by row codes (linear in the rows); an ARRAY column's groups by bitmap intersections,
     # which are capped
-    monkeypatch.setattr(run_aggregate, "MAX_GROUPS", 100)
+    monkeypatch.setattr(qs, "max_groups", 100)
     monkeypatch.setattr(run_aggregate, "MAX_INTERSECTIONS", 15)   # 5 countries × 4 tags
     assert client.post("/v1/tables/t/aggregate", json={"group_by": ["status", "country"]}).status_code == 200
     r = client.post("/v1/tables/t/aggregate", json={"group_by": ["country", "tags"]})
     assert r.status_code == 400 and r.json()["error"]["code"] == "aggregate_too_large", r.text
+
+
+def test_a_column_past_the_groups_cap_is_refused_by_counts_before_any_groups_rows(
+        plain: tuple[TestClient, pd.DataFrame], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal reads key counts among the filter (a btree: a data block's ids at once), never a key's rows:
+    GROUP BY a column of millions of keys is refused at the cost of a few blocks, not a walk to the cap."""
+    client, df = plain
+    from index_format.btree.btree_reader import BTreeIndexReader
+    from index_format.global_index.reader import BitmapIndexReader
+    qs = client.app.state.services.query_service
+
+    def walked(*_: object, **__: object) -> None:
+        raise AssertionError("a key's rows were built before the groups cap was checked")
+
+    for cls in (BTreeIndexReader, BitmapIndexReader):
+        monkeypatch.setattr(cls, "key_bitmaps", walked)
+        monkeypatch.setattr(cls, "entries", walked)
+    covered = df.iloc[:FILES * PER_FILE]     # the cap counts the keys of the indexed rows
+    for column, where in (("price", "TRUE"), ("score", "TRUE"), ("score", "price > 0")):
+        rows = covered if where == "TRUE" else covered[(covered.price > 0).fillna(False)]
+        cap = int(rows[column].nunique()) - 1
+        assert cap >= 4
+        monkeypatch.setattr(qs, "max_groups", cap)
+        metric = {"op": "sum", "column": "score" if column == "price" else "price"}
+        for body in ({"group_by": [column]},     # counts only; below, the groups' rows are needed
+                     {"group_by": [column], "metrics": [metric]},
+                     {"group_by": [column, "status"]}):
+            r = client.post("/v1/tables/t/aggregate", json={**body, "where": where})
+            assert r.status_code == 400 and r.json()["error"]["code"] == "too_many_groups", (body, r.text)
+            assert column in r.json()["error"]["message"], r.text
 
 
 # ---- the Python client ---------------------------------------------------------------------------------------------
@@ -337,14 +410,13 @@ def test_client_aggregate_returns_typed_groups_and_a_dataframe(plain: tuple[Test
         page = client.aggregate("t", ["country"], limit=2)
         rest = client.aggregate("t", ["country"], limit=2, cursor=page.next_cursor)
         assert [g.key["country"] for g in [*page, *rest]] == [None, "de", "fr", "jp"]
-        from service.query import run_aggregate
-        saved = run_aggregate.MAX_GROUPS
-        run_aggregate.MAX_GROUPS = 3
+        qs = http.app.state.services.query_service
+        saved, qs.max_groups = qs.max_groups, 3
         try:
             with pytest.raises(TooManyGroupsError):
                 client.aggregate("t", ["status"])
         finally:
-            run_aggregate.MAX_GROUPS = saved
+            qs.max_groups = saved
 
 
 def test_no_row_matches_one_row_without_group_by_none_with_it(plain: tuple[TestClient, pd.DataFrame]) -> None:

@@ -167,15 +167,21 @@ def test_scan_budget_applies_without_rebuild(client: TestClient) -> None:
     assert after["options"][BUDGET] == "1 mb" and after["files"] == before["files"]
 
 
-def test_empty_table_build_says_it_built_nothing(tmp_path: Path) -> None:
-    (tmp_path / "data" / "e").mkdir(parents=True)
+def test_a_build_on_a_table_without_data_files_is_refused_naming_why(tmp_path: Path) -> None:
+    """Issue 33: a column that exists nowhere (the location holds no data file yet) is refused before any job starts,
+    not "built" into nothing; once a file arrives, the build runs."""
+    loc = tmp_path / "data" / "e"
+    loc.mkdir(parents=True)
     with TestClient(create_app(make_settings(tmp_path))) as c:
-        assert c.put("/v1/tables/e", json={"location": str(tmp_path / "data" / "e")}).status_code == 200
+        assert c.put("/v1/tables/e", json={"location": str(loc)}).status_code == 200
         r = c.post("/v1/create_global_index", json={"table": "e", "index_column": "s"})
-        assert r.status_code == 202, r.text
-        job = wait_job(c, r.json()["job_id"])
-        assert job["state"] == "succeeded" and job["snapshot_id"] is None
-        assert "nothing to build" in (_message(c, job["id"]) or "")
+        err = r.json()["error"]
+        assert r.status_code == 400 and err["code"] == "unknown_column", r.text
+        assert "no column 's'" in err["message"] and f"{loc} holds no data file" in err["message"], err
+        assert c.get("/v1/jobs").json()["jobs"] == []   # no job recorded
+        write_table(loc, _frame(30), 1)
+        job = wait_job(c, c.post("/v1/create_global_index", json={"table": "e", "index_column": "s"}).json()["job_id"])
+        assert job["state"] == "succeeded" and job["snapshot_id"] == 1, job
 
 
 @pytest.mark.parametrize("column", [" ", " , "])

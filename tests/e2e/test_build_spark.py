@@ -200,6 +200,20 @@ def test_bad_arguments_are_clear_errors(spark: Any, tmp_path: Path) -> None:
     assert set(index_answer(cat, snap, lambda r: r.eq(2))) == {1}
 
 
+@pytest.mark.parametrize("scan", ["direct", "spark"])
+def test_several_columns_of_a_plain_table_in_one_spark_build(spark: Any, tmp_path: Path, scan: str) -> None:
+    """Issue 33: a plain table takes several columns and families per build, each scan reading them together."""
+    cat, gen, wh = _setup(tmp_path, rows_per_file=(700, 1300))
+    oracle = oracle_table(gen.files, ["s", "n"])
+    result = run_job(_spec(wh, "both", "s,n", index_type="bitmap,btree", scan=scan), spark=spark)
+    assert result is not None and result.id == 1 and set(result.snapshots) == {"s", "n"}
+    for column, family, key_type in (("s", "bitmap", "string"), ("n", "btree", "int")):
+        snap = cat.current_snapshot("t", column)
+        assert (snap.index_type, snap.key_type, snap.row_count, snap.job_id) == (family, key_type, 2000, "both")
+        assert assert_index_matches(cat, snap, oracle, column) >= 7
+    assert cat.get_job("both").progress["rows_indexed"] == 2 * 2000
+
+
 def test_spark_build_progress_moves_while_its_tasks_run(spark: Any, tmp_path: Path) -> None:
     # 4 plan tasks in ONE Spark task (max-parallelism 1): an accumulator reaches the driver only when its Spark
     # task ends, so only the task's own reports can show the plan tasks done meanwhile

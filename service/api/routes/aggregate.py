@@ -20,13 +20,14 @@ from service.query.run_aggregate import AggregateAsk, MetricAsk, OrderAsk, run_a
 router = APIRouter(prefix="/v1/tables", tags=["query"])
 
 
-@router.post("/{name}/aggregate", response_model=schemas.AggregateResponse, responses=ERRORS)
+@router.post("/{name}/aggregate", response_model=schemas.AggregateResponse | schemas.AggregatePlanResponse,
+             responses=ERRORS)
 async def aggregate(name: TableName, body: schemas.AggregateRequest, services: ReadServicesDep) -> Response:
     """Groups of the rows where the predicate is TRUE (every live row without one) by up to three indexed
     columns, with `count` (default), `sum`, `min`, `max`, `avg`: counts are intersection cardinalities of the
     filter's and each key's bitmaps, sums key × cardinality; rows removed by deletion vectors never count. NULL is a
     group; an ARRAY column's elements are its groups. Over the groups cap: 400 too_many_groups; over the time
-    budget: 503 query_timeout."""
+    budget: 503 query_timeout. With `"explain": "plan"`: the plan only (AggregatePlanResponse)."""
     return await services.query_pool.run(partial(_answer, services, name, body))
 
 

@@ -30,9 +30,11 @@ def create_global_index(body: schemas.CreateIndexRequest, services: ServicesDep)
     """Start a build job (spec §7.2); 409 names the job already building it. `index_type` is the family:
     bitmap (any predicate; low and medium cardinality), btree (sorted keys; high cardinality and ranges) or
     multivalue (ARRAY columns; array_contains, arrays_overlap, array_contains_all).
-    Paimon tables: the job commits the table's own global index files as one new Paimon snapshot;
-    `index_column` may list several columns ("uid,tags"), built from one scan and committed together, with one
-    family for all or one per column in order (`index_type` "btree,multivalue")."""
+    `index_column` may list several columns ("uid,tags"), built from one scan, with one family for all or one per
+    column in order (`index_type` "btree,multivalue"). Paimon tables: the job commits the table's own global index
+    files as one new Paimon snapshot; plain tables: each column's index takes its next snapshot.
+    400 before any job starts: a column the table does not have, a type its family cannot hold, an option of
+    another family (`bitmap-index.compression` on a btree build)."""
     job = services.jobs.start(body.table, body.index_column, body.index_type, body.partitions,
                               body.options)
     return JSONResponse(schemas.JobCreated(job_id=job.id).model_dump(), status_code=202,

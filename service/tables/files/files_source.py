@@ -13,12 +13,11 @@ import pyarrow as pa
 
 from index_format import ranges
 from index_format.errors import InvalidOptionError
-from index_format.families import family
 from index_format.storage import Storage
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import DataFileError, UnsupportedOperationError
 from service.jobs.inflight_builds import InflightBuild
-from service.jobs.jobspec import JobSpec, RequestedOptions, check_column_name, resolve_options
+from service.jobs.jobspec import JobSpec, RequestedOptions, one_set_of_options, resolve_options
 from service.catalog.model import DataFile, Snapshot, Table, UnreadableFile
 from service.jobs.partitions import check_matches, check_readable, select_files
 from service.tables.files.scan import (
@@ -54,12 +53,8 @@ class FileSource:
 
     @staticmethod
     def check_spec(spec: JobSpec) -> JobSpec:
-        """Spec rules of plain tables: one column per build (spec §7.2).
-
-        Raises:
-            InvalidOptionError: several columns.
-        """
-        check_column_name(spec.index_column)
+        """Spec rules of plain tables: none beyond the spec's own; several columns may be built together, each
+        with its family (a column keeps one index: another family replaces it, with rebuild)."""
         return spec
 
     # -- describe ----------------------------------------------------------------------------------
@@ -223,28 +218,32 @@ class FileSource:
                 or `partitions` names keys the table is not partitioned by.
         """
         t = self.table
-        if spec.index_column in t.partition_columns:
-            raise InvalidOptionError(f"column {spec.index_column!r} is a partition column of {t.name!r}; "
-                                     "its value lives in the directory names, not in the data files")
+        for column in spec.columns:
+            if column in t.partition_columns:
+                raise InvalidOptionError(f"column {column!r} is a partition column of {t.name!r}; "
+                                         "its value lives in the directory names, not in the data files")
         select_files([], t, spec.partitions)
 
     def check_build(self, spec: JobSpec, requested: RequestedOptions = None) -> JobSpec:
-        """Partitions that match no data file or hold unreadable ones; a column type the family cannot hold (of
-        families that hold only some types); options that differ from the existing index's without rebuild (an
-        incremental build keeps the index's options)."""
+        """Partitions that match no data file or hold unreadable ones; a column type its family cannot hold
+        (families.check_column_type, as on Paimon tables); options that differ from a column's existing index's
+        without rebuild (an incremental build keeps the index's options), or that would differ between the columns
+        of one build (it writes every column with one set of options)."""
         self.check_table(spec)
         check_partitions_match(self.catalog.storage, self.table, spec.partitions)
         # The map as last scanned; the job rescans and checks again (plan.make_plan).
         check_readable(self.files.unreadable(self.table.name), self.table, spec.partitions)
-        previous = self.catalog.current_snapshot(self.table.name, spec.index_column)
-        check_family(previous, spec)
-        if family(spec.index_type).key_types is not None:   # a family that holds only some types (fm: STRING)
-            schema = self.arrow_schema()                     # one data file's footer; the job checks again
-            if spec.index_column in schema.names:
-                column_key_type(schema.field(spec.index_column).type, spec.index_type, spec.index_column)
-        options = resolve_options(requested, previous.options if previous else None, spec.index_column)
-        return replace(spec, options=options)
-
+        schema = self.arrow_schema()   # one data file's footer; the job checks again
+        resolved = {}
+        for column in spec.columns:
+            previous = self.catalog.current_snapshot(self.table.name, column)
+            check_family(previous, spec, column)
+            if column in schema.names:
+                column_key_type(schema.field(column).type, spec.families[column], column)
+            family = spec.families[column]
+            resolved[column] = (family, resolve_options(requested, previous.options if previous else None, column,
+                                                        family))
+        return replace(spec, options=one_set_of_options(resolved))
     def plan_build(self, spec: JobSpec) -> BuildPlan:
         return plan_build(self.catalog, self.table, spec)
 
@@ -255,13 +254,17 @@ class FileSource:
         return commit_build(self.catalog, plan, written, spec)
 
     def abort_build(self, plan: BuildPlan | None, written: pa.Table | None, spec: JobSpec) -> None:
-        """The job's directory goes; if this process dies instead, the next build's garbage collection
-        takes it."""
-        try:
-            self.catalog.storage.delete(
-                self.catalog.job_index_dir(spec.table, spec.index_column, spec.job_id), recursive=True)
-        except Exception:
-            log.warning("could not remove partial files of job %s", spec.job_id, exc_info=True)
+        """The job's directory of every column not committed goes; if this process dies instead, the next build's
+        garbage collection takes it."""
+        committed = {p.column for p in (plan.state if plan is not None else None) or () if p.committed}
+        for column in spec.columns:
+            if column in committed:   # a later column's commit failed: this one's files are its index now
+                continue
+            try:
+                self.catalog.storage.delete(self.catalog.job_index_dir(spec.table, column, spec.job_id),
+                                            recursive=True)
+            except Exception:
+                log.warning("could not remove partial files of job %s", spec.job_id, exc_info=True)
 
 
 def _held_files(files: list[DataFile], snap: Snapshot) -> tuple[DataFile, ...]:

@@ -1,8 +1,9 @@
-"""A plain table's build: which files to read, which row ranges to build, and the snapshot that results.
+"""A plain table's build: which files to read, which row ranges to build, and the snapshots that result.
 
-plan_build turns the catalog's row-id map into a BuildPlan (one task per range, or per file with a
-row_id_column); commit_build commits the written files as the column's next catalog snapshot (or, with
-nothing to build, records staleness). Imports index_format, service.catalog and service.tables.
+plan_build turns the catalog's row-id map into a BuildPlan for one or several columns (one task per range, or per
+file with a row_id_column; columns whose ranges read the same file slices share a task); commit_build commits the
+written files as each column's next catalog snapshot (or, with nothing to build, records staleness). Imports
+index_format, service.catalog and service.tables.
 """
 from __future__ import annotations
 
@@ -16,12 +17,12 @@ import pyarrow as pa
 
 from index_format import ranges as row_ranges
 from index_format.errors import InvalidOptionError, UnsupportedTypeError
-from index_format.families import check_key_type, family
+from index_format.families import check_column_type, family
 from index_format.options import IndexOptions, option_error
 from index_format.storage import Storage
 from index_format.types import KeyType, from_arrow
 from service.catalog.catalog import Catalog
-from service.catalog.catalog_errors import RowIdError
+from service.catalog.catalog_errors import CommitConflictError, RowIdError
 from service.jobs.jobspec import NOTHING_TO_BUILD, JobSpec, check_options_match, index_options_of
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, SourceFile, Table
 from service.jobs.partitions import check_matches, check_readable
@@ -42,7 +43,8 @@ MAX_RANGES = 100_000  # row ranges (index files) one build may write
 
 @dataclass
 class FilePlan:
-    """The work of one job (BuildPlan.state). `files` are read whole; every row of them lies in exactly one of `ranges`."""
+    """The work of one job on one column (BuildPlan.state holds one per column). `files` are read whole; every row
+    of them lies in exactly one of `ranges`."""
 
     table: Table
     column: str
@@ -53,6 +55,7 @@ class FilePlan:
     ranges: list[RowRange]
     range_rows: list[int]
     stale_files: list[dict[str, Any]] = field(default_factory=list)
+    committed: bool = False                 # its snapshot is in: a later failure must not remove its files
 
     @property
     def rows(self) -> int:
@@ -88,18 +91,21 @@ def stale_files_of(previous: Snapshot | None, live: Sequence[DataFile]) -> list[
 
 
 def make_plan(catalog: Catalog, table: Table, column: str, options: IndexOptions,
-              partitions: list[dict[str, str]]) -> FilePlan:
-    """Refresh the row-id map and work out the ranges this job builds (incremental unless rebuild).
+              partitions: list[dict[str, str]], live: list[DataFile] | None = None,
+              family: str | None = None) -> FilePlan:
+    """Work out the ranges this job builds on `column` (incremental unless rebuild) over the row-id map `live`
+    (None: refresh it first); the options of the column's index `family` must match its index's.
 
     Raises:
         InvalidOptionError: without rebuild, options that shape index files differ from the index's; a
             partition spec matches no live data file; more than MAX_RANGES ranges.
     """
-    live = DataFileMap(catalog).refresh(table.name)
+    if live is None:
+        live = DataFileMap(catalog).refresh(table.name)
     previous = catalog.current_snapshot(table.name, column)
     base = None if options.rebuild else previous
     if base is not None:  # the service resolved this already; a spec from elsewhere may still differ
-        check_options_match(index_options_of(base.options, column), options, column)
+        check_options_match(index_options_of(base.options, column), options, column, family)
     selected = select_files(live, table, partitions)
     check_readable(DataFileMap(catalog).unreadable(table.name), table, partitions)
     if partitions:
@@ -172,42 +178,38 @@ def next_snapshot(plan: FilePlan, key_type: str, written: pa.Table, storage: Sto
     stale = stale_files_of(base, plan.live_files)
     return Snapshot(
         id=0, table=plan.table.name, column=plan.column, key_type=key_type, index_type=index_type,
-        files=entries, options=plan.options.to_dict(), covered_ranges=covered, source_files=source_list,
+        files=entries, options=plan.options.of_family(index_type).to_dict(), covered_ranges=covered,
+        source_files=source_list,
         stale=bool(stale), stale_files=stale, job_id=job_id,
         row_count=sum(s.row_count for s in source_list))
 
 
 def column_key_type(arrow_type: pa.DataType, index_type: str, column: str) -> KeyType:
     """The keys a `index_type` index on a column of `arrow_type` holds: a multivalue index the elements of a
-    list column, the others the column's values.
+    list column, the others the column's values (families.check_column_type decides, as for every table kind).
 
     Raises:
-        UnsupportedTypeError: a type the family cannot hold.
+        InvalidOptionError: a type the family cannot hold.
     """
     is_list = pa.types.is_list(arrow_type) or pa.types.is_large_list(arrow_type)
-    if family(index_type).element_keys:
-        if not is_list:
-            raise UnsupportedTypeError(f"column {column!r} has type {arrow_type}; a {index_type} index needs a "
-                                       "list column (ARRAY)")
-        return from_arrow(arrow_type.value_type)
-    if is_list:
-        raise UnsupportedTypeError(f"column {column!r} has type {arrow_type}, which a {index_type} index cannot "
-                                   "hold; index its elements with index_type 'multivalue'")
-    kt = from_arrow(arrow_type)
-    check_key_type(family(index_type), column, kt, arrow_type)
-    return kt
+    try:
+        keys: KeyType | None = from_arrow(arrow_type.value_type if is_list else arrow_type)
+    except UnsupportedTypeError:
+        keys = None
+    return check_column_type(family(index_type), column, arrow_type, is_array=is_list, keys=keys)
 
 
-def check_family(previous: Snapshot | None, spec: JobSpec) -> None:
+def check_family(previous: Snapshot | None, spec: JobSpec, column: str) -> None:
     """A bgix table keeps one index per column: a build of another family replaces it, only with rebuild.
 
     Raises:
         InvalidOptionError: the column has an index of another family and the build does not rebuild.
     """
-    if previous is not None and previous.index_type != spec.index_type and not spec.options.rebuild:
+    wanted = spec.families[column]
+    if previous is not None and previous.index_type != wanted and not spec.options.rebuild:
         raise InvalidOptionError(
-            f"column {spec.index_column!r} of {spec.table!r} has a {previous.index_type} index; a bgix table keeps "
-            f"one index per column, so a {spec.index_type} index replaces it: pass rebuild=true (or drop the "
+            f"column {column!r} of {spec.table!r} has a {previous.index_type} index; a bgix table keeps "
+            f"one index per column, so a {wanted} index replaces it: pass rebuild=true (or drop the "
             "index first)")
 
 
@@ -220,57 +222,124 @@ def _column_type(schema: pa.Schema, column: str, path: str) -> pa.DataType:
 
 
 def plan_build(catalog: Catalog, table: Table, spec: JobSpec) -> BuildPlan:
-    """Collect the column's garbage, plan (make_plan) and describe the work for the shared worker: one task
-    per range (or per file with a row_id_column), files in the job's directory with range sidecars.
+    """Collect each column's garbage, plan every column over one scan of the row-id map (make_plan) and describe
+    the work for the shared worker: one task per range (or per file with a row_id_column), the columns whose
+    ranges read the same file slices in one task (read once), each column's files in its job directory, with
+    range sidecars.
 
     Raises: as make_plan.
     """
-    column = spec.index_column
-    check_family(catalog.current_snapshot(table.name, column), spec)
-    removed = collect_garbage(catalog, table.name, column, keep_job=spec.job_id)
-    if removed:
-        log.info("removed %d unreferenced index file(s)", len(removed))
-    plan = make_plan(catalog, table, column, spec.options, spec.partitions)
-    log.info("job %s: %d file(s) to read, %d range(s), %d row(s)", spec.job_id, len(plan.files),
-             len(plan.ranges), plan.rows)
+    for column in spec.columns:
+        check_family(catalog.current_snapshot(table.name, column), spec, column)
+        removed = collect_garbage(catalog, table.name, column, keep_job=spec.job_id)
+        if removed:
+            log.info("column %s: removed %d unreferenced index file(s)", column, len(removed))
+    live = DataFileMap(catalog).refresh(table.name)
+    plans = [make_plan(catalog, table, c, spec.options, spec.partitions, live, spec.families[c]) for c in spec.columns]
+    for plan in plans:
+        log.info("job %s: column %s: %d file(s) to read, %d range(s), %d row(s)", spec.job_id, plan.column,
+                 len(plan.files), len(plan.ranges), plan.rows)
     storage = catalog.storage
-    tasks = tuple(plan.tasks())
-    f0 = plan.files[0] if plan.files else None
-    # Key type from the first data file's Arrow schema (Parquet/ORC: footer only); the Spark scan
-    # variant takes Spark's own.
-    kt = column_key_type(_column_type(read_schema(storage, f0.path, table.format, f0.size), column, f0.path),
-                   spec.index_type, column) if f0 else None
-    nothing = not plan.ranges and not spec.options.rebuild
+    tasks, task_columns = _shared_tasks(plans)
+    files = sorted({f.path: f for p in plans for f in p.files}.values(), key=lambda f: f.first_row_id)
+    nothing = all(not p.ranges for p in plans) and not spec.options.rebuild
     return BuildPlan(
-        columns={column: kt.spelling if kt else "string"},
-        ranges=tuple(BuildRange(column, r.start, r.end, n)
-                     for r, n in zip(plan.ranges, plan.range_rows, strict=True)),
-        task_rows=tuple(sum(s.stop - s.start for s in t) for t in tasks),
-        reader=FileTaskReader(storage.to_config(), table.format, column, table.row_id_column, tasks),
-        names=FileNames(catalog.job_index_dir(table.name, column, spec.job_id)),
+        columns={p.column: _key_type(storage, table, p, spec.families[p.column]) for p in plans},
+        ranges=tuple(BuildRange(p.column, r.start, r.end, n)
+                     for p in plans for r, n in zip(p.ranges, p.range_rows, strict=True)),
+        task_rows=tuple(sum(s.stop - s.start for s in t) * len(c) for t, c in zip(tasks, task_columns, strict=True)),
+        reader=FileTaskReader(storage.to_config(), table.format, table.row_id_column, tasks, task_columns),
+        names=FileNames(catalog.job_index_dir(table.name, spec.columns[0], spec.job_id)),
+        column_names={c: FileNames(catalog.job_index_dir(table.name, c, spec.job_id)) for c in spec.columns},
         options=spec.options.to_dict(), storage_config=storage.to_config(), test_hooks=dict(spec.test_hooks),
-        index_type=spec.index_type,
-        spark_scan=SparkScan(table.format, column, tuple((f.path, f.first_row_id) for f in plan.files),
-                             table.row_id_column, sum(f.size for f in plan.files)),
-        message=NOTHING_TO_BUILD if nothing else None, state=plan)
+        index_type=spec.index_type, families=dict(spec.families),
+        spark_scan=SparkScan(table.format, tuple(spec.columns), tuple((f.path, f.first_row_id) for f in files),
+                             table.row_id_column, sum(f.size for f in files)),
+        message=NOTHING_TO_BUILD if nothing else None, state=plans)
+
+
+def _key_type(storage: Storage, table: Table, plan: FilePlan, index_type: str) -> str:
+    """The key type of the column's index, from the first data file it reads (its Arrow schema; Parquet/ORC:
+    footer only; the Spark scan variant takes Spark's own); with no file to read, the index's own."""
+    if not plan.files:
+        return plan.previous.key_type if plan.previous else "string"
+    f0 = plan.files[0]
+    arrow_type = _column_type(read_schema(storage, f0.path, table.format, f0.size), plan.column, f0.path)
+    return column_key_type(arrow_type, index_type, plan.column).spelling
+
+
+def _shared_tasks(plans: Sequence[FilePlan]) -> tuple[tuple[tuple[FileSlice, ...], ...], tuple[tuple[str, ...], ...]]:
+    """Every plan's tasks, those of several columns that read the same file slices merged into one task (a
+    fresh build of several columns reads each file once, like a Paimon build); and each task's columns."""
+    merged: dict[tuple[FileSlice, ...], list[str]] = {}
+    for plan in plans:
+        for task in plan.tasks():
+            merged.setdefault(task, []).append(plan.column)
+    return tuple(merged), tuple(tuple(columns) for columns in merged.values())
+
+
+@dataclass(frozen=True)
+class ColumnsCommitted:
+    """What a build of several columns of a plain table committed: each column's index snapshot after it (None:
+    the column has none, nothing was built). `id` is their snapshot id when all have the same (a first build of
+    them all), else None: each column keeps its own snapshot sequence."""
+
+    snapshots: dict[str, Snapshot | None]
+
+    @property
+    def id(self) -> int | None:
+        ids = {None if s is None else s.id for s in self.snapshots.values()}
+        return ids.pop() if len(ids) == 1 else None
+
+    def summary(self) -> dict[str, Any]:
+        return {"snapshot_id": self.id,
+                "columns": {c: None if s is None else s.summary() for c, s in self.snapshots.items()}}
 
 
 def commit_build(catalog: Catalog, build: BuildPlan, written: pa.Table, spec: JobSpec) -> BuildOutcome:
-    """The next snapshot of the column (the previous entries unless rebuild, plus the written files),
-    committed if the current snapshot is still the one planned against; with nothing to build, only a
-    changed staleness verdict or scan budget is committed.
+    """Each column's next snapshot (the previous entries unless rebuild, plus the files written for it), committed
+    if every column's current snapshot is still the one planned against; a column with nothing to build only
+    commits a changed staleness verdict or scan budget. One column: its Snapshot; several: ColumnsCommitted.
 
     Raises:
-        CommitConflictError: another commit happened since the plan; RowIdError: the column changed type.
+        CommitConflictError: another commit happened since the plan (checked for every column before the first
+            commit); RowIdError: a column changed type.
     """
-    plan: FilePlan = build.state
-    if build.message is not None:
-        snap, message = _commit_staleness(catalog, plan, bool(spec.partitions))
-        return BuildOutcome(snap, message)
-    key_type = build.columns[plan.column] if plan.files else plan.previous.key_type if plan.previous else "string"
-    snap = next_snapshot(plan, key_type, written, catalog.storage, spec.job_id, spec.index_type)
-    return BuildOutcome(catalog.commit(plan.table.name, plan.column, plan.previous.id if plan.previous else None,
-                                       snap))
+    plans: list[FilePlan] = build.state
+    for plan in plans:
+        _check_current(catalog, plan)
+    column_of = [r.column for r in build.ranges]
+    written_column = np.array([column_of[i] for i in written.column("range").to_pylist()], dtype=object)
+    snapshots: dict[str, Snapshot | None] = {}
+    messages: dict[str, str] = {}
+    for plan in plans:
+        if not plan.ranges and not plan.options.rebuild:
+            snapshots[plan.column], messages[plan.column] = _commit_staleness(catalog, plan, bool(spec.partitions))
+        else:
+            key_type = build.columns[plan.column] if plan.files else plan.previous.key_type if plan.previous \
+                else "string"
+            mine = written.filter(pa.array(written_column == plan.column, type=pa.bool_()))
+            snap = next_snapshot(plan, key_type, mine, catalog.storage, spec.job_id, spec.families[plan.column])
+            snapshots[plan.column] = catalog.commit(plan.table.name, plan.column,
+                                                    plan.previous.id if plan.previous else None, snap)
+        plan.committed = True
+    if len(plans) == 1:
+        return BuildOutcome(snapshots[plans[0].column], messages.get(plans[0].column))
+    message = None
+    if len(messages) == len(plans):   # nothing built on any column: say what each did
+        said = set(messages.values())
+        message = said.pop() if len(said) == 1 else "; ".join(f"{c}: {m}" for c, m in messages.items())
+    return BuildOutcome(ColumnsCommitted(snapshots), message)
+
+
+def _check_current(catalog: Catalog, plan: FilePlan) -> None:
+    """Raises CommitConflictError when the column's current snapshot is not the one `plan` was made against."""
+    ids = catalog.snapshot_ids(plan.table.name, plan.column)
+    latest = ids[-1] if ids else None
+    expected = plan.previous.id if plan.previous else None
+    if latest != expected:
+        raise CommitConflictError(f"index {plan.table.name}.{plan.column}: expected snapshot {expected}, current "
+                                  f"is {latest}")
 
 
 _BUDGET_KEY = "bitmap-index.fallback-scan-max-size"

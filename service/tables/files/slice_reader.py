@@ -1,4 +1,4 @@
-"""A plain table's build task read with pyarrow: its file slices as `rid` plus the indexed column.
+"""A plain table's build task read with pyarrow: its file slices as `rid` plus the task's indexed columns.
 
 Runs in the build's workers (a Spark task gets the reader pickled). Imports index_format.storage,
 service.catalog and this kind's scan only.
@@ -31,25 +31,33 @@ class FileSlice:
     stop: int
 
 
+# Rows per batch a task yields: the worker counts a range's rows as its batches arrive, so a build's progress
+# moves inside one range (the Spark scan variant's batches are this size too: engines.BATCH_ROWS).
+BATCH_ROWS = 65_536
+
+
 @dataclass(frozen=True)
 class FileTaskReader:
-    """Reads task i's file slices: the indexed `column` and the row id of every row."""
+    """Reads task i's file slices: the indexed `columns[i]` and the row id of every row."""
 
     storage_config: dict[str, object]
     table_format: str
-    column: str
     row_id_column: str | None
     tasks: tuple[tuple[FileSlice, ...], ...]
+    columns: tuple[tuple[str, ...], ...]
 
     def read(self, task: int) -> Iterator[pa.RecordBatch]:
-        """Raises:
+        """Batches of at most BATCH_ROWS rows.
+
+        Raises:
             RowIdError: a file is shorter than the row-id map says (it changed after planning).
             DataFileError: a file cannot be read (junk, corrupt column chunk, removed since planning); it
                 names the file, so the job record's error does.
         """
         storage = Storage.from_config(self.storage_config)
         rid = self.row_id_column
-        cols = [self.column] + ([rid] if rid and rid != self.column else [])
+        keys = list(self.columns[task])
+        cols = keys + ([rid] if rid and rid not in keys else [])
         for sl in self.tasks[task]:
             try:
                 t = read_slice(storage, sl.path, self.table_format, cols, sl.start, sl.stop, sl.size)
@@ -58,9 +66,11 @@ class FileTaskReader:
             if t.num_rows != sl.stop - sl.start:
                 raise RowIdError(f"data file {sl.path!r} has fewer rows than the row-id map says; "
                                  "it changed during the build")
-            key = t.column(self.column).combine_chunks()
             if rid:
                 ids = t.column(rid).combine_chunks()
             else:
                 ids = pa.array(np.arange(sl.first_row_id + sl.start, sl.first_row_id + sl.stop, dtype=np.int64))
-            yield pa.RecordBatch.from_arrays([ids, key], names=[ROW_ID, self.column])
+            batch = pa.RecordBatch.from_arrays([ids, *(t.column(c).combine_chunks() for c in keys)],
+                                               names=[ROW_ID, *keys])
+            for start in range(0, batch.num_rows, BATCH_ROWS):
+                yield batch.slice(start, BATCH_ROWS)

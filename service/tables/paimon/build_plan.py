@@ -26,7 +26,7 @@ from pypaimon.utils.range_helper import RangeHelper
 
 from index_format import ranges
 from index_format.errors import InvalidOptionError
-from index_format.families import BITMAP, check_key_type, family
+from index_format.families import BITMAP, check_column_type, family
 from service.tables.paimon.paimon_errors import PaimonColumnNotFoundError
 from service.tables.paimon.index_entries import list_all_index_entries
 from service.tables.paimon.key_types import key_type_of_spelling
@@ -114,20 +114,11 @@ def check_build_columns(table: PaimonTable, columns: Sequence[str],
 
 
 def _key_type(column: str, ptype: object, index_type: str) -> str:
-    """The key type spelling a `index_type` index on a column of Paimon type `ptype` holds."""
+    """The key type spelling a `index_type` index on a column of Paimon type `ptype` holds (families.check_column_type
+    decides, as for every table kind)."""
     element = getattr(ptype, "element", None)
-    if family(index_type).element_keys:
-        kt = None if element is None else key_type_of_spelling(str(element))
-        if kt is None:
-            raise InvalidOptionError(
-                f"column {column!r} has type {ptype}; a {index_type} index needs an ARRAY of a scalar type")
-        return kt.spelling
-    kt = key_type_of_spelling(str(ptype))
-    if kt is None:
-        hint = "; index its elements with index_type 'multivalue'" if element is not None else ""
-        raise InvalidOptionError(f"column {column!r} has type {ptype}, which a {index_type} index cannot hold{hint}")
-    check_key_type(family(index_type), column, kt, ptype)
-    return kt.spelling
+    keys = key_type_of_spelling(str(ptype if element is None else element))
+    return check_column_type(family(index_type), column, ptype, is_array=element is not None, keys=keys).spelling
 
 
 def plan_build(table: PaimonTable, columns: Sequence[str], *, records_per_range: int,

@@ -19,7 +19,7 @@ from service.catalog import warehouse_layout
 from service.catalog.catalog import Catalog
 from service.jobs.inflight_builds import InflightBuild, list_inflight
 from service.catalog.catalog_errors import CorruptDocumentError, JobNotFoundError
-from service.jobs.jobspec import NOTHING_TO_BUILD, JobSpec, RequestedOptions, resolve_options
+from service.jobs.jobspec import NOTHING_TO_BUILD, JobSpec, RequestedOptions, one_set_of_options, resolve_options
 from service.jobs.liveness import job_process_alive
 from service.catalog.model import DataFile, Table, UnreadableFile
 from service.jobs.partitions import check_keys, check_matches
@@ -248,7 +248,8 @@ class PaimonSource:
         files other writers committed record none, so those are not compared.
         Raises:
             InvalidOptionError: as above (naming the option, the index's value and the requested one, and
-                saying to pass rebuild=true).
+                saying to pass rebuild=true); the indexes of two columns built with other values of an option
+                both use, which the request leaves out (jobspec.one_set_of_options).
         """
         pt = self._open()
         check_keys(spec.partitions, list(pt.table.partition_keys), self.table.name)
@@ -258,10 +259,13 @@ class PaimonSource:
             check_matches(spec.partitions, (f.partition for f in view.data_files), self.table.name)
         if spec.options.rebuild or view.summary is None:
             return spec
-        resolved = {resolve_options(requested, recorded, column)
-                    for column, recorded in self._built_with(view.summary, spec).items()}
-        # options the request leaves out are the index's (one set for all its columns, else the request's)
-        return replace(spec, options=resolved.pop()) if len(resolved) == 1 else spec
+        built = self._built_with(view.summary, spec)
+        if not built:
+            return spec
+        # options the request leaves out are the indexes' (one set for all their columns, as on plain tables)
+        return replace(spec, options=one_set_of_options({
+            column: (spec.families[column], resolve_options(requested, recorded, column, spec.families[column]))
+            for column, recorded in built.items()}))
 
     def _built_with(self, summary: TableSummary, spec: JobSpec) -> dict[str, dict[str, Any]]:
         """column → the options its index (of the family the spec builds) was built with, where bgix knows."""

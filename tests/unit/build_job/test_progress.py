@@ -64,3 +64,37 @@ def test_a_report_being_replaced_is_counted_once(tmp_path) -> None:
     (directory / ".tmp-0123456789abcdef.part").write_text('{"0": 1000}')   # the next report of task 0, unrenamed
     (directory / "notes.txt").write_text("{}")
     assert reports.read(storage) == ({0: 1000, 1: 400}, 2)
+
+
+def test_a_plain_build_moves_inside_its_one_range(tmp_path, monkeypatch) -> None:
+    """Issue 33: a plain table built as one range (its rows under records-per-range) showed 0% until its commit, then
+    100%. Its rows count as the build reads them (every report seen through the job's own progress, no timing): some
+    reading lies strictly between none and all rows while the range is not done, and the range is done only once
+    written."""
+    from index_format.storage import Storage
+    from service.build_job.main import run_job
+    from service.catalog import Catalog, Table
+    from service.tables.files import slice_reader
+    from tests.factories import make_parquet_table
+
+    monkeypatch.setattr(slice_reader, "BATCH_ROWS", 100)   # 10 batches over the table's 1000 rows
+    seen: list[dict[str, float | int]] = []
+    reported = Progress.range_rows_done
+
+    def record(self: Progress, r: int, rows: int) -> None:
+        reported(self, r, rows)
+        seen.append(self.snapshot())
+
+    monkeypatch.setattr(Progress, "range_rows_done", record)
+    gen = make_parquet_table(tmp_path, rows_per_file=(600, 400), row_group_size=200)
+    (tmp_path / "wh").mkdir()
+    catalog = Catalog(Storage(str(tmp_path / "wh"), [str(tmp_path)]))
+    catalog.put_table(Table("t", str(gen.location)))
+    snap = run_job({"job_id": "j", "warehouse": str(tmp_path / "wh"), "allowed_roots": [str(tmp_path)], "table": "t",
+                    "index_column": "s", "engine": "local"})
+    assert snap is not None and snap.row_count == 1000 and len(snap.covered_ranges) == 1
+    inside = [p for p in seen if 0 < p["rows_indexed"] < 1000]
+    assert len(inside) >= 5 and all(p["ranges_done"] == 0 and 0 < p["fraction"] < 1 for p in inside), seen
+    assert [p["rows_indexed"] for p in seen] == sorted(p["rows_indexed"] for p in seen), seen
+    assert seen[-1]["rows_indexed"] == 1000 and seen[-1]["ranges_done"] == seen[-1]["ranges_total"] == 1, seen
+    assert catalog.get_job("j").progress["fraction"] == 1.0

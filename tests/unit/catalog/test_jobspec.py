@@ -51,8 +51,9 @@ def test_invalid_specs_are_refused_on_construction(change: dict[str, object], ma
 
 
 def test_the_table_kind_rules_of_a_spec() -> None:
-    with pytest.raises(InvalidOptionError, match="exactly one column"):
-        check_spec(JobSpec.from_dict({**BASE, "index_column": "a,b"}))
+    # both kinds take several columns, with one family for all or one per column (issue 33)
+    plain = check_spec(JobSpec.from_dict({**BASE, "index_column": "a, b", "index_type": "btree,multivalue"}))
+    assert plain.columns == ["a", "b"] and plain.families == {"a": "btree", "b": "multivalue"}
     several = JobSpec.from_dict({**BASE, "index_column": "a, b", "table_format": "paimon"})
     assert check_spec(several).columns == ["a", "b"]
     # a Paimon rebuild replaces every index file of the column's family (tests/api/test_paimon_refresh.py)

@@ -4,6 +4,7 @@ the file was written from."""
 from __future__ import annotations
 
 import inspect
+import itertools
 import random
 
 import pytest
@@ -161,6 +162,66 @@ def test_btree_entries_among_cross_blocks_and_test_them_whole() -> None:
     for desc in (False, True):
         want = sorted(by_value.items(), reverse=desc)
         assert list(reader.entries_among(among, desc=desc)) == want
+
+
+def _counted(reader: IndexReader, **kw: object) -> dict[object, int]:
+    """key_counts(**kw) as {value: count}, keys with no row left out (a file's keys are distinct)."""
+    out: dict[object, int] = {}
+    for keys, counts in reader.key_counts(**kw):  # type: ignore[arg-type]  # dead / among only
+        if not isinstance(keys, list):
+            buf, offs = keys
+            keys = [buf[a:b].tobytes() for a, b in zip(offs[:-1], offs[1:])]
+        assert len(keys) == len(counts)
+        for k, c in zip(keys, counts.tolist()):
+            v = deserialize_key(reader.kt, k)
+            assert v not in out
+            if c:
+                out[v] = c
+    return out
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_key_counts_among_count_each_keys_rows_of_a_filter_only(name: str) -> None:
+    truth = _truth(name)
+    for seed, size in ((1, 0), (2, 3), (3, 40), (4, 300)):
+        among = BitMap64(random.Random(seed).sample(range(300), size))
+        want = {v: len(rows & among) for v, rows in truth.items() if rows.intersect(among)}
+        assert _counted(_reader(name), among=among) == want, (seed, size)
+        dead = BitMap64(random.Random(seed + 10).sample(range(300), 50))
+        want = {v: len(rows & among - dead) for v, rows in truth.items() if (rows & among) - dead}
+        assert _counted(_reader(name), among=among, dead=dead) == want, (seed, size)
+
+
+def test_a_warm_btree_top_k_walk_decodes_and_gathers_nothing() -> None:
+    """The first blocks of an entries_among walk are kept with their gathered rows: the same walk again (every
+    DESC top-k starts at the last blocks) reads, decodes and gathers nothing, and answers the same."""
+    values = [rng.randint(-5000, 5000) for _ in range(4000)]
+    data, _ = write_btree_bytes(values, list(range(len(values))), KT, "btree-index.block-size=256 b")
+    reader = FAMILIES["btree"].open_reader(BytesSource(data, "warm.index"), KT)
+    assert isinstance(reader, BTreeIndexReader)
+    among = BitMap64(random.Random(5).sample(range(4000), 400))
+    first = list(itertools.islice(reader.entries_among(among, desc=True), 30))
+    stats = reader.stats
+    before = (stats.reads, stats.blocks_decoded, stats.postings_read)
+    assert list(itertools.islice(reader.entries_among(among, desc=True), 30)) == first
+    assert (stats.reads, stats.blocks_decoded, stats.postings_read) == before
+    by_value: dict[int, BitMap64] = {}
+    for i in among:
+        by_value.setdefault(values[i], BitMap64()).add(i)
+    assert first == sorted(by_value.items(), reverse=True)[:30]
+
+
+def test_btree_key_counts_among_cross_blocks() -> None:
+    """Many small data blocks, keys repeated across rows, a sparse filter: every block's ids met with it at once."""
+    values = [rng.randint(-500, 500) if rng.random() > 0.05 else None for _ in range(4000)]
+    data, _ = write_btree_bytes(values, list(range(len(values))), KT, "btree-index.block-size=256 b")
+    reader = FAMILIES["btree"].open_reader(BytesSource(data, "many.index"), KT)
+    among = BitMap64(random.Random(11).sample(range(4000), 700))
+    want: dict[object, int] = {}
+    for i in among:
+        if values[i] is not None:
+            want[values[i]] = want.get(values[i], 0) + 1
+    assert _counted(reader, among=among) == want
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
