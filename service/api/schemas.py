@@ -351,8 +351,12 @@ class IndexPublic(BaseModel):
     covered_ranges: list[list[int]]
     uncovered_ranges: list[list[int]]
     distinct_values: int | None = Field(None, description="Distinct keys (a multivalue index: distinct elements).")
-    null_rows: int | None = None
-    built_at: str | None = None
+    null_rows: int | None = Field(
+        None, description="Live rows of the covered ranges whose value is NULL (a multivalue index: whose array is "
+                          "NULL, counted from the table's rows: its files record none).")
+    built_at: str | None = Field(
+        None, description="When the index was built: its snapshot's commit (a Paimon table: the commit that added "
+                          "its newest file, not the table's latest snapshot).")
     stale: bool = False
     options: dict[str, str] = Field(default_factory=dict)
     key_order: KeyOrder | None = Field(
@@ -463,8 +467,10 @@ class FileMatch(BaseModel):
                                           "table is unpartitioned.")
     first_row_id: int
     row_count: int
-    matches: int
-    positions: list[int] = Field(description="Matching row positions inside the file (0-based), paged.")
+    matches: int = Field(description="The page's matching rows in this file (= len(positions)). A page lists only "
+                                     "the files holding its rows, so summed over the pages a file's matches are "
+                                     "the answer's rows in it.")
+    positions: list[int] = Field(description="This page's matching row positions inside the file (0-based).")
 
 
 MAX_GROUP_COLUMNS = 3

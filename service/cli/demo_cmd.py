@@ -8,8 +8,11 @@ through service.server.settings.Settings (pydantic only), like the service reads
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +78,24 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-serve", action="store_true", help="exit after the example queries")
 
 
+def _interrupted(signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
 def run(args: argparse.Namespace) -> int:
+    """The demo; SIGTERM and SIGHUP stop it as Ctrl-C does (SIGINT): the build it follows is cancelled and the
+    service stopped with everything it started (demo_server.stop_server) before the demo exits."""
+    previous = {s: signal.signal(s, _interrupted) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        return _run(args)
+    except KeyboardInterrupt:   # before the service started, or while it was being stopped
+        return 0
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _run(args: argparse.Namespace) -> int:
     if args.engine == "spark" and not java_available():
         print("bgix demo: Java 17+ is required to build indexes with Spark, but no `java` was found on PATH "
               "(and JAVA_HOME is unset). Install it, e.g. `apt-get install openjdk-17-jre-headless`, "
@@ -96,9 +116,11 @@ def run(args: argparse.Namespace) -> int:
 
     port = pick_port(args.host, args.port)
     url = f"http://{args.host}:{port}"
-    server = start_server(args.host, port, warehouse, args.engine, args.spark_master)
     headers = auth_headers(getattr(args, "settings", None) or _settings())
+    server = None
     try:
+        with _signals_deferred():   # a stop arriving while the service starts waits until `server` is set
+            server = start_server(args.host, port, warehouse, args.engine, args.spark_master)
         with httpx.Client(base_url=url, timeout=60.0, headers=headers) as http:
             wait_ready(http, server)
             print(f"[2/{steps}] service up at {url} (warehouse {warehouse})", flush=True)
@@ -122,9 +144,43 @@ def run(args: argparse.Namespace) -> int:
             time.sleep(0.5)
         return server.returncode or 0
     except KeyboardInterrupt:
+        if server is not None:
+            print("\nStopping the service and its build processes…", flush=True)
         return 0
     finally:
-        stop_server(server)
+        if server is not None:
+            with _signals_ignored():   # a second Ctrl-C must not cut the stop short and leave processes behind
+                stop_server(server)
+
+
+_STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
+@contextmanager
+def _signals_deferred() -> Iterator[None]:
+    """A stop signal arriving in the block raises KeyboardInterrupt when the block is over (a Python-level handler:
+    a child started in the block gets the default ones back at exec)."""
+    seen: list[int] = []
+    previous = {s: signal.signal(s, lambda signum, _frame: seen.append(signum)) for s in _STOPS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+    if seen:
+        raise KeyboardInterrupt(signal.Signals(seen[0]).name)
+
+
+@contextmanager
+def _signals_ignored() -> Iterator[None]:
+    """SIGINT, SIGTERM and SIGHUP ignored in the block (the demo is stopping already); no child may start in it
+    (it would inherit the ignoring)."""
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in _STOPS}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _paimon_sample(warehouse: Path, rows: int, commits: int) -> tuple[Path, bool]:

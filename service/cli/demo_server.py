@@ -1,6 +1,9 @@
-"""The demo's service process: pick a port, start `bgix serve` in its own process group, wait for it, stop it.
+"""The demo's service process: pick a port, start `bgix serve` in its own process group, wait for it, stop it
+and everything it started.
 
-The demo talks to this process over HTTP only, like any user would.
+The demo talks to this process over HTTP only, like any user would. Stopping it stops its whole process tree:
+the service's build runner (a session of its own, so that a plain `bgix serve` leaves builds running on
+purpose) and the runner's Spark JVM and Python workers would otherwise outlive the demo (Linux /proc).
 """
 from __future__ import annotations
 
@@ -15,11 +18,14 @@ from pathlib import Path
 
 import httpx
 
+from service.jobs.liveness import process_alive, process_start
 from service.server.settings import Settings
 
-__all__ = ["auth_headers", "java_available", "pick_port", "start_server", "stop_server", "wait_ready"]
+__all__ = ["auth_headers", "descendants", "java_available", "pick_port", "start_server", "stop_server",
+           "wait_ready"]
 
 READY_TIMEOUT_S = 60.0
+STOP_GRACE_S = 15.0      # for the service, then for what it started, to end on SIGTERM before SIGKILL
 
 
 def java_available() -> bool:
@@ -59,18 +65,57 @@ def start_server(host: str, port: int, warehouse: Path, engine: str, spark_maste
     return subprocess.Popen(cmd, env=env, start_new_session=True)
 
 
-def stop_server(server: subprocess.Popen[bytes]) -> None:
-    if server.poll() is not None:
-        return
-    try:
-        os.killpg(server.pid, signal.SIGTERM)
-        server.wait(timeout=15)
-    except (subprocess.TimeoutExpired, ProcessLookupError):
+def descendants(pid: int) -> dict[int, int | None]:
+    """Every process below `pid` (children, theirs, …) → its start time (liveness.process_start), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
         try:
-            os.killpg(server.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        server.wait(timeout=5)
+            stat = Path(f"/proc/{entry.name}/stat").read_bytes()   # process metadata
+        except OSError:
+            continue
+        fields = stat[stat.rfind(b")") + 2:].split()   # the command name may hold spaces and parentheses
+        children.setdefault(int(fields[1]), []).append(int(entry.name))
+    out: dict[int, int | None] = {}
+    todo = list(children.get(pid, ()))
+    while todo:
+        p = todo.pop()
+        if p not in out:
+            out[p] = process_start(p)
+            todo.extend(children.get(p, ()))
+    return out
+
+
+def stop_server(server: subprocess.Popen[bytes]) -> None:
+    """Stop the service and every process it started (its build runner, the runner's Spark JVM and workers): SIGTERM,
+    then SIGKILL for what is still there after STOP_GRACE_S; returns once they are all gone."""
+    # Taken first: once the service exits, what it started is re-parented and no longer traceable to it.
+    tree = descendants(server.pid) if server.poll() is None else {}
+    if server.poll() is None:
+        try:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(timeout=STOP_GRACE_S)
+        except (subprocess.TimeoutExpired, ProcessLookupError):
+            try:
+                os.killpg(server.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            server.wait(timeout=5)
+    # The runner would finish its builds and its JVM outlive it by seconds; the demo leaves nothing running.
+    for sig, grace in ((signal.SIGTERM, STOP_GRACE_S), (signal.SIGKILL, 5.0)):
+        alive = {p: t for p, t in tree.items() if process_alive(p, t)}
+        for p in alive:
+            try:
+                os.kill(p, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace
+        while alive and time.monotonic() < deadline:
+            time.sleep(0.05)
+            alive = {p: t for p, t in alive.items() if process_alive(p, t)}
+        if not alive:
+            return
 
 
 def wait_ready(http: httpx.Client, server: subprocess.Popen[bytes]) -> None:

@@ -7,7 +7,8 @@ Layout under the warehouse (bgix and Paimon tables alike):
     tables/<t>/indexes/<col>/stats/<key>.count.parquet  (key bytes, rows) by rows desc, then value order
 <key> is a blake2b of the key type, the index files (path, size, row range) and the dead row ids inside
 them, so a rebuild, a retired data file or a new deletion vector gives a new key. The JSON is written
-last: a document whose sidecars cannot be read is recomputed, never an error.
+last: a document whose sidecars cannot be read is recomputed, never an error. A multivalue index's null rows
+(rows whose array is NULL) are in no file of it (spec §8): the caller counts them from the table's rows.
 
 Imports index_format, pyarrow and service.catalog only (never service.api).
 """
@@ -63,7 +64,7 @@ class StatsFile:
 class IndexStats:
     key: str
     distinct_values: int
-    null_rows: int
+    null_rows: int | None        # None: not known (rows counted from the table that did not read: not stored)
     value_path: str
     value_size: int
     count_path: str
@@ -80,9 +81,12 @@ def dead_in_file(f: StatsFile, dead: BitMap64 | None) -> BitMap64 | None:
     return inside.shift(-f.range_start) if inside else None
 
 
-def stats_key(kt: KeyType, files: Sequence[StatsFile], dead: BitMap64 | None) -> str:
+def stats_key(kt: KeyType, files: Sequence[StatsFile], dead: BitMap64 | None, *,
+              nulls_from_rows: bool = False) -> str:
     h = hashlib.blake2b(digest_size=16)
     h.update(f"bgix-stats/{FORMAT}/{kt.spelling}".encode())
+    if nulls_from_rows:   # null rows counted from the table's rows, not the files' (documents before did not)
+        h.update(b"/nulls-from-rows")
     for f in files:
         h.update(f"\n{f.path}\0{f.size}\0{f.range_start}\0{f.range_end}".encode())
         d = dead_in_file(f, dead)
@@ -93,16 +97,21 @@ def stats_key(kt: KeyType, files: Sequence[StatsFile], dead: BitMap64 | None) ->
 
 # ---- loading and computing -----------------------------------------------------------------------------
 def load_or_compute(storage: Storage, table: str, column: str, kt: KeyType, files: Sequence[StatsFile],
-                    dead: BitMap64 | None, *, force: bool = False) -> IndexStats:
+                    dead: BitMap64 | None, *, force: bool = False,
+                    count_nulls: Callable[[], int | None] | None = None) -> IndexStats:
     """The stored statistics of these files and dead rows; computed and stored when missing or unreadable
-    (or with `force`, when a stored one turned out unreadable past its footer)."""
-    key = stats_key(kt, files, dead)
+    (or with `force`, when a stored one turned out unreadable past its footer).
+
+    `count_nulls`: the live null rows counted from the table's rows, for a family whose files record none (a
+    multivalue file's null bitmap is always empty, spec §8); None: the files' null bitmaps tell. When it returns
+    None (the rows did not read) the statistics say null_rows None and are not stored: a later call counts again."""
+    key = stats_key(kt, files, dead, nulls_from_rows=count_nulls is not None)
     base = f"{warehouse_layout.stats_dir(table, column)}/{key}"
     stats = None if force else _load(storage, base, key)
     if stats is not None:
         return stats
     try:
-        return _compute(storage, base, key, kt, files, dead)
+        return _compute(storage, base, key, kt, files, dead, count_nulls)
     finally:
         _release_memory()
 
@@ -151,17 +160,19 @@ def _sort_column(kt: KeyType, keys: list[bytes]) -> pa.Array:
 
 
 def _compute(storage: Storage, base: str, key: str, kt: KeyType, files: Sequence[StatsFile],
-             dead: BitMap64 | None) -> IndexStats:
+             dead: BitMap64 | None, count_nulls: Callable[[], int | None] | None = None) -> IndexStats:
     """One pass over every dictionary block; (key, rows) gathered as Arrow arrays, never Python tuples."""
     string = kt.is_string
     parts: list[pa.Table] = []
+    counted = None if count_nulls is None else count_nulls()   # first: a read that fails costs no key pass
     nulls = 0
     sorted_already = len(files) == 1
     for f in files:
         reader = f.open()
         d = dead_in_file(f, dead)
-        null_rows = reader.null_rows()
-        nulls += null_rows.difference_cardinality(d) if d is not None else len(null_rows)
+        if counted is None:
+            null_rows = reader.null_rows()
+            nulls += null_rows.difference_cardinality(d) if d is not None else len(null_rows)
         if reader.value_count and reader.key_order != "logical":
             sorted_already = False
         for keys, counts in reader.key_counts(d):
@@ -178,6 +189,7 @@ def _compute(storage: Storage, base: str, key: str, kt: KeyType, files: Sequence
         empty = {"key": pa.array([], pa.binary()), "rows": pa.array([], pa.int64())}
         tbl = pa.table(empty if string else {**empty, "sk": _sort_column(kt, [])})
     del parts
+    unknown = count_nulls is not None and counted is None
     sk = "key" if string else "sk"
     if not sorted_already and len(tbl) > 1:
         # Files of one build hold consecutive key ranges: their concatenation is usually in order already
@@ -223,7 +235,8 @@ def _compute(storage: Storage, base: str, key: str, kt: KeyType, files: Sequence
     order = np.argsort(-tbl.column("rows").to_numpy(), kind="stable")   # stable: ties stay in value order
     count_path, count_size = put(".count.parquet", tbl.take(pa.array(order)))
     del tbl, order
-    stats = IndexStats(key=key, distinct_values=distinct, null_rows=int(nulls), value_path=value_path,
+    null_count = None if unknown else int(nulls if counted is None else counted)
+    stats = IndexStats(key=key, distinct_values=distinct, null_rows=null_count, value_path=value_path,
                        value_size=value_size, count_path=count_path, count_size=count_size, fences=fences)
     if held:
         stats._meta["bytes"] = held
@@ -232,7 +245,7 @@ def _compute(storage: Storage, base: str, key: str, kt: KeyType, files: Sequence
     doc = {"format": FORMAT, "key": key, "key_type": kt.spelling, "distinct_values": distinct,
            "null_rows": stats.null_rows, "value_size": value_size, "count_size": count_size,
            "row_group_rows": ROW_GROUP, "fences": None if fences is None else [x.hex() for x in fences]}
-    if not held:   # written last: a document names only sidecars that are complete
+    if not held and not unknown:   # written last: a document names only sidecars that are complete
         try:
             storage.write_atomic(f"{base}.json", json.dumps(doc, separators=(",", ":")).encode())
             _prune(storage, base.rsplit("/", 1)[0], key)

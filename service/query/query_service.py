@@ -51,6 +51,7 @@ from service.catalog.model import DataFile, Snapshot, Table
 from service.query.range_sidecars import Sidecars
 from service.query.row_scan import ScanCache, ScanNeed, ScanReport, scan_needs, unindexed_index, with_scanned
 from service.tables import IndexViewSource, TableSources
+from service.tables.build_tasks import ROW_ID
 from service.tables.table_summary import TableSummary
 
 
@@ -574,12 +575,45 @@ class QueryService:
             if hit is not None and not force:
                 return hit
             stats = index_stats.load_or_compute(self.storage, cv.snapshot.table, cv.snapshot.column, cv.kt,
-                                                files, view.retired, force=force)
+                                                files, view.retired, force=force,
+                                                count_nulls=self._null_counter(cv, view))
+        if stats.null_rows is None:
+            return stats   # its null rows did not read: counted again next time
         with self._lock:
             self._stats[memo] = stats
             while len(self._stats) > _STATS_KEPT:
                 self._stats.pop(next(iter(self._stats)))
         return stats
+
+    def _null_counter(self, cv: ColumnView, view: TableView) -> Callable[[], int | None] | None:
+        """For an index whose files record no null rows (multivalue: its null bitmaps are empty, spec §8), what
+        counts them: the live rows of its row ranges whose value is NULL, read from the table (None when a data
+        file or the table's metadata does not read: the other statistics still answer). None otherwise."""
+        if not family(cv.index.family).element_keys:
+            return None
+        column, held = cv.index.column, cv.index.held
+
+        def count() -> int | None:
+            try:
+                return read_count()
+            except (DataFileError, CorruptTableMetadataError) as exc:
+                log.warning("null rows of %s.%s not counted: %s", view.table.name, column, exc)
+                return None
+
+        def read_count() -> int:
+            source = self.sources.open(view.table)
+            nulls = 0
+            for part in _read_batches(cv.index.merged_ranges(), sparse=view.table.row_id_column is not None):
+                rows = source.read_rows([column], part, version=view.version, data_files=view.data_files)
+                values = rows.column(column)
+                if held is None:
+                    nulls += values.null_count
+                else:   # sparse ids: only the rows the index was built from
+                    ids = rows.column(ROW_ID).filter(values.is_null()).to_numpy()
+                    nulls += BitMap64(ids.astype(np.uint64)).intersection_cardinality(held)
+            return nulls
+
+        return count
 
     def value_page(self, table: str, column: str, prefix: str | None, order: str, offset: int,
                    limit: int) -> tuple[ColumnView, list[tuple[object, int]]]:
@@ -616,11 +650,11 @@ class QueryService:
 
         return cv, rest()
 
-    def index_stats(self, cv: ColumnView, view: TableView) -> dict[str, int]:
+    def index_stats(self, cv: ColumnView, view: TableView) -> dict[str, int | None]:
         """Distinct values and null rows of a column's snapshot, without rows of retired data files or
         deleted rows. One file and no dead rows: its footer and null bitmap; else the stored statistics."""
         files = cv.index.files
-        if len(files) == 1 and index_stats.dead_in_file(
+        if len(files) == 1 and not family(cv.index.family).element_keys and index_stats.dead_in_file(
                 index_stats.StatsFile(files[0].path, files[0].file_size, files[0].range_start,
                                       files[0].range_end, files[0].open), view.retired) is None:
             reader = files[0].open()
@@ -629,6 +663,31 @@ class QueryService:
             return {"distinct_values": 0, "null_rows": 0}
         stats = self.stored_stats(cv, view)
         return {"distinct_values": stats.distinct_values, "null_rows": stats.null_rows}
+
+
+_READ_IDS = 1 << 20   # ids per read when counting a column's nulls from the table's rows: bounded memory
+
+
+def _read_batches(covered: list[tuple[int, int]], *, sparse: bool) -> Iterator[list[tuple[int, int]]]:
+    """`covered` (inclusive id ranges) in reads of at most _READ_IDS ids (sparse ids: all in one read, their spans
+    say nothing of the rows they hold)."""
+    if sparse:
+        if covered:
+            yield covered
+        return
+    part: list[tuple[int, int]] = []
+    size = 0
+    for start, end in covered:
+        while start <= end:
+            stop = min(end, start + _READ_IDS - size - 1)
+            part.append((start, stop))
+            size += stop - start + 1
+            start = stop + 1
+            if size >= _READ_IDS:
+                yield part
+                part, size = [], 0
+    if part:
+        yield part
 
 
 def _file_ids_cost(value: tuple[np.ndarray, BitMap64]) -> int:

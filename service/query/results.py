@@ -177,34 +177,35 @@ def _all_present(rows: BitMap64, first: int, last: int) -> bool:
     return last in rows and (first == last or bool(rows.contains_range(first, last)))
 
 
-def file_matches(rows: BitMap64, files: list[DataFile], page: list[int]) -> list[dict[str, object]]:
-    """Every data file with matching rows: its count (whole result) and the page's positions in it."""
+def file_matches(files: list[DataFile], page: list[int]) -> list[dict[str, object]]:
+    """The data files holding the page's rows, each with its matches on this page and their positions in it: a
+    file appears on the pages that hold its rows, so its matches summed over the pages are the answer's rows in it."""
     out: list[dict[str, object]] = []
     page_arr = np.asarray(page, dtype=np.uint64)
     for f in files:
-        end = f.first_row_id + f.row_count
-        matches = rows.range_cardinality(f.first_row_id, end)
-        if not matches:
+        lo, hi = np.searchsorted(page_arr, [f.first_row_id, f.first_row_id + f.row_count])
+        if lo == hi:
             continue
-        lo, hi = np.searchsorted(page_arr, [f.first_row_id, end])
         positions = (page_arr[lo:hi] - np.uint64(f.first_row_id)).tolist()
         out.append({"path": f.path, "partition": dict(f.partition), "first_row_id": f.first_row_id,
-                    "row_count": f.row_count, "matches": int(matches), "positions": positions})
+                    "row_count": f.row_count, "matches": len(positions), "positions": positions})
     return out
 
 
-def file_matches_by_value(rows: BitMap64, files: list[DataFile], page: list[int],
+def file_matches_by_value(files: list[DataFile], page: list[int],
                           ids_of: Callable[[DataFile], tuple[np.ndarray, BitMap64]]) -> list[dict[str, object]]:
     """`file_matches` for a table with a row_id_column: ids are values of that column, not positions, so
-    each file's ids (in file order, from `ids_of`) decide its count and the page's positions in it."""
+    each file's ids (in file order, from `ids_of`) tell which of the page's rows it holds and where."""
     out: list[dict[str, object]] = []
+    if not page:
+        return out
     page_arr = np.asarray(page, dtype=np.int64)
+    page_ids = BitMap64(page_arr.astype(np.uint64))
     for f in files:
         ids, id_set = ids_of(f)
-        matches = rows.intersection_cardinality(id_set)
-        if not matches:
+        if not page_ids.intersection_cardinality(id_set):
             continue
-        positions = np.flatnonzero(np.isin(ids, page_arr)).tolist() if len(page_arr) else []
+        positions = np.flatnonzero(np.isin(ids, page_arr)).tolist()
         out.append({"path": f.path, "partition": dict(f.partition), "first_row_id": f.first_row_id,
-                    "row_count": f.row_count, "matches": int(matches), "positions": positions})
+                    "row_count": f.row_count, "matches": len(positions), "positions": positions})
     return out

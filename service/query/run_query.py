@@ -100,10 +100,10 @@ def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, dead
         ids, last = page_ids(rows, after, ask.limit)
         view = outcome.view
         if view.table.row_id_column is None:
-            payload["files"] = file_matches(rows, view.data_files, ids)
+            payload["files"] = file_matches(view.data_files, ids)
         else:  # ids are values of the row-id column: only the files' own ids tell where they are
             payload["files"] = file_matches_by_value(
-                rows, view.data_files, ids, lambda f: qs.file_row_ids(view.table, f))
+                view.data_files, ids, lambda f: qs.file_row_ids(view.table, f))
     if last is not None:
         payload["next_cursor"] = Cursor(last, outcome.used, fingerprint).encode()
     return reply(payload=payload)

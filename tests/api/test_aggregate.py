@@ -428,3 +428,18 @@ def test_no_row_matches_one_row_without_group_by_none_with_it(plain: tuple[TestC
     assert [g["metrics"] for g in r.json()["groups"]] == [{"count": 0, "sum_score": None}]
     r = client.post("/v1/tables/t/aggregate", json={**body, "group_by": ["status"]})
     assert r.status_code == 200 and r.json()["groups"] == [] and r.json()["total_groups"] == 0, r.text
+
+
+def test_multivalue_null_rows_count_the_covered_rows_whose_array_is_null(
+        plain: tuple[TestClient, pd.DataFrame]) -> None:
+    """A multivalue file records no null rows (spec §8): the statistics count the NULL arrays of the rows the index
+    covers (not the appended file) from the table, judged by pyarrow over the source rows."""
+    client, df = plain
+    covered = _arrow(df).slice(0, FILES * PER_FILE).column("tags")
+    indexes = client.get("/v1/tables/t/indexes").json()["indexes"]
+    tags = next(i for i in indexes if i["column"] == "tags")
+    assert tags["covered_ranges"] == [[0, FILES * PER_FILE - 1]]
+    assert tags["null_rows"] == covered.null_count > 0
+    assert tags["distinct_values"] == len(pc.unique(pc.list_flatten(covered).drop_null()))
+    page = client.get("/v1/tables/t/indexes/tags/values").json()
+    assert page["null_rows"] == covered.null_count

@@ -179,6 +179,21 @@ def test_files_result_of_a_row_id_column_table_maps_ids_by_value(tmp_path: Path)
             f = got[f"part-{i}.parquet"]
             want = np.flatnonzero((part.s == "b").to_numpy()).tolist()  # positions in the file
             assert f["matches"] == len(want) and f["positions"] == want
+        # paged: each page names the files of its own rows only; over the pages each file's matches add up
+        pages: dict[str, list[int]] = {}
+        cursor = None
+        while True:
+            page = client.post("/v1/tables/r/query", json={"where": "s = 'b'", "result": "files", "limit": 20,
+                                                           **({"cursor": cursor} if cursor else {})}).json()
+            assert sum(f["matches"] for f in page["files"]) <= 20
+            for f in page["files"]:
+                assert f["matches"] == len(f["positions"]) > 0
+                pages.setdefault(Path(f["path"]).name, []).extend(f["positions"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                break
+        for i, part in enumerate(parts):
+            assert sorted(pages[f"part-{i}.parquet"]) == np.flatnonzero((part.s == "b").to_numpy()).tolist()
 
 
 def test_constant_predicates_report_the_coverage_they_were_answered_on(tmp_path: Path) -> None:

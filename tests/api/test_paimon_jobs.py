@@ -7,10 +7,12 @@ import os
 import random
 import time
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow.compute as pc
 import pytest
+from pypaimon.globalindex.create_global_index import create_global_index
 from pypaimon.index.index_file_handler import IndexFileHandler
 
 from service.api.app import create_app
@@ -175,3 +177,28 @@ def test_an_option_differing_from_the_index_is_refused_not_ignored(paimon: tuple
     r = client.post("/v1/create_global_index", headers=TOKEN, json={
         "table": "events", "index_column": "status", "options": {"bitmap-index.compression": "none"}})
     assert r.status_code == 400 and "'zstd'" in r.json()["error"]["message"], r.text
+
+
+def test_built_at_is_the_commit_that_added_the_index_not_a_later_one(paimon: tuple[TestClient, Path]) -> None:
+    """built_at of a Paimon table's index is the commit time of the snapshot that added its files (bgix's build,
+    or pypaimon's), as pypaimon's snapshot manager records it, and stays so after later data commits."""
+    client, location = paimon
+    assert client.put("/v1/tables/events", json={"format": "paimon", "location": str(location)},
+                      headers=TOKEN).status_code == 200
+    r = client.post("/v1/create_global_index", json={"table": "events", "index_column": "status"}, headers=TOKEN)
+    assert r.status_code == 202, r.text
+    job = wait_job(client, r.json()["job_id"])
+    assert job["state"] == "succeeded", job
+    assert create_global_index(pypaimon_table(location), "code", index_type="bitmap") > 0   # another writer
+    manager = pypaimon_table(location).snapshot_manager()
+    built = {"status": manager.get_snapshot_by_id(job["snapshot_id"]).time_millis / 1000,
+             "code": manager.get_latest_snapshot().time_millis / 1000}
+    for i in range(2):   # data commits after the builds
+        time.sleep(0.01)
+        append(location.parent.parent, "events", make_rows(random.Random(90 + i), 30))
+    latest = pypaimon_table(location).snapshot_manager().get_latest_snapshot()
+    assert latest.time_millis / 1000 > max(built.values())
+    indexes = {i["column"]: i for i in client.get("/v1/tables/events/indexes").json()["indexes"]}
+    for column, want in built.items():
+        assert indexes[column]["snapshot_id"] == latest.id, column   # the view is the latest snapshot's
+        assert datetime.fromisoformat(indexes[column]["built_at"]).timestamp() == pytest.approx(want, abs=1e-3)

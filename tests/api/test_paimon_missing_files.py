@@ -183,6 +183,31 @@ def test_a_lost_index_file_is_named_with_its_family_and_other_columns_answer(roo
         _good_answers(client, root)
 
 
+def test_a_lost_data_file_leaves_a_multivalue_index_s_null_rows_unknown_not_an_error(root: Path) -> None:
+    """A multivalue index's null rows are counted from the table's rows: while a data file is lost the listing still
+    answers (null_rows null, the rest from the index files), and counts them once the file is back."""
+    wh, fam = root / "data" / "wh", _location(root, "fam")
+    rows = rt.read_rows(wh, "fam", ["tags", "uid"])
+    elements = {t for r in rows if r["tags"] for t in r["tags"] if t is not None}
+    _register(root, "fam")
+    splits = catalog(wh).get_table(f"{rt.DB}.fam").new_read_builder().new_scan().plan().splits()
+    lost = Path(str(splits[0].files[0].file_path).removeprefix("file:"))   # as pypaimon plans the table
+    assert lost.is_file() and lost.is_relative_to(fam)
+    kept = root / "kept-data-file"
+    shutil.move(lost, kept)
+    with TestClient(create_app(make_settings(root))) as client:
+        r = client.get("/v1/tables/fam/indexes")
+        assert r.status_code == 200, r.text
+        by = {(i["column"], i["index_type"]): i for i in r.json()["indexes"]}
+        assert by["tags", "multivalue"]["null_rows"] is None
+        assert by["tags", "multivalue"]["distinct_values"] == len(elements)
+        assert by["uid", "btree"]["null_rows"] == sum(1 for r in rows if r["uid"] is None)   # its files record them
+        shutil.move(kept, lost)
+        r = client.get("/v1/tables/fam/indexes")
+        by = {(i["column"], i["index_type"]): i for i in r.json()["indexes"]}
+        assert by["tags", "multivalue"]["null_rows"] == sum(1 for r in rows if r["tags"] is None)
+
+
 @pytest.mark.parametrize("evolved", [False, True])
 def test_a_lost_schema_is_named(tmp_path: Path, evolved: bool) -> None:
     """The table's only schema (was 400 invalid_table: pypaimon sees no table), or, after a schema change, the old

@@ -112,6 +112,38 @@ def test_files_result_counts_per_data_file(built) -> None:
         assert by_path[f["path"]]["positions"] == positions
 
 
+def test_files_result_pages_carry_only_their_own_rows(built) -> None:
+    """Paged with the cursor, each page names only the files of its own rows: summed over the pages, each file's
+    matches and positions are pandas' rows of it, and the pages' matches add up to the count."""
+    client, df, _ = built
+    files = client.get("/v1/tables/events/files").json()["files"]
+    mask = (df.country == "DE").fillna(False).to_numpy()
+    total = int(mask.sum())
+    limit = 37
+    got: dict[str, list[int]] = {}
+    summed: dict[str, int] = {}
+    pages, cursor = 0, None
+    while True:
+        body = {"where": "country = 'DE'", "result": "files", "limit": limit, **({"cursor": cursor} if cursor else {})}
+        data = _query(client, body).json()
+        assert data["count"] == total
+        pages += 1
+        assert sum(f["matches"] for f in data["files"]) == min(limit, total - limit * (pages - 1))
+        for f in data["files"]:
+            assert f["matches"] == len(f["positions"]) > 0
+            summed[f["path"]] = summed.get(f["path"], 0) + f["matches"]
+            got.setdefault(f["path"], []).extend(f["positions"])
+        cursor = data["next_cursor"]
+        if cursor is None:
+            break
+    assert pages == -(-total // limit) > 3
+    assert sum(summed.values()) == total
+    for f in files:
+        lo, hi = f["first_row_id"], f["first_row_id"] + f["row_count"]
+        want = np.flatnonzero(mask[lo:hi]).tolist()
+        assert got.get(f["path"], []) == want and summed.get(f["path"], 0) == len(want), f["path"]
+
+
 def test_accept_header_selects_roaring(built) -> None:
     client, df, _ = built
     r = client.post("/v1/tables/events/query", json={"where": "age BETWEEN 10 AND 20"},

@@ -45,9 +45,10 @@ def test_page_ids_and_files() -> None:
     assert page_ids(rows, 11, 3) == ([30], None)
     assert page_ids(BitMap64(), -1, 3) == ([], None)
     files = [DataFile("a", 1, 0.0, 10, 0), DataFile("b", 1, 0.0, 10, 10), DataFile("c", 1, 0.0, 20, 20)]
-    out = file_matches(rows, files, [9, 10, 11])
-    assert [(f["path"], f["matches"], f["positions"]) for f in out] == [("a", 4, [9]), ("b", 2, [0, 1]),
-                                                                          ("c", 1, [])]
+    # a page lists only the files holding its rows, each with the page's matches in it
+    out = file_matches(files, [9, 10, 11])
+    assert [(f["path"], f["matches"], f["positions"]) for f in out] == [("a", 1, [9]), ("b", 2, [0, 1])]
+    assert file_matches(files, []) == []
 
 
 def test_cursor_round_trip_and_checks() -> None:

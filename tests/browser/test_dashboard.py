@@ -5,6 +5,7 @@ import re
 import time
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
@@ -279,37 +280,52 @@ def test_rescan_shows_the_stale_badge_after_a_source_file_changes(browser, start
 
 
 def test_non_string_index_exact_look_up_and_unclipped_chart(browser, start_service, tmp_path) -> None:
-    """Prefix autocomplete is for strings; a float or timestamp index looks up the typed value exactly."""
+    """Prefix autocomplete is for strings; a float or timestamp index looks up the typed value exactly. A column whose
+    values are all distinct gets a note rather than a chart of equal bars; long (timestamp) labels are not clipped."""
     source = tmp_path / "wh" / "source" / "events"
     paths = write_events(source, rows=4_000, files=2, seed=9)
     df = pd.concat([pd.read_parquet(p) for p in paths])
+    repeats = tmp_path / "wh" / "source" / "repeats"   # timestamps of several rows each: a chart of long labels
+    repeats.mkdir(parents=True)
+    pq.write_table(pa.Table.from_pandas(pd.DataFrame({"ts": df.ts.dropna().iloc[:20].repeat(3)}), preserve_index=False),
+                   repeats / "part-0.parquet")
     with start_service(tmp_path / "wh") as (url, http):
         http.put("/v1/tables/events", json={"location": str(source)}).raise_for_status()
-        for column in ("amount", "ts"):
-            job = http.post("/v1/create_global_index", json={"table": "events", "index_column": column}
+        http.put("/v1/tables/repeats", json={"location": str(repeats)}).raise_for_status()
+        for table, column in (("events", "amount"), ("events", "ts"), ("repeats", "ts")):
+            job = http.post("/v1/create_global_index", json={"table": table, "index_column": column}
                             ).raise_for_status().json()["job_id"]
             assert wait_job(http, job)["state"] == "succeeded"
         context = browser.new_context(viewport={"width": 1280, "height": 900})
         page = context.new_page()
         page.set_default_timeout(20_000)
+        events = page.locator("#tables .table-card[data-table=events]")
         try:
             page.goto(f"{url}/dashboard")
-            page.locator("#tables tr[data-column=amount] .explore-btn").click()
+            events.locator("tr[data-column=amount] .explore-btn").click()
             page.locator("#top-chart svg .chart-row").first.wait_for()
             value, rows = df.amount.value_counts().index[0], int(df.amount.value_counts().iloc[0])
             page.locator("#value-input").fill(repr(float(value)))
             page.locator("#value-result").filter(has_text=" rows").wait_for()
             assert f"{rows:,} rows" in page.locator("#value-result").inner_text()
 
-            page.locator("#tables tr[data-column=ts] .explore-btn").click()
-            page.locator("#top-chart svg .chart-row").first.wait_for()
-            # Every label of the top-values chart starts inside the SVG (timestamps are long).
-            assert page.evaluate("() => [...document.querySelectorAll('#top-chart svg .chart-row text:first-of-type')]"
-                                 ".every(t => t.getBBox().x >= 0)")
+            events.locator("tr[data-column=ts] .explore-btn").click()
+            assert df.ts.dropna().is_unique   # every timestamp one row: no top values to chart
+            note = page.locator("#top-chart .distinct-note")
+            note.wait_for()
+            nulls = int(df.ts.isna().sum())
+            assert note.inner_text().startswith(f"all {df.ts.nunique():,} values are distinct (1 row each)")
+            assert (f"{nulls:,} rows are NULL" in note.inner_text()) == (nulls > 1)
             ts = df.ts.iloc[17]
             page.locator("#value-input").fill(ts.isoformat(sep=" "))
             page.locator("#value-result").filter(has_text=" rows").wait_for()
             assert f"{int((df.ts == ts).sum()):,} rows" in page.locator("#value-result").inner_text()
+
+            page.locator("#tables .table-card[data-table=repeats] tr[data-column=ts] .explore-btn").click()
+            page.locator("#top-chart svg .chart-row").first.wait_for()
+            # Every label of the top-values chart starts inside the SVG (timestamps are long).
+            assert page.evaluate("() => [...document.querySelectorAll('#top-chart svg .chart-row text:first-of-type')]"
+                                 ".every(t => t.getBBox().x >= 0)")
         finally:
             context.close()
 

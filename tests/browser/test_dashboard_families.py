@@ -78,6 +78,8 @@ def test_multivalue_top_elements_and_array_contains_look_up(browser, start_servi
             assert tags.locator("td.index-type").inner_text() == "multivalue · array<string>"
             assert name.locator("td.index-type").inner_text() == "bitmap · string"
             assert _int(tags.locator("td").nth(5).inner_text()) == len(holding)   # distinct elements
+            null_arrays = sum(1 for r in rows if r["tags"] is None)
+            assert null_arrays and _int(tags.locator("td").nth(6).inner_text()) == null_arrays   # Nulls: NULL arrays
 
             tags.locator(".explore-btn").click()
             page.locator("#top-chart svg .chart-row").first.wait_for()
@@ -87,7 +89,7 @@ def test_multivalue_top_elements_and_array_contains_look_up(browser, start_servi
             bars = page.locator("#top-chart svg .chart-row")
             got = {bars.nth(i).get_attribute("data-value"): int(bars.nth(i).get_attribute("data-rows"))
                    for i in range(bars.count())}
-            assert got == dict(holding)
+            assert got == {**holding, "NULL": null_arrays}   # NULL ranked with the elements: the NULL arrays
 
             page.locator("#value-input").press_sequentially("vi", delay=30)
             page.wait_for_function(
@@ -120,8 +122,9 @@ def test_multivalue_top_elements_and_array_contains_look_up(browser, start_servi
 def test_two_families_on_one_column_and_the_btree_range_look_up(browser, start_service, tmp_path) -> None:
     wh = tmp_path / "wh"
     location, rows = _table(wh / "source", "bt", [("uid", "btree"), ("name", "bitmap"), ("name", "btree"),
-                                                  ("tags", "multivalue")])
+                                                  ("tags", "multivalue"), ("id", "btree")])
     names = [r["name"] for r in rows]
+    ids = [r["id"] for r in rt.read_rows(wh / "source", "bt", ["id"])]
     with start_service(wh) as (url, http):
         http.put("/v1/tables/bt", json={"format": "paimon", "location": str(location)}).raise_for_status()
         context, page = _open(browser, url, "bt")
@@ -164,6 +167,18 @@ def test_two_families_on_one_column_and_the_btree_range_look_up(browser, start_s
             page.click("#query-run")
             page.locator("#query-result").wait_for(state="visible")
             assert int(page.locator("#query-count").get_attribute("data-count")) == sum(1 for u in uids if u <= 5)
+
+            # a unique column (every key one row): not a wall of equal bars, a note saying the values are distinct
+            assert len(set(ids)) == len(ids) == len(rows)
+            card.locator("tr[data-column=id] .explore-btn").click()
+            note = page.locator("#top-chart .distinct-note")
+            note.wait_for()
+            assert note.inner_text() == f"all {len(ids):,} values are distinct (1 row each): no top values to chart."
+            assert page.locator("#top-chart svg").count() == 0
+            # a column with repeated values still gets its chart
+            uid.locator(".explore-btn").click()
+            page.locator("#top-chart svg .chart-row").first.wait_for()
+            assert page.locator("#top-chart .distinct-note").count() == 0
         finally:
             context.close()
 

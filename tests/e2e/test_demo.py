@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pandas as pd
@@ -116,3 +118,86 @@ def test_demo_without_java_says_so(tmp_path: Path) -> None:
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 1
     assert "Java 17+ is required" in proc.stderr
+
+
+def _process_tree(root: int) -> dict[int, tuple[bytes, bytes]]:
+    """Every process below `root` → (its start time, its command line), read from /proc."""
+    stats: dict[int, list[bytes]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                raw = (entry / "stat").read_bytes()
+            except OSError:
+                continue
+            stats[int(entry.name)] = raw[raw.rfind(b")") + 2:].split()
+    tree: dict[int, tuple[bytes, bytes]] = {}
+    todo = [p for p, f in stats.items() if int(f[1]) == root]
+    while todo:
+        p = todo.pop()
+        try:
+            cmd = Path(f"/proc/{p}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        tree[p] = (stats[p][19], cmd)
+        todo.extend(q for q, f in stats.items() if int(f[1]) == p)
+    return tree
+
+
+def _running(pid: int, started: bytes) -> bool:
+    """The same process (pid and start time) still exists and has not exited (a zombie has)."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return False
+    fields = raw[raw.rfind(b")") + 2:].split()
+    return fields[19] == started and fields[0] not in (b"Z", b"X")
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(1.0)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+@pytest.mark.spark
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+def test_a_stop_signal_stops_the_demo_and_everything_it_started(tmp_path: Path, sig: signal.Signals) -> None:
+    """`bgix demo` serving (its service, the build runner and the runner's Spark JVM up) gets SIGTERM, or SIGINT as a
+    terminal's Ctrl-C sends it to the foreground process group: it exits, none of its processes is left, and its
+    port is closed."""
+    port = _free_port()
+    env = dict(os.environ, BGIX_TOKEN="", PYTHONUNBUFFERED="1")
+    cmd = [sys.executable, "-c", "from service.cli import main; raise SystemExit(main())", "demo", "--rows", "2000",
+           "--commits", "1", "--columns", "status", "--warehouse", str(tmp_path / "wh"), "--port", str(port)]
+    log = tmp_path / "demo.log"   # a file, not a pipe: processes left behind would hold a pipe open
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+    tree: dict[int, tuple[bytes, bytes]] = {}
+    try:
+        deadline = time.monotonic() + 240
+        while "\nServing;" not in log.read_text():
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, log.read_text()
+            time.sleep(0.1)
+        tree = _process_tree(proc.pid)
+        commands = [c for _, c in tree.values()]
+        # what the issue saw left behind: the service, its build runner and the runner's Spark JVM
+        assert any(b" serve " in c for c in commands) and any(b"service.build_job.build_runner" in c for c in commands)
+        assert any(b"java" in c.split(b" ", 1)[0] for c in commands), commands
+        assert _port_open(port)
+        if sig == signal.SIGINT:
+            os.killpg(proc.pid, sig)   # the demo's own group: its service and runner have sessions of their own
+        else:
+            os.kill(proc.pid, sig)
+        assert proc.wait(timeout=60) == 0, log.read_text()
+        left = [c.decode(errors="replace")[:200] for p, (t, c) in tree.items() if _running(p, t)]
+        assert left == [], left
+        assert not _port_open(port)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        for p, (t, _) in tree.items():   # what a failing demo left behind must not outlive the test
+            if _running(p, t):
+                os.kill(p, signal.SIGKILL)

@@ -450,7 +450,8 @@ function openExplore(table, column, family) {
   // A multivalue index's keys are the array's elements: its values are the top elements, a look-up is
   // array_contains (the column's value is an array, never equal to one element).
   const multi = fam === "multivalue";
-  state.explore = { table, column, family: fam, seq: 0, rangeSeq: 0, keyType, isString, multi };
+  const distinct = ix ? ix.distinct_values : null;   // for the note on a column whose values are all distinct
+  state.explore = { table, column, family: fam, seq: 0, rangeSeq: 0, keyType, isString, multi, distinct };
   $("value-input").placeholder = isString ? "type a prefix…" : `type a ${keyType} ${multi ? "element" : "value"}…`;
   $("explore-section").hidden = false;
   $("explore-section").dataset.family = fam;
@@ -490,10 +491,25 @@ async function loadTopValues() {
     const ex = state.explore;
     const data = await api("GET", valuesUrl({ order: "count", limit: TOP_VALUES }));
     if (ex !== state.explore) return;
-    chart.replaceChildren(topValuesSvg(withNulls(data.values || [], data.null_rows)));
+    const values = data.values || [];
+    // order=count puts the largest first: when it holds one row, every value does, and the chart would be a
+    // wall of equal bars. Say so instead.
+    if (values.length && values[0].rows === 1) { chart.replaceChildren(distinctNote(ex, data.null_rows)); return; }
+    chart.replaceChildren(topValuesSvg(withNulls(values, data.null_rows)));
   } catch (e) {
     const box = el("div", { class: "error-box" }); showError(box, e); chart.replaceChildren(box);
   }
+}
+
+function distinctNote(ex, nullRows) {
+  const what = ex.multi ? "elements" : "values";
+  const each = ex.multi ? "each in 1 row" : "1 row each";
+  const text = (ex.distinct === null || ex.distinct === undefined)
+    ? `every ${ex.multi ? "element" : "value"} is distinct (${each})`
+    : `all ${fmtInt(ex.distinct)} ${what} are distinct (${each})`;
+  const nulls = nullRows ? `; ${fmtInt(nullRows)} ${nullRows === 1 ? "row is" : "rows are"} NULL` : "";
+  return el("p", { class: "muted distinct-note", "data-distinct": String(ex.distinct ?? ""),
+                   "data-null-rows": String(nullRows || 0) }, `${text}${nulls}: no top values to chart.`);
 }
 
 // NULL is no key of an index, so the API gives its rows apart (null_rows): rank it with the values.

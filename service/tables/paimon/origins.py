@@ -1,4 +1,5 @@
-"""Who wrote each bitmap global index file of a Paimon snapshot: bgix, Paimon (Java) or pypaimon.
+"""Who wrote each bitmap global index file of a Paimon snapshot: bgix, Paimon (Java) or pypaimon; and when an
+index was built (index_built_at: the commit that added its newest file).
 
 The rule, first match wins:
 
@@ -15,12 +16,18 @@ as scanned, so only snapshots in (scanned, scanned + WINDOW] are looked at, only
 index manifest is diffed only for snapshots carrying `bgix.job-id`. Snapshots are immutable, so what each
 one added is cached per (table directory, snapshot id) in an OriginsCache its owner keeps (the Paimon
 source shared by a service's views; a fresh one per call otherwise).
+
+When: an index's files are listed by every snapshot from the one that added its newest file on (file names are
+unique: a file removed never comes back), so that snapshot is the earliest listing them all, found by a binary
+search over the snapshots kept (log2 of their number in index manifest reads; none for a snapshot whose index
+manifest is the pinned one's). Its commit time is the index's build time, whatever data commits came after.
 """
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from index_format.global_index.filemeta import deix_scan_snapshot
 from index_format.lru import ByteLRU
@@ -28,7 +35,10 @@ from service.tables.paimon.index_entries import GlobalIndexEntry, index_file_nam
 from service.tables.paimon.table import PaimonTable
 from service.tables.table_summary import IndexWriter
 
-__all__ = ["BGIX_JOB_PROPERTY", "ORIGINS", "WINDOW", "IndexOrigin", "OriginsCache", "file_origins"]
+if TYPE_CHECKING:
+    from pypaimon.snapshot.snapshot import Snapshot
+
+__all__ = ["BGIX_JOB_PROPERTY", "ORIGINS", "WINDOW", "IndexOrigin", "OriginsCache", "file_origins", "index_built_at"]
 
 log = logging.getLogger("bgix.paimon.origins")
 BGIX_JOB_PROPERTY = "bgix.job-id"
@@ -62,6 +72,9 @@ class OriginsCache:
     def __init__(self, size: int = _CACHE_SIZE) -> None:
         self.size = size
         self._commits: ByteLRU[_Commit] = ByteLRU(size)
+        # (table directory, index file names) → when the snapshot that added the newest of them was committed
+        # (epoch seconds; None: that snapshot has expired). Fixed once known: names are never reused.
+        self.built: ByteLRU[float | None] = ByteLRU(size)
 
     def get(self, key: tuple[str, int]) -> _Commit | None:
         return self._commits.get(key)
@@ -138,3 +151,54 @@ def _commit(table: PaimonTable, sid: int, cache: OriginsCache) -> _Commit | None
     cache.put(key, commit)
     return commit
 
+
+
+def index_built_at(table: PaimonTable, names: frozenset[str], cache: OriginsCache | None = None) -> float | None:
+    """When the index made of the files `names` (listed by `table`'s pinned snapshot) was built: the commit time
+    (epoch seconds) of the earliest snapshot listing them all, the one that added the newest (module docstring).
+    None when that snapshot has expired (the earliest one kept lists them all already, and has a predecessor) or
+    the snapshots do not read."""
+    cache = OriginsCache() if cache is None else cache
+    current = table.snapshot
+    if not names or current is None or table.snapshot_id is None:
+        return None
+    key = (table.table_path, names)
+    if key in cache.built:
+        return cache.built.get(key)
+    try:
+        found = _first_listing(table, names, current, table.snapshot_id)
+    except Exception:  # only a label: an unreadable old snapshot must not hide the table
+        log.warning("could not read the snapshots that added %s's index files", table.location.identifier,
+                    exc_info=True)
+        return None
+    built = None if found is None else int(found.time_millis) / 1000.0
+    cache.built.put(key, built, 1)
+    return built
+
+
+def _first_listing(table: PaimonTable, names: frozenset[str], current: Snapshot, current_id: int) -> Snapshot | None:
+    manager = table.table.snapshot_manager()
+    earliest = manager.try_get_earliest_snapshot(current_id)
+    snaps: dict[int, Snapshot | None] = {current_id: current}
+
+    def listed(sid: int) -> bool:
+        if sid not in snaps:
+            snaps[sid] = manager.get_snapshot_by_id(sid)
+        snap = snaps[sid]
+        if snap is None:           # expired while we looked: it lists nothing we can tell
+            return False
+        if snap.index_manifest == current.index_manifest:
+            return True
+        return snap.index_manifest is not None and names <= index_file_names(table, snap)
+
+    lo, hi = int(earliest.id), current_id
+    if listed(lo):
+        # the first snapshot ever added them; a later earliest one only says the one that did has expired
+        return snaps[lo] if lo == 1 else None
+    while hi - lo > 1:            # listed(hi) and not listed(lo)
+        mid = (lo + hi) // 2
+        if listed(mid):
+            hi = mid
+        else:
+            lo = mid
+    return snaps[hi]

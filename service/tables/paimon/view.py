@@ -1,7 +1,7 @@
 """A Paimon table at its latest snapshot in the shapes the query side already serves: per indexed column and
 index family (bitmap, btree, multivalue) a catalog Snapshot of the table's global index files (whoever wrote
-them; who did is in each IndexSummary's origins), the data files as a row-id map, the live row ranges
-and the deleted `_ROW_ID`s.
+them; who did is in each IndexSummary's origins; its `created_at` the commit that added the newest of them, not
+the latest snapshot's), the data files as a row-id map, the live row ranges and the deleted `_ROW_ID`s.
 
 An index file a later data-evolution update made stale (stale_index) is left out of its Snapshot's files and
 covered ranges, so its rows are answered as uncovered; the Snapshot is marked `stale` with `stale_files`, as a
@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pyroaring import BitMap64
 
 from index_format import ranges
+from index_format.errors import PathNotAllowedError, StorageUnavailableError
 from index_format.storage import Storage
 from service.catalog.model import PAIMON, DataFile, IndexFileEntry, Snapshot, now
 from service.tables.table_summary import FieldSummary, IndexSummary, OriginSummary, StaleFileSummary, TableSummary
@@ -24,10 +25,10 @@ from service.tables.paimon.deletions import deleted_row_ids
 from service.tables.paimon.description import PaimonTableDescription, describe_table
 from index_format.families import FAMILIES, unserved_reason
 from service.tables.paimon.index_entries import GlobalIndexEntry, list_every_index_entries
-from service.tables.paimon.origins import IndexOrigin, OriginsCache, file_origins
+from service.tables.paimon.origins import IndexOrigin, OriginsCache, file_origins, index_built_at
 from service.tables.paimon.location import parse_location, to_storage_path
 from service.tables.paimon.stale_index import StaleIndexFile, field_ids_loader, stale_index_files
-from service.tables.paimon.table import open_paimon_table
+from service.tables.paimon.table import PaimonTable, open_paimon_table
 
 __all__ = ["PaimonView", "latest_snapshot_id", "load_paimon_view"]
 
@@ -114,7 +115,8 @@ def load_paimon_view(name: str, location: str, storage: Storage,
         readable = [e for e in items if e.key_type is not None and e.index_meta is not None]
         if readable:
             # a fully stale index stays listed (no files, every row uncovered): the column is still indexed
-            snap = _snapshot(name, column, index_type, sid or 0, created,
+            built = _built_at(table, readable, storage, origins_cache)
+            snap = _snapshot(name, column, index_type, sid or 0, created if built is None else built,
                              [e for e in readable if e.file_name not in stale],
                              [stale[e.file_name] for e in readable if e.file_name in stale], readable[0],
                              query_options)
@@ -138,6 +140,19 @@ def load_paimon_view(name: str, location: str, storage: Storage,
         data_files=sorted(files, key=lambda f: (f.first_row_id, f.max_sequence_number or 0)), row_ranges=live,
         total_rows=max((e + 1 for _, e in live), default=0),
         deleted=deleted_row_ids(table, storage) if desc.deletion_vectors else BitMap64())
+
+
+def _built_at(table: PaimonTable, items: Sequence[GlobalIndexEntry], storage: Storage,
+              cache: OriginsCache | None) -> float | None:
+    """When the index was built: the commit that added its newest file (origins.index_built_at); when that
+    snapshot has expired, the newest file's own modification time (None: neither tells)."""
+    built = index_built_at(table, frozenset(e.file_name for e in items), cache)
+    if built is not None:
+        return built
+    try:
+        return max(storage.stat(e.path)[1] for e in items) or None
+    except (OSError, PathNotAllowedError, StorageUnavailableError):
+        return None
 
 
 def _snapshot(table: str, column: str, index_type: str, sid: int, created: float | None,

@@ -24,7 +24,7 @@ from service.tables.paimon import load_paimon_view, open_paimon_table, table_sto
 from service.tables.build_tasks import RESULT_SCHEMA
 from service.tables.paimon.commit import commit_index_files
 from service.tables.paimon.index_entries import list_index_entries
-from service.tables.paimon.origins import file_origins
+from service.tables.paimon.origins import OriginsCache, file_origins, index_built_at
 from service.tables.paimon.paimon_source import PaimonSource, built_files
 from tests.unit.tables.paimon.paimon_tables import append, create_table, make_rows, pypaimon_table
 
@@ -121,6 +121,34 @@ def test_a_bgix_file_whose_commit_expired_falls_back_to_its_marker(tmp_path: Pat
     table = open_paimon_table(str(location))
     origins = file_origins(table, list_index_entries(table))
     assert origins and {o.writer for o in origins.values()} == {"paimon"}
+
+
+def test_built_at_is_the_commit_that_added_the_files_or_their_mtime_once_it_expired(tmp_path: Path) -> None:
+    """index_built_at: the commit time pypaimon records for the snapshot that added the index's files, whatever
+    came after; once that snapshot has expired, the view falls back to the newest file's modification time."""
+    data = tmp_path / "data"
+    location = create_table(data / "warehouse", "events", commits=3, rows=100)
+    assert create_global_index(pypaimon_table(location), "status", index_type="bitmap") > 0
+    built = _latest(location)
+    for i in range(5):
+        append(location.parent.parent, "events", make_rows(random.Random(20 + i), 10))
+    table = open_paimon_table(str(location))
+    names = frozenset(e.file_name for e in list_index_entries(table)["status"])
+    cache = OriginsCache()
+    assert index_built_at(table, names, cache) == built.time_millis / 1000
+    assert index_built_at(table, names, cache) == built.time_millis / 1000   # from the cache
+    storage = Storage(str(tmp_path / "wh"), [str(data)])
+    view = load_paimon_view("events", str(location), storage)
+    assert view.columns["status"].created_at == built.time_millis / 1000
+    assert view.created_at == _latest(location).time_millis / 1000 > view.columns["status"].created_at
+
+    for sid in range(1, int(built.id) + 1):   # expiry: the snapshots up to the build go, EARLIEST moves on
+        (location / "snapshot" / f"snapshot-{sid}").unlink()
+    (location / "snapshot" / "EARLIEST").write_text(str(int(built.id) + 1))
+    table = open_paimon_table(str(location))
+    assert index_built_at(table, names) is None
+    newest = max((location / "index" / n).stat().st_mtime for n in names)
+    assert load_paimon_view("events", str(location), storage).columns["status"].created_at == newest
 
 
 def test_the_origins_cache_forgets_a_recreated_table_and_only_it() -> None:
