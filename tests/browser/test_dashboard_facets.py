@@ -27,7 +27,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 STATUSES = ["ok", "error", "timeout", "it's odd", ""]
 COUNTRIES = ["US", "DE", "FR", "JP", "BR"]
 TAGS = ["vip", "trial", "churned", "beta"]
-INDEXES = {"uid": "btree", "status": "bitmap", "country": "btree", "score": "bitmap", "tags": "multivalue"}
+INDEXES = {"uid": "btree", "status": "bitmap", "country": "btree", "score": "bitmap", "tags": "multivalue",
+           "big": "bitmap"}
+BIGS = [2**53 + 1, 2**53 + 3, 2**53 + 5, 2**62 + 7, -(2**60) - 1]   # no double holds them: JSON.parse would round
 FILES, PER_FILE = 3, 700
 
 
@@ -50,13 +52,14 @@ def _frame(rng: np.random.Generator, n: int, first: int) -> pd.DataFrame:
         "country": pick(COUNTRIES, [.35, .25, .2, .12, .08], 0.06),
         "score": pd.array(pick(list(range(-5, 41)), [1 / 46] * 46, 0.07), dtype="Int64"),
         "tags": tags(),
+        "big": pd.array(pick(BIGS, [.3, .25, .2, .15, .1], 0.05), dtype="Int64"),   # exact: never via float
     })
 
 
 def _arrow(df: pd.DataFrame) -> pa.Table:
     return pa.Table.from_pandas(df, preserve_index=False).cast(pa.schema([
         ("uid", pa.int64()), ("status", pa.string()), ("country", pa.string()), ("score", pa.int64()),
-        ("tags", pa.list_(pa.string()))]))
+        ("tags", pa.list_(pa.string())), ("big", pa.int64())]))
 
 
 def _build(http: Any, table: str, column: str, index_type: str) -> None:
@@ -108,6 +111,8 @@ def _value_counts(df: pd.DataFrame, column: str) -> dict[str, int]:
     """Rows per value as the page labels them (NULL: "NULL"); an ARRAY column: rows holding each element."""
     if column == "tags":
         return dict(Counter(t for a in df.tags if a is not None for t in set(a)))
+    if column == "big":   # exact integers (Int64, never rounded through a float)
+        return dict(Counter("NULL" if pd.isna(v) else str(int(v)) for v in df.big))
     counts = df[column].value_counts(dropna=False)
     return {("NULL" if pd.isna(k) else str(k)): int(v) for k, v in counts.items()}
 
@@ -308,3 +313,24 @@ def test_aggregate_errors_are_shown_in_words(fpage: Any) -> None:
     page.locator("#topn-error").wait_for(state="visible")
     assert page.locator("#topn-error").inner_text() == f"too_many_groups: {message}"
     assert page.locator("#topn-result").inner_text() == ""
+
+
+def test_bigint_keys_past_2_53_keep_every_digit(fpage: Any, facets_service: tuple[str, pd.DataFrame]) -> None:
+    """BIGINT keys no double holds: the bars name them digit for digit, and a click filters on that very key (a
+    rounded one would select another key's rows, or none, silently)."""
+    page, df = fpage, facets_service[1]
+    page.select_option("#query-table", "t")
+    _run(page, "score > 10")
+    rows = df[(df.score > 10).fillna(False)]
+    _pick(page, "big")
+    got = _bars(page, "big")
+    assert dict(got) == _value_counts(rows, "big")
+    assert {v for v, _ in got} >= {str(2**53 + 1), str(2**53 + 3)}
+    bar = page.locator(f"#facets .facet[data-column=big] svg .chart-row[data-value='{2**53 + 3}']")
+    bar.click()
+    where = f"score > 10 AND big = {2**53 + 3}"
+    _settled(page, "big", where)
+    assert page.locator("#query-where").input_value() == where
+    want = int(((df.score > 10) & (df.big == 2**53 + 3)).fillna(False).sum())
+    assert want > 0 and int(page.locator("#query-count").get_attribute("data-count")) == want
+    assert _bars(page, "big") == [(str(2**53 + 3), want)]

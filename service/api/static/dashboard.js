@@ -27,10 +27,21 @@ function askForToken() {
   return new Promise((resolve) => state.tokenWaiters.push(resolve));
 }
 
+// Integers past 2^53 (BIGINT keys, sums) keep every digit as BigInts: JSON.parse alone rounds them to the nearest
+// double, and a facet click or a value's filter would then name another key (a silent wrong answer). BigInts go back
+// out of JSON.stringify as the same digits (JSON.rawJSON), so request bodies and shown JSON stay exact too.
+function exactJSON(text) {
+  return JSON.parse(text, (_, value, context) =>
+    typeof value === "number" && !Number.isSafeInteger(value) && context && /^-?\d+$/.test(context.source)
+      ? BigInt(context.source) : value);
+}
+if (JSON.rawJSON) BigInt.prototype.toJSON = function () { return JSON.rawJSON(this.toString()); };
+else BigInt.prototype.toJSON = function () { return this.toString(); };   // older browsers: digits as text
+
 async function api(method, path, body, retried) {
   const text = await request(method, path, body, retried, "application/json");
   if (!text) return null;
-  try { return JSON.parse(text); } catch (_) { return null; }
+  try { return exactJSON(text); } catch (_) { return null; }
 }
 
 // A text/plain resource (a job's log) through the same token and error handling.
@@ -674,7 +685,7 @@ function pickValue(v) {
 
 function sqlLiteral(v) {
   if (v === null) return "NULL";
-  if (typeof v === "number" || typeof v === "boolean") return String(v);
+  if (typeof v === "number" || typeof v === "bigint" || typeof v === "boolean") return String(v);
   return `'${String(v).replace(/'/g, "''")}'`;
 }
 
