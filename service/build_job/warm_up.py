@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from index_format.storage import Storage
+from service.build_job.engines import local_cores
 from service.build_job.main import run_job
 from service.catalog.catalog import Catalog
 from service.jobs.jobspec import JobSpec
@@ -25,7 +26,13 @@ log = logging.getLogger("bgix.build_runner")
 
 def warm_up_build(spark: SparkSession, master: str) -> None:
     """Build and commit a bitmap index of the warm-up table; nothing of it outlives the call. Best effort: a
-    failure is logged (the runner still serves builds, only the first one pays what the warm-up would have)."""
+    failure is logged (the runner still serves builds, only the first one pays what the warm-up would have).
+
+    Only on a local master: a cluster's executors run elsewhere and cannot read the runner's temporary directory
+    (every task of the warm-up would fail, logged as executor errors on each start of a Spark cluster)."""
+    if local_cores(master) is None:
+        log.info("no warm-up build on cluster master %s (its executors cannot read a local table)", master)
+        return
     root = Path(tempfile.mkdtemp(prefix="bgix-warm-up-"))
     try:
         table, column = warm_up_table(root / "data")
