@@ -164,7 +164,7 @@ def _key_counts(ci: ColumnIndex, insides: list[BitMap64], *, max_keys: int, elem
 
 
 def _key_list(keys: list[bytes] | tuple[np.ndarray, np.ndarray]) -> list[bytes]:
-    """key_counts' keys as a list of bytes (a bitmap file may give one buffer and its n + 1 start offsets)."""
+    """key_counts' keys as a list of bytes (a reader may give one buffer and its n + 1 start offsets)."""
     if isinstance(keys, list):
         return keys
     buf, offs = keys
