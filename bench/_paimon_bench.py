@@ -22,10 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-REPO = Path(__file__).resolve().parents[1]
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
-
+from _bench_env import REPO  # noqa: E402  (bench/_bench_env.py: sys.path and Spark's env, before the rest)
 from tests.unit.tables.paimon import rust_tables as rt  # noqa: E402
 
 from _tree_rss import TreeRss, tree_cpu  # noqa: E402  (bench/_tree_rss.py)

@@ -39,11 +39,7 @@ from typing import Any
 import httpx
 import pyarrow as pa
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
-os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+from _bench_env import REPO  # noqa: E402  (bench/_bench_env.py: sys.path and Spark's env, before the rest)
 
 from _paimon_bench import (  # noqa: E402  (bench/_paimon_bench.py)
     Generated, api_build, check_counts, copy_table, index_layout, layout_text, log_tail, mb, median, publish, register,

@@ -6,6 +6,7 @@ rows in pyarrow's read order, ids counted up from 0.
 from __future__ import annotations
 
 import os
+import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,6 +34,18 @@ def make_rows(n: int, seed: int = 0, *, null_fraction: float = 0.1, distinct: in
         "x": pa.array(x, type=pa.float64(), mask=rng.random(n) < null_fraction),
         "flag": pa.array(rng.random(n) < 0.5, type=pa.bool_()),
     })
+
+
+def random_array(rng: random.Random, values: Sequence[Any], *, null: float = 0.08, empty: float = 0.16,
+                 longest: int = 4, null_element: float = 0.05) -> list[Any] | None:
+    """One ARRAY cell for multivalue tests: NULL below `null`, [] below `empty`, else 1..`longest` elements drawn
+    from `values` (repeats allowed), each NULL with probability `null_element`."""
+    r = rng.random()
+    if r < null:
+        return None
+    if r < empty:
+        return []
+    return [None if rng.random() < null_element else rng.choice(values) for _ in range(rng.randint(1, longest))]
 
 
 @dataclass

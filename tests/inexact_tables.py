@@ -26,6 +26,7 @@ from pypaimon import Schema
 
 from service.demo.paimon_events import append_arrow
 from tests.api.helpers import wait_job
+from tests.factories import random_array
 from tests.unit.tables.paimon.paimon_tables import FULL_OPTIONS, catalog, delete_rows, pypaimon_read
 
 QUERY_OPTIONS: dict[str, Any] = {"scan": "never"}
@@ -40,19 +41,12 @@ TAGS = ("vip", "eu", "us", "beta")
 
 
 def _rows(rng: random.Random, start: int, n: int) -> pa.Table:
-    def tags() -> list[str | None] | None:
-        r = rng.random()
-        if r < 0.08:
-            return None
-        if r < 0.15:
-            return []
-        return [None if rng.random() < 0.05 else rng.choice(TAGS) for _ in range(rng.randint(1, 3))]
-
     return pa.table({
         "id": pa.array(range(start, start + n), pa.int64()),
         "status": [rng.choice(STATUSES) for _ in range(n)],
         "code": pa.array([None if rng.random() < 0.1 else rng.randint(-20, 20) for _ in range(n)], pa.int32()),
-        "tags": pa.array([tags() for _ in range(n)], SCHEMA.field("tags").type),
+        "tags": pa.array([random_array(rng, TAGS, empty=0.15, longest=3) for _ in range(n)],
+                         SCHEMA.field("tags").type),
     }, schema=SCHEMA)
 
 

@@ -16,6 +16,7 @@ import pytest
 
 from service.api.app import create_app
 from tests.api.helpers import TestClient, make_settings, wait_job
+from tests.factories import random_array
 from tests.api.test_aggregate import _ask, _got, _judge, _metrics, _same
 from tests.unit.tables.paimon import rust_tables as rt
 from tests.unit.tables.paimon.paimon_tables import (
@@ -109,18 +110,10 @@ TAGS = ["vip", "trial", "", "ü", "churned"]
 
 
 def _rows(rng: random.Random, start: int, n: int) -> pa.Table:
-    def tags() -> list[str | None] | None:
-        r = rng.random()
-        if r < 0.08:
-            return None
-        if r < 0.16:
-            return []
-        return [None if rng.random() < 0.05 else rng.choice(TAGS) for _ in range(rng.randint(1, 4))]
-
     return pa.table({
         "id": pa.array(range(start, start + n), pa.int64()),
         "uid": pa.array([None if rng.random() < 0.08 else rng.randint(-30, 30) for _ in range(n)], pa.int64()),
-        "tags": pa.array([tags() for _ in range(n)], pa.list_(pa.string())),
+        "tags": pa.array([random_array(rng, TAGS) for _ in range(n)], pa.list_(pa.string())),
     })
 
 

@@ -17,6 +17,7 @@ import pytest
 
 from service.api.app import create_app
 from tests.api.helpers import TestClient, make_settings
+from tests.factories import random_array
 from tests.unit.tables.paimon import rust_tables as rt
 
 NAME = "fam"
@@ -33,14 +34,6 @@ def _rows(rng: random.Random, start: int, n: int) -> pa.Table:
     def uid() -> int | None:
         return None if rng.random() < 0.08 else (rng.choice(UIDS) if rng.random() < 0.3 else rng.randint(-500, 500))
 
-    def tags() -> list[str | None] | None:
-        r = rng.random()
-        if r < 0.08:
-            return None
-        if r < 0.16:
-            return []
-        return [None if rng.random() < 0.05 else rng.choice(TAGS) for _ in range(rng.randint(1, 4))]  # duplicates
-
     def nums() -> list[int | None] | None:
         if rng.random() < 0.1:
             return None
@@ -50,7 +43,7 @@ def _rows(rng: random.Random, start: int, n: int) -> pa.Table:
         "id": pa.array(range(start, start + n), pa.int64()),
         "uid": pa.array([uid() for _ in range(n)], pa.int64()),
         "name": pa.array([None if rng.random() < 0.07 else rng.choice(NAMES) for _ in range(n)], pa.string()),
-        "tags": pa.array([tags() for _ in range(n)], pa.list_(pa.string())),
+        "tags": pa.array([random_array(rng, TAGS) for _ in range(n)], pa.list_(pa.string())),
         "nums": pa.array([nums() for _ in range(n)], pa.list_(pa.int64())),
     })
 
