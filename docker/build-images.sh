@@ -143,7 +143,7 @@ inputs_hash() {  # inputs_hash FILE...: what an image is built from: its files, 
         (cd "$ROOT" && find "$@" -type f ! -path '*/__pycache__/*' ! -name '*.pyc' -print0 \
             | sort -z | xargs -0 sha256sum)
         (cd "$WORK/ctx" && find docker/pip -type f -print0 | sort -z | xargs -0 sha256sum)
-        docker image inspect --format '{{.Id}}' "$BASE"
+        image_id "$BASE"
         echo "maven=${BGIX_MAVEN_REPO:-}"
     } | sha256sum | cut -c1-16
 }

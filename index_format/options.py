@@ -178,7 +178,7 @@ class OptionSpec:
 
     @property
     def default_text(self) -> str:
-        return self._kind.render(self.default)
+        return self.render(self.default)
 
     def render(self, value: object) -> str:
         """A value of this option as its key's value is written ('16 kb', 'true', 'zstd')."""
@@ -189,8 +189,8 @@ class OptionSpec:
         """'1..22', '1 b..64 mb' or '' (no bounds)."""
         if self.minimum is None and self.maximum is None:
             return ""
-        lo = "" if self.minimum is None else self._kind.render(self.minimum)
-        hi = "" if self.maximum is None else self._kind.render(self.maximum)
+        lo = "" if self.minimum is None else self.render(self.minimum)
+        hi = "" if self.maximum is None else self.render(self.maximum)
         return f"{lo}..{hi}"
 
     def parse(self, value: object, key: str | None = None) -> object:
@@ -394,7 +394,7 @@ class IndexOptions:
 
     def to_dict(self) -> dict[str, str]:
         """Paimon key → string value for every option (parse_options(to_dict()) == self)."""
-        return {spec.key: spec._kind.render(getattr(self, spec.field)) for spec in OPTION_TABLE}
+        return {spec.key: spec.render(getattr(self, spec.field)) for spec in OPTION_TABLE}
 
     def with_overrides(self, raw: Mapping[str, object] | str | None) -> IndexOptions:
         """These options overlaid with `raw` (same parsing as parse_options)."""
@@ -413,7 +413,7 @@ class IndexOptions:
                 continue
             a, b = getattr(self, spec.field), getattr(other, spec.field)
             if a != b:
-                out.append((spec.key, spec._kind.render(a), spec._kind.render(b)))
+                out.append((spec.key, spec.render(a), spec.render(b)))
         return out
 
 

@@ -29,13 +29,12 @@ from index_format.types import KeyType, from_arrow
 from service.build_job.progress import Progress, TaskReports, TaskReportWriter
 from service.build_job.worker import build_batches, build_tasks
 from service.catalog.catalog_errors import RowIdError
-from service.tables.build_tasks import RESULT_DDL, RESULT_SCHEMA, ROW_ID, BuildPlan, SparkScan
+from service.tables.build_tasks import BATCH_ROWS, RESULT_DDL, RESULT_SCHEMA, ROW_ID, BuildPlan, SparkScan
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 log = logging.getLogger("bgix.build_job.engines")
-BATCH_ROWS = 65_536
 
 
 # -- local engine ---------------------------------------------------------------------------------

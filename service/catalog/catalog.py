@@ -191,17 +191,21 @@ class Catalog:
         Raises:
             CommitConflictError: another commit happened since `expected_snapshot_id` was read.
         """
-        current = self.snapshot_ids(table, column)
-        latest = current[-1] if current else None
-        if latest != expected_snapshot_id:
-            raise CommitConflictError(
-                f"index {table}.{column}: expected snapshot {expected_snapshot_id}, current is {latest}")
+        self.check_current(table, column, expected_snapshot_id)
         new_id = (expected_snapshot_id or 0) + 1
         stored = replace(snapshot, id=new_id, parent_id=expected_snapshot_id, table=table, column=column,
                          created_at=now())
         if not self.storage.write_if_absent(warehouse_layout.snapshot_json(table, column, new_id), dumps(stored.to_dict())):
             raise CommitConflictError(f"index {table}.{column}: snapshot {new_id} was committed by another writer")
         return stored
+
+    def check_current(self, table: str, column: str, expected_snapshot_id: int | None) -> None:
+        """Raises CommitConflictError unless the column's current snapshot is `expected_snapshot_id` (None = none)."""
+        current = self.snapshot_ids(table, column)
+        latest = current[-1] if current else None
+        if latest != expected_snapshot_id:
+            raise CommitConflictError(
+                f"index {table}.{column}: expected snapshot {expected_snapshot_id}, current is {latest}")
 
     def drop_index(self, table: str, column: str) -> None:
         """Remove the index: its snapshots and all its files. Does not parse the snapshots, so an index

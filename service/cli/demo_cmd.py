@@ -12,7 +12,7 @@ import signal
 import sys
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -85,14 +85,11 @@ def _interrupted(signum: int, _frame: object) -> None:
 def run(args: argparse.Namespace) -> int:
     """The demo; SIGTERM and SIGHUP stop it as Ctrl-C does (SIGINT): the build it follows is cancelled and the
     service stopped with everything it started (demo_server.stop_server) before the demo exits."""
-    previous = {s: signal.signal(s, _interrupted) for s in (signal.SIGTERM, signal.SIGHUP)}
-    try:
-        return _run(args)
-    except KeyboardInterrupt:   # before the service started, or while it was being stopped
-        return 0
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    with _handling((signal.SIGTERM, signal.SIGHUP), _interrupted):
+        try:
+            return _run(args)
+        except KeyboardInterrupt:   # before the service started, or while it was being stopped
+            return 0
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -157,30 +154,31 @@ _STOPS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 @contextmanager
+def _handling(signals: tuple[signal.Signals, ...], handler: Any) -> Iterator[None]:
+    """`handler` for `signals` in the block, the previous handlers back after it."""
+    previous = {s: signal.signal(s, handler) for s in signals}
+    try:
+        yield
+    finally:
+        for s, old in previous.items():
+            signal.signal(s, old)
+
+
+@contextmanager
 def _signals_deferred() -> Iterator[None]:
     """A stop signal arriving in the block raises KeyboardInterrupt when the block is over (a Python-level handler:
     a child started in the block gets the default ones back at exec)."""
     seen: list[int] = []
-    previous = {s: signal.signal(s, lambda signum, _frame: seen.append(signum)) for s in _STOPS}
-    try:
+    with _handling(_STOPS, lambda signum, _frame: seen.append(signum)):
         yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
     if seen:
         raise KeyboardInterrupt(signal.Signals(seen[0]).name)
 
 
-@contextmanager
-def _signals_ignored() -> Iterator[None]:
+def _signals_ignored() -> AbstractContextManager[None]:
     """SIGINT, SIGTERM and SIGHUP ignored in the block (the demo is stopping already); no child may start in it
     (it would inherit the ignoring)."""
-    previous = {s: signal.signal(s, signal.SIG_IGN) for s in _STOPS}
-    try:
-        yield
-    finally:
-        for s, handler in previous.items():
-            signal.signal(s, handler)
+    return _handling(_STOPS, signal.SIG_IGN)
 
 
 def _paimon_sample(warehouse: Path, rows: int, commits: int) -> tuple[Path, bool]:

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import httpx
 
-from service.jobs.liveness import process_alive, process_start
+from service.jobs.liveness import process_alive, stat_fields
 from service.server.settings import Settings
 
-__all__ = ["auth_headers", "descendants", "java_available", "pick_port", "start_server", "stop_server",
+__all__ = ["auth_headers", "java_available", "pick_port", "start_server", "stop_server",
            "wait_ready"]
 
 READY_TIMEOUT_S = 60.0
@@ -66,23 +66,23 @@ def start_server(host: str, port: int, warehouse: Path, engine: str, spark_maste
 
 
 def descendants(pid: int) -> dict[int, int | None]:
-    """Every process below `pid` (children, theirs, …) → its start time (liveness.process_start), from /proc."""
+    """Every process below `pid` (children, theirs, …) → its start time (as liveness.process_start), from /proc."""
     children: dict[int, list[int]] = {}
+    started: dict[int, int | None] = {}
     for entry in os.scandir("/proc"):
         if not entry.name.isdigit():
             continue
-        try:
-            stat = Path(f"/proc/{entry.name}/stat").read_bytes()   # process metadata
-        except OSError:
+        fields = stat_fields(int(entry.name))   # one read per process: its parent and its start time
+        if fields is None:
             continue
-        fields = stat[stat.rfind(b")") + 2:].split()   # the command name may hold spaces and parentheses
         children.setdefault(int(fields[1]), []).append(int(entry.name))
+        started[int(entry.name)] = int(fields[19]) if len(fields) > 19 else None
     out: dict[int, int | None] = {}
     todo = list(children.get(pid, ()))
     while todo:
         p = todo.pop()
         if p not in out:
-            out[p] = process_start(p)
+            out[p] = started.get(p)
             todo.extend(children.get(p, ()))
     return out
 

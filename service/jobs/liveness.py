@@ -11,7 +11,9 @@ from pathlib import Path
 from service.catalog.model import JobRecord
 
 
-def _stat_fields(pid: int) -> list[bytes] | None:
+def stat_fields(pid: int) -> list[bytes] | None:
+    """The fields of /proc/<pid>/stat after the command name (so index 1 is the parent pid, 19 the start time), or
+    None when the process is gone."""
     try:
         stat = Path(f"/proc/{pid}/stat").read_bytes()  # process metadata, not warehouse data
     except OSError:
@@ -22,7 +24,7 @@ def _stat_fields(pid: int) -> list[bytes] | None:
 
 def process_start(pid: int) -> int | None:
     """The start time of process `pid` in clock ticks since boot (Linux /proc), or None where unknown."""
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     try:
         return int(fields[19]) if fields is not None else None  # field 22 of proc(5): starttime
     except (IndexError, ValueError):
@@ -40,7 +42,7 @@ def process_alive(pid: int, started: int | None = None) -> bool:
         return False
     except PermissionError:
         pass  # it exists but belongs to another user: the start time still tells whether it is ours
-    fields = _stat_fields(pid)
+    fields = stat_fields(pid)
     if fields and fields[0] in (b"Z", b"X"):
         return False  # exited, not yet reaped by its parent (an adopted build's parent is init)
     if started is None:

@@ -75,7 +75,10 @@ def partition(ci: ColumnIndex, rows: AbstractBitMap64, *, element_keys: bool, ma
     if counts_only and sum(len(i) for i in insides) == len(BitMap64.union(BitMap64(), *insides)):
         return _partition_counts(ci, insides, rows, max_keys=max_keys, element_keys=element_keys,
                                  deadline=deadline)
-    if element_keys or sum(len(i) for i in insides) > max_keys:
+    # at most one key per filter row (an ARRAY column: per element; its files' footers count their keys)
+    bound = (sum(ref.open().value_count for ref, i in zip(ci.files, insides) if i) if element_keys
+             else sum(len(i) for i in insides))
+    if bound > max_keys:
         # the cap may be passed: find out by counts first, before any group's rows are built key by key
         _key_counts(ci, insides, max_keys=max_keys, element_keys=element_keys, deadline=deadline)
     acc: dict[object, BitMap64] = {}
@@ -344,6 +347,11 @@ def coded_groups(parts: list[Partition], rows: AbstractBitMap64, mparts: dict[st
             raise TooManyGroupsError(p.column, max_groups)
         return Coded(keys=[(k,) for k, _ in kept], counts=[c for _, c in kept])
     ids = _ids(rows)
+    if not parts:   # SQL's aggregate without GROUP BY: one group of every row, even of none (no codes, no sort)
+        whole = np.zeros(1, dtype=np.int64)
+        return Coded(keys=[()], counts=[len(ids)], metrics={
+            c: _reduce_metric(mp, _codes(mp, ids, deadline), whole) if len(ids) else [Accumulator()]
+            for c, mp in mparts.items()})
     code = np.zeros(len(ids), dtype=np.int64)
     valid = np.ones(len(ids), dtype=bool)
     for p in parts:
@@ -357,8 +365,6 @@ def coded_groups(parts: list[Partition], rows: AbstractBitMap64, mparts: dict[st
     if len(starts) > max_groups:
         raise TooManyGroupsError(", ".join(p.column for p in parts), max_groups)
     out = Coded()
-    if not parts and not len(starts):   # SQL's aggregate without GROUP BY: one row, even over no rows
-        return Coded(keys=[()], counts=[0], metrics={c: [Accumulator()] for c in mparts})
     out.counts = np.diff(np.concatenate((starts, [len(run)]))).tolist()
     digits = []
     rest = run[starts]

@@ -164,13 +164,13 @@ def _compute(storage: Storage, base: str, key: str, kt: KeyType, files: Sequence
     """One pass over every dictionary block; (key, rows) gathered as Arrow arrays, never Python tuples."""
     string = kt.is_string
     parts: list[pa.Table] = []
-    counted = None if count_nulls is None else count_nulls()   # first: a read that fails costs no key pass
+    counted = None if count_nulls is None else count_nulls()   # from the table, before the key pass
     nulls = 0
     sorted_already = len(files) == 1
     for f in files:
         reader = f.open()
         d = dead_in_file(f, dead)
-        if counted is None:
+        if count_nulls is None:   # the files record their null rows
             null_rows = reader.null_rows()
             nulls += null_rows.difference_cardinality(d) if d is not None else len(null_rows)
         if reader.value_count and reader.key_order != "logical":

@@ -305,13 +305,10 @@ def _index_groups(parts: list[Partition], rows: BitMap64, mparts: Mapping[str, P
         coded = coded_groups(parts, rows, dict(mparts), max_groups=max_groups, deadline=deadline)
         return {key: _Group(count=count, acc={c: accs[g] for c, accs in coded.metrics.items()})
                 for g, (key, count) in enumerate(zip(coded.keys, coded.counts))}, 0
-    if parts:
-        combined = combine(parts, rows, keep_rows=bool(mparts), max_groups=max_groups,
-                           max_intersections=MAX_INTERSECTIONS, deadline=deadline)
-        keys, counts, group_rows = combined.keys, combined.counts, combined.rows
-        intersections = combined.intersections
-    else:   # no group column: one group of every row (SQL's aggregate without GROUP BY)
-        keys, counts, group_rows, intersections = [()], [len(rows)], [rows], 0
+    combined = combine(parts, rows, keep_rows=bool(mparts), max_groups=max_groups,
+                       max_intersections=MAX_INTERSECTIONS, deadline=deadline)
+    keys, counts, group_rows = combined.keys, combined.counts, combined.rows
+    intersections = combined.intersections
     work = len(keys) * sum(len(p.keys) for p in mparts.values())
     if work > MAX_INTERSECTIONS:
         raise AggregateTooLargeError(work, MAX_INTERSECTIONS)

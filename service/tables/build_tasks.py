@@ -18,10 +18,13 @@ import pyarrow as pa
 from index_format.families import BITMAP
 from index_format.storage import temp_target
 
-__all__ = ["RESULT_DDL", "RESULT_SCHEMA", "ROW_ID", "BuildOutcome", "BuildPlan", "BuildRange", "FileNames",
+__all__ = ["BATCH_ROWS", "RESULT_DDL", "RESULT_SCHEMA", "ROW_ID", "BuildOutcome", "BuildPlan", "BuildRange", "FileNames",
            "SparkScan", "TaskReader", "job_stamp", "stamp_of_file"]
 
 ROW_ID = "_bgix_row_id"   # the row-id column of every batch a TaskReader yields (int64)
+# Rows per batch a task yields, whatever reads it (a plain table's file slices; Spark's Arrow batches): the worker
+# counts a range's rows as its batches arrive, so a build's progress moves inside one range.
+BATCH_ROWS = 65_536
 
 # What a task returns to the driver: one row per written index file (metadata only, never row data).
 # range: index into BuildPlan.ranges; sidecar_size: bytes of the range sidecar written beside the file

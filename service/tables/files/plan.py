@@ -22,7 +22,7 @@ from index_format.options import IndexOptions, option_error
 from index_format.storage import Storage
 from index_format.types import KeyType, from_arrow
 from service.catalog.catalog import Catalog
-from service.catalog.catalog_errors import CommitConflictError, RowIdError
+from service.catalog.catalog_errors import RowIdError
 from service.jobs.jobspec import NOTHING_TO_BUILD, JobSpec, check_options_match, index_options_of
 from service.catalog.model import DataFile, IndexFileEntry, Snapshot, SourceFile, Table
 from service.jobs.partitions import check_matches, check_readable
@@ -307,7 +307,7 @@ def commit_build(catalog: Catalog, build: BuildPlan, written: pa.Table, spec: Jo
     """
     plans: list[FilePlan] = build.state
     for plan in plans:
-        _check_current(catalog, plan)
+        catalog.check_current(plan.table.name, plan.column, plan.previous.id if plan.previous else None)
     column_of = [r.column for r in build.ranges]
     written_column = np.array([column_of[i] for i in written.column("range").to_pylist()], dtype=object)
     snapshots: dict[str, Snapshot | None] = {}
@@ -330,16 +330,6 @@ def commit_build(catalog: Catalog, build: BuildPlan, written: pa.Table, spec: Jo
         said = set(messages.values())
         message = said.pop() if len(said) == 1 else "; ".join(f"{c}: {m}" for c, m in messages.items())
     return BuildOutcome(ColumnsCommitted(snapshots), message)
-
-
-def _check_current(catalog: Catalog, plan: FilePlan) -> None:
-    """Raises CommitConflictError when the column's current snapshot is not the one `plan` was made against."""
-    ids = catalog.snapshot_ids(plan.table.name, plan.column)
-    latest = ids[-1] if ids else None
-    expected = plan.previous.id if plan.previous else None
-    if latest != expected:
-        raise CommitConflictError(f"index {plan.table.name}.{plan.column}: expected snapshot {expected}, current "
-                                  f"is {latest}")
 
 
 _BUDGET_KEY = "bitmap-index.fallback-scan-max-size"

@@ -14,7 +14,7 @@ import pyarrow as pa
 from index_format.storage import Storage
 from service.catalog.catalog_errors import DataFileError, RowIdError
 from service.tables.files.scan import read_slice
-from service.tables.build_tasks import ROW_ID
+from service.tables.build_tasks import BATCH_ROWS, ROW_ID
 
 __all__ = ["FileSlice", "FileTaskReader"]
 
@@ -31,9 +31,6 @@ class FileSlice:
     stop: int
 
 
-# Rows per batch a task yields: the worker counts a range's rows as its batches arrive, so a build's progress
-# moves inside one range (the Spark scan variant's batches are this size too: engines.BATCH_ROWS).
-BATCH_ROWS = 65_536
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ manifest is the pinned one's). Its commit time is the index's build time, whatev
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -153,11 +153,13 @@ def _commit(table: PaimonTable, sid: int, cache: OriginsCache) -> _Commit | None
 
 
 
-def index_built_at(table: PaimonTable, names: frozenset[str], cache: OriginsCache | None = None) -> float | None:
+def index_built_at(table: PaimonTable, names: frozenset[str], cache: OriginsCache | None = None,
+                   expired: Callable[[], float | None] | None = None) -> float | None:
     """When the index made of the files `names` (listed by `table`'s pinned snapshot) was built: the commit time
     (epoch seconds) of the earliest snapshot listing them all, the one that added the newest (module docstring).
-    None when that snapshot has expired (the earliest one kept lists them all already, and has a predecessor) or
-    the snapshots do not read."""
+    When that snapshot has expired (the earliest one kept lists them all already, and has a predecessor):
+    `expired()` (kept in the cache too: it is asked once per set of files), else None. None when the snapshots do
+    not read."""
     cache = OriginsCache() if cache is None else cache
     current = table.snapshot
     if not names or current is None or table.snapshot_id is None:
@@ -171,7 +173,10 @@ def index_built_at(table: PaimonTable, names: frozenset[str], cache: OriginsCach
         log.warning("could not read the snapshots that added %s's index files", table.location.identifier,
                     exc_info=True)
         return None
-    built = None if found is None else int(found.time_millis) / 1000.0
+    if found is not None:
+        built: float | None = int(found.time_millis) / 1000.0
+    else:
+        built = expired() if expired is not None else None
     cache.built.put(key, built, 1)
     return built
 

@@ -146,13 +146,14 @@ def _built_at(table: PaimonTable, items: Sequence[GlobalIndexEntry], storage: St
               cache: OriginsCache | None) -> float | None:
     """When the index was built: the commit that added its newest file (origins.index_built_at); when that
     snapshot has expired, the newest file's own modification time (None: neither tells)."""
-    built = index_built_at(table, frozenset(e.file_name for e in items), cache)
-    if built is not None:
-        return built
-    try:
-        return max(storage.stat(e.path)[1] for e in items) or None
-    except (OSError, PathNotAllowedError, StorageUnavailableError):
-        return None
+    def newest_file() -> float | None:
+        try:
+            return max(storage.stat(e.path)[1] for e in items) or None
+        except (OSError, PathNotAllowedError, StorageUnavailableError):
+            return None
+
+    built = index_built_at(table, frozenset(e.file_name for e in items), cache, expired=newest_file)
+    return built if built is not None else newest_file()   # snapshots that do not read: the files tell
 
 
 def _snapshot(table: str, column: str, index_type: str, sid: int, created: float | None,
