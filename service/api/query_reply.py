@@ -18,8 +18,8 @@ def answer_query(services: Services, name: str, body: schemas.QueryRequest, acce
                  deadline: float) -> Response:
     """The whole query, on a query thread (service.query.run_query), as an HTTP response."""
     result = body.result
-    if accept and schemas.ROARING_MEDIA_TYPE in accept and result == "row_ids":
-        result = "roaring"
+    if accept and schemas.ROARING_MEDIA_TYPE in accept and result == "row_ids" and body.order_by is None:
+        result = "roaring"   # a bitmap holds no order: an ordered answer stays JSON
     ask = QueryAsk(where=body.where, predicate=body.predicate, result=result, limit=body.limit,
                    cursor=body.cursor, explain=body.explain, scan=body.scan,
                    order_by=None if body.order_by is None else (body.order_by.column,

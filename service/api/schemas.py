@@ -440,7 +440,8 @@ class QueryRequest(_Model):
         None, description="With result row_ids: the matching rows ordered by one indexed column (ORDER BY c "
                           "ASC|DESC; ties by row id; NULLS FIRST ascending, NULLS LAST descending, as Paimon), "
                           "`limit` rows a page, each row's value in `order_values`; answered from the column's "
-                          "btree or bitmap index in key order, stopping after `limit` rows.")
+                          "btree or bitmap index in key order, stopping after `limit` rows. Another `result`: 400 "
+                          "invalid_order_by; the answer stays JSON even when the client accepts roaring.")
     scan: Literal["auto", "never"] = Field(
         "auto", description="\"auto\": rows no index covers (appends since the last build, stale files, a column "
                             "with no index) and leaves the indexes decline are read from the table's data and "

@@ -55,6 +55,8 @@ def run_query(qs: QueryService, metrics: Metrics, name: str, ask: QueryAsk, dead
     """The whole query, on a query thread: parse, evaluate (stops at `deadline`), page the result; with
     `explain="plan"` parse and plan only."""
     result = ask.result
+    if ask.order_by is not None and result != "row_ids":   # refused before any work; never an unordered answer
+        raise OrderByError(f"order_by needs result 'row_ids', not {result!r}")
     node = qs.parse(ask.where, ask.predicate, deadline)   # a parse past the budget stops too
     if ask.explain == "plan":
         return _plan_reply(qs, metrics, name, ask, node)
@@ -113,8 +115,6 @@ def _ordered_payload(qs: QueryService, name: str, ask: QueryAsk, outcome: QueryO
                      deadline: float) -> dict[str, object]:
     """Result row_ids in the order of one column (service.query.ordered_rows), paged by offset."""
     assert ask.order_by is not None
-    if ask.result != "row_ids":
-        raise OrderByError(f"order_by needs result 'row_ids', not {ask.result!r}")
     column, desc = ask.order_by
     fingerprint = query_fingerprint(name, ask.where, ask.predicate, f"row_ids order by {column} {desc}")
     used = outcome.used

@@ -87,9 +87,24 @@ def test_pages_of_an_ordered_query_follow_each_other(plain: tuple[TestClient, pd
     assert whole["row_ids"] == _sorted_ids(ok, "price", False, "rid")[0] and whole["exact"] is True
 
 
+def test_an_ordered_query_stays_json_when_the_client_accepts_roaring(
+        plain: tuple[TestClient, pd.DataFrame]) -> None:  # noqa: F811
+    """A bitmap holds no order: `Accept: application/x-roaring` must not turn an ordered answer into one."""
+    client, df = plain
+    from service.api.schemas import ROARING_MEDIA_TYPE
+    table = _arrow(df).append_column("rid", pa.array(np.arange(len(df), dtype=np.int64)))
+    r = client.post("/v1/tables/t/query", headers={"Accept": f"{ROARING_MEDIA_TYPE}, application/json"},
+                    json={"where": "TRUE", "order_by": {"column": "price", "direction": "desc"}, "limit": 20})
+    assert r.status_code == 200 and r.headers["content-type"].startswith("application/json"), r.headers
+    assert r.json()["row_ids"] == _sorted_ids(table, "price", True, "rid")[0][:20]
+
+
 @pytest.mark.parametrize(("body", "code"), [
     ({"where": "price > 1.0", "order_by": {"column": "tags"}}, "invalid_order_by"),
     ({"where": "price > 1.0", "order_by": {"column": "country"}, "result": "count"}, "invalid_order_by"),
+    ({"where": "price > 1.0", "order_by": {"column": "country"}, "result": "roaring"}, "invalid_order_by"),
+    ({"where": "price > 1.0", "order_by": {"column": "country"}, "result": "global_index_result"},
+     "invalid_order_by"),
     ({"where": "price > 1.0", "order_by": {"column": "uid"}}, "no_index"),
     ({"where": "price > 1.0", "order_by": {"column": "nope"}}, "unknown_column"),
     ({"where": "price > 1.0", "order_by": {"column": "country"}, "cursor": "e30"}, "invalid_cursor"),
