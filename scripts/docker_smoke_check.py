@@ -20,14 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-from pypaimon import CatalogFactory, Schema
+from pypaimon import CatalogFactory
 
 from service.client import Client
-from service.demo.events import events_batch
-from service.demo.paimon_events import REGIONS, append_arrow
+from service.demo.paimon_events import append_arrow, sample_commits, sample_schema
 
 TABLE = "events"
 BUCKET = "bgix"
@@ -36,7 +34,6 @@ DATABASE = "demo"
 LOCATION = f"{WAREHOUSE}/{DATABASE}.db/{TABLE}"
 COLUMNS = "status,country,tenant,event_id"
 FAMILIES = "bitmap,bitmap,bitmap,btree"
-OPTIONS = {"row-tracking.enabled": "true", "data-evolution.enabled": "true", "bucket": "-1"}
 
 F = pc.field
 # (where, the same predicate as a pyarrow expression over the source rows, written independently of bgix).
@@ -70,18 +67,9 @@ def write_table(s3_url: str, rows: int, commits: int) -> pa.Table:
     catalog = CatalogFactory.create(catalog_options(s3_url))
     catalog.create_database(DATABASE, True)
     catalog.drop_table(f"{DATABASE}.{TABLE}", True)   # a stack kept up (BGIX_SMOKE_KEEP=1) may hold a previous run's
-    rng = np.random.default_rng(7)
-    batches = []
-    bounds = np.linspace(0, rows, commits + 1).astype(int)
-    for i in range(commits):
-        batch = events_batch(int(bounds[i]), int(bounds[i + 1] - bounds[i]), rng)
-        region = pc.fill_null(pc.take(pa.array(list(REGIONS.values())),
-                                      pc.index_in(batch.column("country"), value_set=pa.array(list(REGIONS)))),
-                              "unknown")
-        batches.append(batch.append_column("region", region))
+    batches = list(sample_commits(rows, commits))   # the demo's own sample (service.demo.paimon_events)
     source = pa.concat_tables(batches)
-    catalog.create_table(f"{DATABASE}.{TABLE}", Schema.from_pyarrow_schema(
-        source.schema, partition_keys=["region"], options=dict(OPTIONS)), False)
+    catalog.create_table(f"{DATABASE}.{TABLE}", sample_schema(), False)
     for batch in batches:   # one commit each: new table objects see the previous commit
         append_arrow(catalog.get_table(f"{DATABASE}.{TABLE}"), batch)
     return source

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -21,7 +22,8 @@ from service.demo.events import COUNTRIES, SCHEMA, events_batch
 from service.tables.paimon.paimon_writes import append_arrow
 
 __all__ = [
-    "PARTITION_KEY", "REGIONS", "append_arrow", "is_current_sample", "scanner_row_ids", "write_sample_table",
+    "PARTITION_KEY", "REGIONS", "append_arrow", "is_current_sample", "sample_commits", "sample_schema",
+    "scanner_row_ids", "write_sample_table",
 ]
 
 PARTITION_KEY = "region"
@@ -51,13 +53,10 @@ def write_sample_table(warehouse: str | Path, database: str, name: str, *, rows:
     catalog.create_database(database, True)
     if location.exists():
         shutil.rmtree(location)
-    schema = Schema.from_pyarrow_schema(_arrow_schema(), partition_keys=[PARTITION_KEY], options=dict(_OPTIONS))
-    catalog.create_table(f"{database}.{name}", schema, False)
+    catalog.create_table(f"{database}.{name}", sample_schema(), False)
     table = catalog.get_table(f"{database}.{name}")
-    rng = np.random.default_rng(seed)
-    bounds = np.linspace(0, rows, commits + 1).astype(int)
-    for i in range(commits):
-        append_arrow(table, _with_region(events_batch(int(bounds[i]), int(bounds[i + 1] - bounds[i]), rng)))
+    for batch in sample_commits(rows, commits, seed):
+        append_arrow(table, batch)
     _marker(location).write_text(json.dumps({"rows": rows, "commits": commits, "seed": seed}))
     return location
 
@@ -90,6 +89,20 @@ def scanner_row_ids(location: str | Path, column: str, op: str, values: list[obj
     scanner = DataEvolutionGlobalIndexScanner.create(table, predicate=pred)
     found = None if scanner is None else scanner.scan(pred)
     return None if found is None else sorted(int(i) for i in found.results())
+
+
+def sample_schema() -> Schema:
+    """The sample table's Paimon schema: the events' columns and `region`, partitioned by it, row tracking and data
+    evolution on."""
+    return Schema.from_pyarrow_schema(_arrow_schema(), partition_keys=[PARTITION_KEY], options=dict(_OPTIONS))
+
+
+def sample_commits(rows: int, commits: int, seed: int = 7) -> Iterator[pa.Table]:
+    """The sample's rows, one table per commit (with their `region`), deterministic for (rows, commits, seed)."""
+    rng = np.random.default_rng(seed)
+    bounds = np.linspace(0, rows, commits + 1).astype(int)
+    for i in range(commits):
+        yield _with_region(events_batch(int(bounds[i]), int(bounds[i + 1] - bounds[i]), rng))
 
 
 def _arrow_schema() -> pa.Schema:
