@@ -17,6 +17,7 @@ from index_format.storage import Storage, is_absolute_location
 from service.catalog.catalog import Catalog
 from service.catalog.catalog_errors import LocationNotFoundError
 from service.catalog.model import FORMATS, Table
+from service.jobs.jobspec import column_families
 from service.tables import open_source, register_table
 
 
@@ -68,6 +69,8 @@ def run(args: argparse.Namespace) -> int:
     if args.location and args.location not in roots:
         roots.append(args.location)
     try:
+        if not args.drop:   # as the service refuses them, and before anything is registered
+            check_families(args.options or None, column_families(args.column, args.index_type).values())
         catalog = Catalog(Storage(args.warehouse, roots, options))
         if args.location:
             parts = [c.strip() for c in args.partition_columns.split(",") if c.strip()]
@@ -89,7 +92,6 @@ def run(args: argparse.Namespace) -> int:
             "index_type": args.index_type, "partitions": args.partitions, "options": args.options or None,
             "spark_master": args.master, "engine": args.engine,
         })
-        check_families(args.options or None, spec.families.values())   # as the service refuses them
         snap = run_job(spec)
     except (BgixError, OSError, ModuleNotFoundError) as exc:   # the last: Spark builds without the spark extra
         print(f"error: {type(exc).__name__}: {exc}", file=sys.stderr)

@@ -86,3 +86,4 @@ def test_bgix_build_refuses_an_option_of_another_family(tmp_path: Path, capsys: 
                       "--options", "bitmap-index.compression=zstd"])
     assert code == 1 and "'bitmap-index.compression' belongs to the bitmap index family" in capsys.readouterr().err
     assert not (tmp_path / "wh" / "tables" / "t" / "indexes").exists()
+    assert not (tmp_path / "wh" / "tables" / "t").exists()   # refused before the table is registered
